@@ -1,0 +1,21 @@
+# kdflow: raw GLUE and Sara data -> fine-tuned teachers -> per-layer pseudo-heads -> result tables.
+# Full reproduction: `snakemake --profile slurm`. Offline demo: see README.md.
+
+from snakemake.utils import min_version
+
+min_version("9.19")
+
+
+configfile: "config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/teachers.smk"
+include: "rules/tables.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        all_targets(),

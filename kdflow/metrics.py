@@ -1,0 +1,81 @@
+"""The official GLUE metrics and Sara's micro-F1, on plain arrays.
+
+Scores are fractions in [0, 1] (or [-1, 1] for correlations); tables multiply by 100 where the papers do.
+Degenerate inputs follow the usual conventions: MCC is 0 when a confusion-matrix margin is empty (as in
+scikit-learn), a correlation of a constant vector is 0 rather than NaN so that model selection still works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy.stats import rankdata
+
+
+def accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
+    return float(np.mean(np.asarray(pred) == np.asarray(gold)))
+
+
+def f1_binary(pred: np.ndarray, gold: np.ndarray, positive: int = 1) -> float:
+    """F1 of the positive class (MRPC: 'equivalent', QQP: 'duplicate'; both have id 1)."""
+    pred, gold = np.asarray(pred) == positive, np.asarray(gold) == positive
+    tp = np.sum(pred & gold)
+    denominator = np.sum(pred) + np.sum(gold)
+    return float(2 * tp / denominator) if denominator else 0.0
+
+
+def f1_micro(pred: np.ndarray, gold: np.ndarray) -> float:
+    """Micro-averaged F1 over classes; for single-label classification it equals accuracy (thesis §3.1.3)."""
+    return accuracy(pred, gold)
+
+
+def mcc(pred: np.ndarray, gold: np.ndarray) -> float:
+    """Matthews correlation coefficient of binary predictions (CoLA's metric)."""
+    pred, gold = np.asarray(pred).astype(bool), np.asarray(gold).astype(bool)
+    tp = float(np.sum(pred & gold))
+    tn = float(np.sum(~pred & ~gold))
+    fp = float(np.sum(pred & ~gold))
+    fn = float(np.sum(~pred & gold))
+    denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    return float((tp * tn - fp * fn) / denominator) if denominator else 0.0
+
+
+def pearson(pred: np.ndarray, gold: np.ndarray) -> float:
+    pred, gold = np.asarray(pred, dtype=np.float64), np.asarray(gold, dtype=np.float64)
+    pred, gold = pred - pred.mean(), gold - gold.mean()
+    denominator = np.sqrt(np.sum(pred**2) * np.sum(gold**2))
+    return float(np.sum(pred * gold) / denominator) if denominator else 0.0
+
+
+def spearman(pred: np.ndarray, gold: np.ndarray) -> float:
+    """Pearson correlation of the ranks, ties sharing their average rank."""
+    return pearson(rankdata(pred), rankdata(gold))
+
+
+METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "accuracy": accuracy,
+    "f1": f1_binary,
+    "f1_micro": f1_micro,
+    "mcc": mcc,
+    "pearson": pearson,
+    "spearman": spearman,
+}
+
+
+def compute(metric_names: Sequence[str], pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """Score predictions (class ids, or real values for regression) against gold labels."""
+    if len(pred) != len(gold):
+        raise ValueError(f"{len(pred)} predictions for {len(gold)} gold labels")
+    if len(gold) == 0:
+        raise ValueError("cannot score an empty split")
+    return {name: METRICS[name](pred, gold) for name in metric_names}
+
+
+def predictions(logits: np.ndarray, regression: bool) -> np.ndarray:
+    """Class ids (argmax) or, for regression, the single output."""
+    return logits[:, 0] if regression else logits.argmax(-1)
+
+
+def score_logits(metric_names: Sequence[str], logits: np.ndarray, gold: np.ndarray, regression: bool) -> dict[str, float]:
+    return compute(metric_names, predictions(logits, regression), gold)

@@ -1,0 +1,202 @@
+"""Pseudo classifiers on every teacher layer (Universal-KD §4.1 and §5.2).
+
+After the teacher is fine-tuned, one linear classifier ``f_i(h_i) = softmax(W_i h_i)`` (Eq. 3) is trained on
+the representation ``h_i`` of each transformer layer i = 1..N with cross-entropy (MSE for regression), the
+teacher frozen. The paper trains them "all together": here all N heads are one batched linear map trained in
+one loop, on layer representations computed once by a single frozen forward pass over the data (not once per
+epoch), stored in float16 in a memory map so that large tasks do not need to fit in RAM.
+
+Choices the paper leaves open, configurable under ``pseudo_heads`` in the config: ``h_i`` is the layer's
+first-token ([CLS]/<s>) vector by default (``pooling: mean`` averages the unpadded tokens); the heads are
+trained jointly and the epoch with the best mean dev score over layers is kept.
+
+Also recorded per layer (for the left panel of Universal-KD Figure 3): the mean Euclidean distance between the
+head's predicted distribution and the one-hot gold label (absolute error for regression).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+from torch import nn
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from kdflow import metrics
+from kdflow.batching import EncodedSplit, batches, encode
+from kdflow.data import TaskData
+from kdflow.runtime import seed_everything
+from kdflow.training import Hyperparameters, predict, train
+
+log = logging.getLogger("kdflow")
+
+POOLINGS = ("cls", "mean")
+
+
+class LayerHeads(nn.Module):
+    """N independent linear classifiers applied to N layer representations at once: [B, N, H] -> [B, N, C]."""
+
+    def __init__(self, n_layers: int, hidden_size: int, n_outputs: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(n_layers, hidden_size, n_outputs))
+        self.bias = nn.Parameter(torch.zeros(n_layers, n_outputs))
+        nn.init.normal_(self.weight, std=0.02)  # BERT's initializer_range
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("bnh,nhc->bnc", features.float(), self.weight) + self.bias
+
+
+@torch.no_grad()
+def layer_features(encoder, split: EncodedSplit, pooling: str, batch_size: int, device, out: np.ndarray) -> None:
+    """Write the pooled representation of every transformer layer for every example into ``out`` [n, N, H]."""
+    if pooling not in POOLINGS:
+        raise ValueError(f"unknown pooling {pooling!r}; expected one of {POOLINGS}")
+    encoder.eval()
+    row = 0
+    for batch in batches(split, batch_size, regression=False):
+        mask = batch["attention_mask"].to(device)
+        hidden = encoder(
+            input_ids=batch["input_ids"].to(device),
+            attention_mask=mask,
+            token_type_ids=batch["token_type_ids"].to(device),
+            output_hidden_states=True,
+        ).hidden_states[1:]  # drop the embedding layer: heads sit on transformer layers 1..N
+        stacked = torch.stack(hidden, dim=1)  # [B, N, T, H]
+        if pooling == "cls":
+            pooled = stacked[:, :, 0]
+        else:
+            weights = mask[:, None, :, None].to(stacked.dtype)
+            pooled = (stacked * weights).sum(2) / weights.sum(2)
+        out[row : row + len(pooled)] = pooled.cpu().numpy()
+        row += len(pooled)
+
+
+def feature_batches(features: np.ndarray, labels: np.ndarray, batch_size: int, regression: bool, rng=None):
+    order = rng.permutation(len(features)) if rng is not None else np.arange(len(features))
+    for start in range(0, len(order), batch_size):
+        index = np.sort(order[start : start + batch_size])  # sorted reads are faster on a memory map
+        yield {
+            "features": torch.from_numpy(np.ascontiguousarray(features[index])),
+            "labels": torch.as_tensor(labels[index], dtype=torch.float32 if regression else torch.long),
+        }
+
+
+def heads_loss(outputs: torch.Tensor, labels: torch.Tensor, regression: bool) -> torch.Tensor:
+    """Sum over layers of each head's mean loss: heads share no parameters, so each gets its own gradient."""
+    n_layers = outputs.shape[1]
+    if regression:
+        return F.mse_loss(outputs[..., 0], labels[:, None].expand(-1, n_layers), reduction="sum") / len(labels)
+    flat = outputs.reshape(-1, outputs.shape[-1])
+    return F.cross_entropy(flat, labels.repeat_interleave(n_layers), reduction="sum") / len(labels)
+
+
+def gold_distance(outputs: np.ndarray, gold: np.ndarray, regression: bool) -> np.ndarray:
+    """Per example and layer: ||softmax(logits) - onehot(gold)||_2, or |prediction - gold| for regression."""
+    if regression:
+        return np.abs(outputs[..., 0] - gold[:, None])
+    probs = torch.softmax(torch.from_numpy(outputs), dim=-1).numpy()
+    onehot = np.eye(outputs.shape[-1])[gold][:, None, :]
+    return np.linalg.norm(probs - onehot, axis=-1)
+
+
+def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_dir: Path, device) -> dict:
+    """Train heads on every layer of the frozen teacher in ``teacher_dir``; write heads, predictions, metrics."""
+    started = time.perf_counter()
+    settings = dict(settings)
+    pooling = settings.pop("pooling", "cls")
+    hp = Hyperparameters.from_dict(settings)
+    seed_everything(hp.seed)
+    regression, metric_names = task.meta["regression"], task.meta["metrics"]
+    main = metric_names[0]
+    n_outputs = task.num_labels
+
+    tokenizer = AutoTokenizer.from_pretrained(teacher_dir / "model")
+    teacher = AutoModelForSequenceClassification.from_pretrained(teacher_dir / "model").to(device)
+    teacher.requires_grad_(False)
+    encoder = teacher.base_model
+    n_layers, hidden = teacher.config.num_hidden_layers, teacher.config.hidden_size
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".features-") as scratch:
+        features, labels = {}, {}
+        for name in ("train", "dev"):
+            frame = task.split(name)
+            split = encode(frame, tokenizer, hp.max_seq_length, labelled=True)
+            features[name] = np.lib.format.open_memmap(
+                Path(scratch) / f"{name}.npy", mode="w+", dtype=np.float16, shape=(len(split), n_layers, hidden)
+            )
+            layer_features(encoder, split, pooling, hp.eval_batch_size, device, features[name])
+            labels[name] = split.labels
+        log.info("layer features computed once: %s", {k: v.shape for k, v in features.items()})
+        del teacher, encoder
+
+        heads = LayerHeads(n_layers, hidden, n_outputs)
+
+        def dev_outputs(model) -> np.ndarray:
+            model.eval()
+            dev = feature_batches(features["dev"], labels["dev"], hp.eval_batch_size, regression)
+            return predict(lambda b: model(b["features"]), dev, device)
+
+        def layer_scores(outputs: np.ndarray) -> list[dict]:
+            return [metrics.score_logits(metric_names, outputs[:, i], labels["dev"], regression) for i in range(n_layers)]
+
+        def evaluate(model) -> dict:
+            per_layer = layer_scores(dev_outputs(model))
+            return {f"mean_{main}": float(np.mean([s[main] for s in per_layer]))}
+
+        result = train(
+            heads,
+            lambda model, batch: heads_loss(model(batch["features"]), batch["labels"], regression),
+            lambda rng: feature_batches(features["train"], labels["train"], hp.batch_size, regression, rng),
+            len(labels["train"]),
+            evaluate,
+            f"mean_{main}",
+            hp,
+            device,
+        )
+        heads.load_state_dict(result.best_state)
+        outputs = dev_outputs(heads)
+
+    distances = gold_distance(outputs, labels["dev"], regression)
+    per_layer = layer_scores(outputs)
+    layers = [
+        {"layer": i + 1, **scores, "gold_distance": float(distances[:, i].mean())} for i, scores in enumerate(per_layer)
+    ]
+    save_file(
+        {"weight": heads.weight.detach().cpu().contiguous(), "bias": heads.bias.detach().cpu().contiguous()},
+        out_dir / "heads.safetensors",
+        metadata={"pooling": pooling, "layers": str(n_layers), "outputs": str(n_outputs)},
+    )
+    dev_frame = task.split("dev")
+    pd.DataFrame(
+        {
+            "idx": np.repeat(dev_frame["idx"].to_numpy(), n_layers),
+            "label": np.repeat(labels["dev"], n_layers),
+            "layer": np.tile(np.arange(1, n_layers + 1), len(dev_frame)),
+            "prediction": metrics.predictions(outputs.reshape(-1, n_outputs), regression),
+            "gold_distance": distances.reshape(-1),
+            "logits": list(outputs.reshape(-1, n_outputs).astype(np.float32)),
+        }
+    ).to_parquet(out_dir / "dev_predictions.parquet", index=False)
+    report = {
+        "task": task.meta["task"],
+        "pooling": pooling,
+        "best_epoch": result.best_epoch,
+        "layers": layers,
+        "history": result.history,
+        "hyperparameters": vars(hp),
+        "seconds": time.perf_counter() - started,
+    }
+    (out_dir / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
+    for layer in layers:
+        log.info("layer %2d: dev %s %.4f, gold distance %.4f", layer["layer"], main, layer[main], layer["gold_distance"])
+    return report

@@ -1,0 +1,60 @@
+"""Process-level set-up shared by every rule script: logging to the rule's log, seeds, device, threads."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import sys
+
+import numpy as np
+import torch
+
+log = logging.getLogger("kdflow")
+
+
+def setup_logging(path: str | None = None) -> None:
+    """Send kdflow's log records (and warnings) to ``path`` (the rule's log file) and to stderr."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if path:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        handlers.append(logging.FileHandler(path, mode="w"))
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True
+    )
+    logging.captureWarnings(True)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def select_device(preferred: str = "auto") -> torch.device:
+    """``auto`` picks CUDA when available; anything else is passed to :class:`torch.device`."""
+    if preferred == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(preferred)
+
+
+def set_threads(threads: int) -> None:
+    """Match torch's intra-op threads to what the scheduler gave the job (rule ``threads``)."""
+    torch.set_num_threads(max(1, int(threads)))
+
+
+class UserError(Exception):
+    """A problem the user can fix (bad input data, a missing file): reported as one line, not a traceback."""
+
+
+@contextlib.contextmanager
+def rule_job(snakemake):
+    """Set up a rule script's process (log file, threads) and turn user errors into one clear log line."""
+    setup_logging(snakemake.log[0] if snakemake.log else None)
+    set_threads(snakemake.threads)
+    try:
+        yield
+    except (UserError, FileNotFoundError) as error:
+        log.error("%s", error)
+        sys.exit(1)

@@ -1,0 +1,62 @@
+"""Result tables: tidy CSV for machines, Markdown for people. Scores are x100 as in the papers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+
+def _load(path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def teacher_table(jobs, teacher_metrics, head_metrics) -> pd.DataFrame:
+    """One row per (teacher, task, component, layer, split, metric): the teacher itself on every labelled
+    evaluation split, and each pseudo-head on dev (with its mean distance to the gold label)."""
+    rows = []
+    for (teacher, task), teacher_path, heads_path in zip(jobs, teacher_metrics, head_metrics):
+        report = _load(teacher_path)
+        for split, scores in report["scores"].items():
+            for metric, value in scores.items():
+                rows.append(dict(teacher=teacher, task=task, component="teacher", layer=pd.NA, split=split,
+                                 metric=metric, value=100 * value, gold_distance=pd.NA))
+        for layer in _load(heads_path)["layers"]:
+            for metric in report["scores"]["dev"]:
+                rows.append(dict(teacher=teacher, task=task, component="pseudo_head", layer=layer["layer"],
+                                 split="dev", metric=metric, value=100 * layer[metric],
+                                 gold_distance=layer["gold_distance"]))
+    table = pd.DataFrame(rows)
+    table["layer"] = table["layer"].astype("Int64")
+    return table
+
+
+def markdown(frame: pd.DataFrame, digits: int = 1) -> str:
+    """A GitHub-flavoured Markdown table; missing values are shown as an em dash."""
+
+    def cell(value) -> str:
+        if value is None or value is pd.NA or (isinstance(value, float) and pd.isna(value)):
+            return "—"
+        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
+def teacher_markdown(table: pd.DataFrame) -> str:
+    teachers = table[table.component == "teacher"]
+    summary = teachers.pivot_table(index=["teacher", "task", "metric"], columns="split", values="value", sort=False)
+    sections = ["# Teachers\n", markdown(summary.reset_index())]
+    heads = table[table.component == "pseudo_head"]
+    for teacher, rows in heads.groupby("teacher", sort=False):
+        wide = rows.pivot_table(index=["task", "metric"], columns="layer", values="value", sort=False)
+        wide.columns = [f"L{layer}" for layer in wide.columns]
+        sections += [f"\n# Pseudo-heads of {teacher} (dev, per layer)\n", markdown(wide.reset_index())]
+    return "".join(sections)
+
+
+def write_table(table: pd.DataFrame, csv_path, markdown_path) -> None:
+    table.to_csv(csv_path, index=False, float_format="%.4f")
+    Path(markdown_path).write_text(teacher_markdown(table))

@@ -1,0 +1,152 @@
+"""Teacher fine-tuning: any Hugging Face encoder (hub name, local directory, or a configuration for a randomly
+initialised model) with a sequence-classification head, trained with cross-entropy (MSE for STS-B).
+
+Defaults follow the papers (see config.yaml): BERT-large as in the thesis Table 4.1 (AdamW 5e-5, 10% linear
+warm-up then linear decay, batch 36, 3 epochs, 10 for Sara). The model of the best dev epoch is kept; its dev
+logits and test predictions are written for the students and for GLUE submissions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer, BertTokenizer
+
+from kdflow import metrics
+from kdflow.batching import EncodedSplit, batches, encode
+from kdflow.data import TaskData
+from kdflow.runtime import seed_everything
+from kdflow.training import Hyperparameters, predict, train
+
+log = logging.getLogger("kdflow")
+
+
+def build_tokenizer(spec: dict):
+    """The checkpoint's own tokenizer, or a BERT WordPiece tokenizer over a vocabulary file (``tokenizer``)."""
+    if spec.get("tokenizer"):
+        vocab = Path(spec["tokenizer"])
+        if not vocab.is_file():
+            raise FileNotFoundError(f"tokenizer vocabulary {vocab} not found")
+        return BertTokenizer(vocab=str(vocab), do_lower_case=True)
+    return AutoTokenizer.from_pretrained(spec["model"])
+
+
+def build_teacher(spec: dict, num_labels: int):
+    """A (model, tokenizer) pair from a teacher spec: ``model`` (hub name or directory) to load pre-trained
+    weights, or ``architecture`` (``model_type`` plus config fields) and ``tokenizer`` for a random init."""
+    tokenizer = build_tokenizer(spec)
+    if spec.get("model"):
+        model = AutoModelForSequenceClassification.from_pretrained(spec["model"], num_labels=num_labels)
+    else:
+        arch = dict(spec["architecture"])
+        config = AutoConfig.for_model(arch.pop("model_type"), vocab_size=len(tokenizer), num_labels=num_labels, **arch)
+        model = AutoModelForSequenceClassification.from_config(config)
+    return model, tokenizer
+
+
+def logits_of(model):
+    def forward(batch):
+        inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+        return model(**inputs).logits
+
+    return forward
+
+
+def task_loss(logits: torch.Tensor, labels: torch.Tensor, regression: bool) -> torch.Tensor:
+    """Cross-entropy for classification, mean squared error for regression (STS-B)."""
+    if regression:
+        return F.mse_loss(logits.squeeze(-1), labels)
+    return F.cross_entropy(logits, labels)
+
+
+def evaluate_split(model, split: EncodedSplit, task: TaskData, hp: Hyperparameters, device) -> tuple[np.ndarray, dict]:
+    model.eval()
+    regression = task.meta["regression"]
+    logits = predict(logits_of(model), batches(split, hp.eval_batch_size, regression), device)
+    scores = metrics.score_logits(task.meta["metrics"], logits, split.labels, regression) if split.labels is not None else {}
+    return logits, scores
+
+
+def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device: torch.device) -> dict:
+    """Fine-tune a teacher on ``task`` and write ``model/``, ``predictions.parquet`` and ``metrics.json``."""
+    started = time.perf_counter()
+    regression = task.meta["regression"]
+    seed_everything(hp.seed)
+    model, tokenizer = build_teacher(spec, task.num_labels)
+    log.info("teacher %s: %.1fM parameters", spec.get("model") or spec["architecture"]["model_type"], _millions(model))
+
+    frames = {name: task.split(name) for name in task.meta["splits"]}
+    encoded = {
+        name: encode(frame, tokenizer, hp.max_seq_length, task.is_labelled(name)) for name, frame in frames.items()
+    }
+    train_split, dev_split = encoded["train"], encoded["dev"]
+
+    def loss_fn(model, batch):
+        return task_loss(logits_of(model)(batch), batch["labels"], regression)
+
+    result = train(
+        model,
+        loss_fn,
+        lambda rng: batches(train_split, hp.batch_size, regression, shuffle=True, generator=rng),
+        len(train_split),
+        lambda model: evaluate_split(model, dev_split, task, hp, device)[1],
+        task.meta["metrics"][0],
+        hp,
+        device,
+    )
+    model.load_state_dict(result.best_state)
+
+    out_dir = Path(out_dir)
+    model.save_pretrained(out_dir / "model")
+    tokenizer.save_pretrained(out_dir / "model")
+
+    scores, tables = {}, []
+    for name, split in encoded.items():
+        if name == "train":
+            continue
+        logits, scores[name] = evaluate_split(model, split, task, hp, device)
+        tables.append(prediction_table(name, frames[name], logits, split, regression, task.meta["labels"]))
+    pd.concat(tables, ignore_index=True).to_parquet(out_dir / "predictions.parquet", index=False)
+
+    report = {
+        "task": task.meta["task"],
+        "model": spec.get("model") or "random-init:" + spec["architecture"]["model_type"],
+        "parameters_millions": _millions(model),
+        "layers": model.config.num_hidden_layers,
+        "best_epoch": result.best_epoch,
+        "scores": {name: s for name, s in scores.items() if s},
+        "history": result.history,
+        "hyperparameters": vars(hp),
+        "seconds": time.perf_counter() - started,
+    }
+    (out_dir / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
+    log.info("teacher done: %s", json.dumps(report["scores"]))
+    return report
+
+
+def prediction_table(split_name, frame, logits, split: EncodedSplit, regression: bool, labels) -> pd.DataFrame:
+    """One row per example: split, idx, gold label (if any), predicted label, raw logits."""
+    pred = metrics.predictions(logits, regression)
+    table = pd.DataFrame(
+        {
+            "split": split_name,
+            "idx": frame["idx"].to_numpy(),
+            "label": frame["label"].to_numpy(),
+            "prediction": pred,
+            "logits": list(logits.astype(np.float32)),
+        }
+    )
+    if not regression:
+        table["prediction_name"] = [labels[i] for i in pred]
+    return table
+
+
+def _millions(model) -> float:
+    return sum(p.numel() for p in model.parameters()) / 1e6

@@ -1,0 +1,141 @@
+"""The one training loop of kdflow: AdamW, linear warm-up then linear decay, per-epoch dev evaluation and
+best-dev checkpoint selection. Teachers, pseudo-heads and students differ only in the ``loss`` they pass in.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from kdflow.batching import to_device
+
+log = logging.getLogger("kdflow")
+
+Batch = dict[str, torch.Tensor]
+
+
+@dataclass
+class Hyperparameters:
+    """Optimisation settings of one training run (thesis Table 4.1 / Universal-KD §5.2 vocabulary)."""
+
+    learning_rate: float
+    batch_size: int
+    epochs: int
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float | None = 1.0
+    max_seq_length: int = 128
+    eval_batch_size: int = 128
+    seed: int = 0
+    log_every: int = 50
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "Hyperparameters":
+        known = set(cls.__dataclass_fields__)
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown hyperparameters {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**values)
+
+
+@dataclass
+class TrainResult:
+    history: list[dict] = field(default_factory=list)  # one record per epoch: loss, dev metrics, time
+    best_epoch: int = 0
+    best_score: float = float("-inf")
+    best_state: dict[str, torch.Tensor] | None = None
+
+
+def adamw(parameters: Iterable[tuple[str, nn.Parameter]], lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW with no decay on biases and LayerNorm weights (the BERT recipe)."""
+    decay, no_decay = [], []
+    for _, param in parameters:
+        if param.requires_grad:
+            (no_decay if param.ndim < 2 else decay).append(param)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr)
+
+
+def linear_warmup_decay(optimizer: torch.optim.Optimizer, total_steps: int, warmup_ratio: float):
+    """Learning rate rises linearly over the first ``warmup_ratio`` of the steps, then decays linearly to 0."""
+    warmup = int(total_steps * warmup_ratio)
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def train(
+    model: nn.Module,
+    loss_fn: Callable[[nn.Module, Batch], torch.Tensor],
+    train_batches: Callable[[np.random.Generator], Iterable[Batch]],
+    n_train: int,
+    evaluate: Callable[[nn.Module], dict[str, float]],
+    select_metric: str,
+    hp: Hyperparameters,
+    device: torch.device,
+) -> TrainResult:
+    """Train ``model`` with ``loss_fn`` on ``train_batches(rng)`` (one shuffled epoch of ``n_train`` examples,
+    batches of ``hp.batch_size``), evaluating after every epoch.
+
+    Keeps the state of the epoch with the best ``select_metric`` (a dev-set metric: selection never looks at
+    test data). Parameters with ``requires_grad=False`` (a frozen teacher) are left alone.
+    """
+    model.to(device)
+    steps_per_epoch = -(-n_train // hp.batch_size)
+    optimizer = adamw(model.named_parameters(), hp.learning_rate, hp.weight_decay)
+    scheduler = linear_warmup_decay(optimizer, steps_per_epoch * hp.epochs, hp.warmup_ratio)
+    shuffler = np.random.default_rng(hp.seed)
+    result = TrainResult()
+    step = 0
+    for epoch in range(1, hp.epochs + 1):
+        model.train()
+        started, seen, running = time.perf_counter(), 0, []
+        for batch in train_batches(shuffler):
+            loss = loss_fn(model, to_device(batch, device))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if hp.max_grad_norm:
+                nn.utils.clip_grad_norm_(model.parameters(), hp.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            seen += len(batch["labels"])
+            running.append(loss.item())
+            if step % hp.log_every == 0:
+                rate = seen / (time.perf_counter() - started)
+                log.info(
+                    "epoch %d step %d/%d loss %.4f lr %.2e %.1f ex/s",
+                    epoch, step, steps_per_epoch * hp.epochs, np.mean(running[-hp.log_every:]),
+                    scheduler.get_last_lr()[0], rate,
+                )
+        scores = evaluate(model)
+        record = {"epoch": epoch, "train_loss": float(np.mean(running)), "seconds": time.perf_counter() - started}
+        record.update({f"dev_{name}": value for name, value in scores.items()})
+        result.history.append(record)
+        log.info("epoch %d done: train loss %.4f, dev %s", epoch, record["train_loss"], _fmt(scores))
+        if scores[select_metric] > result.best_score:
+            result.best_epoch, result.best_score = epoch, scores[select_metric]
+            result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+    log.info("best dev %s %.4f at epoch %d", select_metric, result.best_score, result.best_epoch)
+    return result
+
+
+@torch.no_grad()
+def predict(forward: Callable[[Batch], torch.Tensor], batch_iter: Iterable[Batch], device: torch.device) -> np.ndarray:
+    """Stack ``forward``'s outputs over batches (eval mode is the caller's business)."""
+    return torch.cat([forward(to_device(batch, device)).float().cpu() for batch in batch_iter]).numpy()
+
+
+def _fmt(scores: dict[str, float]) -> str:
+    return ", ".join(f"{name} {value:.4f}" for name, value in scores.items())

@@ -1,0 +1,19 @@
+rule prepare_task:
+    """Ingest one task (local GLUE TSV layout, Sara's thesis layout, or the hub) into the common schema."""
+    input:
+        raw=raw_task_files,
+    output:
+        directory("results/data/{task}"),
+    log:
+        "logs/prepare_task/{task}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        source_dir=source_dir_param,
+        code=code_fingerprint("kdflow.data"),
+    script:
+        "../scripts/prepare_task.py"

@@ -1,0 +1,27 @@
+rule teacher_table:
+    """Teachers and their per-layer pseudo-heads, per task, as CSV and Markdown."""
+    input:
+        teachers=expand(
+            "results/teachers/{pair[0]}/{pair[1]}/metrics.json",
+            pair=teacher_jobs(config),
+        ),
+        heads=expand(
+            "results/pseudo_heads/{pair[0]}/{pair[1]}/metrics.json",
+            pair=teacher_jobs(config),
+        ),
+    output:
+        csv="results/tables/teachers.csv",
+        markdown="results/tables/teachers.md",
+    log:
+        "logs/teacher_table.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        jobs=teacher_jobs(config),
+        code=code_fingerprint("kdflow.tables"),
+    script:
+        "../scripts/teacher_table.py"

@@ -1,0 +1,49 @@
+rule finetune_teacher:
+    """Fine-tune a teacher on a task; keep the best dev epoch, its dev logits and test predictions."""
+    input:
+        data="results/data/{task}",
+    output:
+        model=directory("results/teachers/{teacher}/{task}/model"),
+        predictions="results/teachers/{teacher}/{task}/predictions.parquet",
+        metrics="results/teachers/{teacher}/{task}/metrics.json",
+    log:
+        "logs/finetune_teacher/{teacher}/{task}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: teacher_resource("threads")
+    resources:
+        gpu=teacher_resource("gpu"),
+        mem_mb=teacher_resource("mem_mb"),
+        runtime=teacher_resource("runtime"),
+    params:
+        settings=teacher_params,
+        device=config["device"],
+        code=code_fingerprint("kdflow.teacher"),
+    script:
+        "../scripts/finetune_teacher.py"
+
+
+rule train_pseudo_heads:
+    """Train one classifier per teacher layer on the frozen teacher (Universal-KD §4.1, §5.2)."""
+    input:
+        data="results/data/{task}",
+        model="results/teachers/{teacher}/{task}/model",
+    output:
+        heads="results/pseudo_heads/{teacher}/{task}/heads.safetensors",
+        predictions="results/pseudo_heads/{teacher}/{task}/dev_predictions.parquet",
+        metrics="results/pseudo_heads/{teacher}/{task}/metrics.json",
+    log:
+        "logs/train_pseudo_heads/{teacher}/{task}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: teacher_resource("threads")
+    resources:
+        gpu=teacher_resource("gpu"),
+        mem_mb=teacher_resource("mem_mb"),
+        runtime=teacher_resource("runtime"),
+    params:
+        settings=heads_params,
+        device=config["device"],
+        code=code_fingerprint("kdflow.pseudo_heads"),
+    script:
+        "../scripts/train_pseudo_heads.py"

@@ -1,0 +1,10 @@
+"""Rule prepare_task: raw task files (or the hub) -> results/data/{task}/{split}.parquet + meta.json."""
+
+from kdflow.data import prepare_task
+from kdflow.runtime import log, rule_job
+from kdflow.tasks import get_task
+
+with rule_job(snakemake):
+    source = snakemake.params.source_dir
+    meta = prepare_task(get_task(snakemake.wildcards.task), source, snakemake.output[0])
+    log.info("prepared %s from %s: %s", meta["task"], source or "the hub", meta["splits"])
