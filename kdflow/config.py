@@ -2,11 +2,21 @@
 
 The Snakefile passes these resolved dictionaries to rules as ``params``: Snakemake reruns a job when its params
 change, so editing one task's teacher hyperparameters reruns exactly that teacher and what depends on it.
+Keys are sorted so that merely reordering the config file changes no params and reruns nothing.
 """
 
 from __future__ import annotations
 
 from kdflow.tasks import get_task
+
+
+def canonical(value):
+    """``value`` with every mapping's keys sorted, recursively."""
+    if isinstance(value, dict):
+        return {key: canonical(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [canonical(item) for item in value]
+    return value
 
 
 def teacher_settings(config: dict, teacher: str, task: str) -> dict:
@@ -19,11 +29,11 @@ def teacher_settings(config: dict, teacher: str, task: str) -> dict:
         **spec.get("task_hyperparameters", {}).get(task, {}),
     }
     model = {key: spec[key] for key in ("model", "architecture", "tokenizer") if spec.get(key) is not None}
-    return {"spec": model, "hyperparameters": hyperparameters}
+    return canonical({"spec": model, "hyperparameters": hyperparameters})
 
 
 def pseudo_head_settings(config: dict, teacher: str) -> dict:
-    return {**config["pseudo_heads"], **config["teachers"][teacher].get("pseudo_heads", {})}
+    return canonical({**config["pseudo_heads"], **config["teachers"][teacher].get("pseudo_heads", {})})
 
 
 def teacher_jobs(config: dict) -> list[tuple[str, str]]:

@@ -34,7 +34,7 @@ from kdflow import metrics
 from kdflow.batching import EncodedSplit, batches, encode
 from kdflow.data import TaskData
 from kdflow.runtime import seed_everything
-from kdflow.training import Hyperparameters, predict, train
+from kdflow.training import Hyperparameters, predict, subset_indices, train
 
 log = logging.getLogger("kdflow")
 
@@ -130,6 +130,9 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
         features, labels = {}, {}
         for name in ("train", "dev"):
             frame = task.split(name)
+            if name == "train":
+                keep = subset_indices(len(frame), hp.max_train_examples, hp.seed)
+                frame = frame.iloc[keep].reset_index(drop=True)
             split = encode(frame, tokenizer, hp.max_seq_length, labelled=True)
             features[name] = np.lib.format.open_memmap(
                 Path(scratch) / f"{name}.npy", mode="w+", dtype=np.float16, shape=(len(split), n_layers, hidden)

@@ -23,7 +23,7 @@ from kdflow import metrics
 from kdflow.batching import EncodedSplit, batches, encode
 from kdflow.data import TaskData
 from kdflow.runtime import seed_everything
-from kdflow.training import Hyperparameters, predict, train
+from kdflow.training import Hyperparameters, predict, subset_indices, train
 
 log = logging.getLogger("kdflow")
 
@@ -83,6 +83,8 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
     log.info("teacher %s: %.1fM parameters", spec.get("model") or spec["architecture"]["model_type"], _millions(model))
 
     frames = {name: task.split(name) for name in task.meta["splits"]}
+    keep = subset_indices(len(frames["train"]), hp.max_train_examples, hp.seed)
+    frames["train"] = frames["train"].iloc[keep].reset_index(drop=True)
     encoded = {
         name: encode(frame, tokenizer, hp.max_seq_length, task.is_labelled(name)) for name, frame in frames.items()
     }

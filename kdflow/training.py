@@ -35,6 +35,7 @@ class Hyperparameters:
     eval_batch_size: int = 128
     seed: int = 0
     log_every: int = 50
+    max_train_examples: int | None = None  # a seeded random subset of train, for quick runs on small hardware
 
     @classmethod
     def from_dict(cls, values: dict) -> "Hyperparameters":
@@ -43,6 +44,13 @@ class Hyperparameters:
         if unknown:
             raise ValueError(f"unknown hyperparameters {sorted(unknown)}; known: {sorted(known)}")
         return cls(**values)
+
+
+def subset_indices(n: int, limit: int | None, seed: int) -> np.ndarray:
+    """Indices of a seeded random subset of ``limit`` of ``n`` examples, in their original order (all if None)."""
+    if limit is None or limit >= n:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
 
 
 @dataclass

@@ -14,6 +14,7 @@ os.environ.update(
 )
 
 from kdflow.config import (
+    canonical,
     pseudo_head_settings,
     teacher_jobs,
     teacher_settings,

@@ -1,0 +1,28 @@
+# Set-up and entry points. `make demo` and `make test` each create the virtualenv (.venv) on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CORES ?= 2
+
+.PHONY: install demo test dry-run clean
+
+# torch is pinned to the 2.13.0 CPU wheel for the demo and CI; on a GPU machine install your CUDA build first.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/snakemake --configfile demo/config.yaml --replace-workflow-config --cores $(CORES)
+
+test: $(VENV)/.installed
+	$(BIN)/pytest
+
+dry-run: $(VENV)/.installed
+	$(BIN)/snakemake --dry-run --quiet rules
+
+clean:
+	rm -rf results logs .snakemake

@@ -1,0 +1,61 @@
+"""Every metric against values computed by hand."""
+
+import math
+
+import numpy as np
+import pytest
+
+from kdflow import metrics
+
+
+def test_accuracy_and_micro_f1():
+    pred, gold = np.array([0, 1, 2, 2]), np.array([0, 1, 1, 2])
+    assert metrics.accuracy(pred, gold) == 0.75
+    assert metrics.f1_micro(pred, gold) == 0.75
+
+
+def test_f1_of_positive_class():
+    # tp=2 (idx 0, 3), fp=1 (idx 1), fn=1 (idx 4): F1 = 2*2 / (2*2 + 1 + 1) = 2/3
+    pred, gold = np.array([1, 1, 0, 1, 0]), np.array([1, 0, 0, 1, 1])
+    assert metrics.f1_binary(pred, gold) == pytest.approx(2 / 3)
+    assert metrics.f1_binary(np.zeros(3), np.zeros(3)) == 0.0  # no positives anywhere
+
+
+def test_mcc_by_hand():
+    # tp=2, tn=1, fp=1, fn=1: (2*1 - 1*1) / sqrt(3*3*2*2) = 1/6
+    pred, gold = np.array([1, 1, 0, 0, 1]), np.array([1, 0, 0, 1, 1])
+    assert metrics.mcc(pred, gold) == pytest.approx(1 / 6)
+    assert metrics.mcc(gold, gold) == pytest.approx(1.0)
+    assert metrics.mcc(1 - gold, gold) == pytest.approx(-1.0)
+    assert metrics.mcc(np.ones(5), gold) == 0.0  # a constant predictor (CoLA's majority class) scores 0
+
+
+def test_pearson_by_hand():
+    # x = [1, 2, 3], y = [1, 2, 4]: centred x = [-1, 0, 1], y = [-4/3, -1/3, 5/3]
+    # r = (4/3 + 5/3) / sqrt(2 * (16 + 1 + 25) / 9) = 3 / sqrt(84/9)
+    assert metrics.pearson(np.array([1, 2, 3]), np.array([1, 2, 4])) == pytest.approx(3 / math.sqrt(84 / 9))
+    assert metrics.pearson(np.array([1.0, 1.0, 1.0]), np.array([1, 2, 4])) == 0.0
+
+
+def test_spearman_with_ties_by_hand():
+    # ranks of [1, 2, 2, 3] are [1, 2.5, 2.5, 4]; of [10, 20, 30, 40] are [1, 2, 3, 4]
+    # centred: [-1.5, 0, 0, 1.5] and [-1.5, -0.5, 0.5, 1.5]; r = 4.5 / sqrt(4.5 * 5)
+    value = metrics.spearman(np.array([1, 2, 2, 3]), np.array([10, 20, 30, 40]))
+    assert value == pytest.approx(4.5 / math.sqrt(4.5 * 5))
+    assert metrics.spearman(np.array([3, 1, 2]), np.array([30, 10, 20])) == pytest.approx(1.0)
+
+
+def test_score_logits_uses_argmax_or_the_regression_output():
+    logits = np.array([[2.0, 1.0], [0.0, 3.0], [1.0, 0.5]])
+    assert metrics.score_logits(["accuracy"], logits, np.array([0, 1, 1]), regression=False) == {
+        "accuracy": pytest.approx(2 / 3)
+    }
+    scores = metrics.score_logits(["pearson"], np.array([[1.0], [2.0], [3.0]]), np.array([2.0, 4.0, 6.0]), True)
+    assert scores["pearson"] == pytest.approx(1.0)
+
+
+def test_compute_rejects_mismatched_or_empty_inputs():
+    with pytest.raises(ValueError, match="3 predictions for 2 gold"):
+        metrics.compute(["accuracy"], np.zeros(3), np.zeros(2))
+    with pytest.raises(ValueError, match="empty"):
+        metrics.compute(["accuracy"], np.zeros(0), np.zeros(0))

@@ -1,0 +1,191 @@
+"""Teacher fine-tuning and pseudo-heads on a tiny randomly initialised BERT."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from conftest import TINY_BERT
+from kdflow.batching import batches, encode
+from kdflow.data import TaskData, prepare_task
+from kdflow.pseudo_heads import LayerHeads, gold_distance, heads_loss, layer_features, train_pseudo_heads
+from kdflow.tasks import get_task
+from kdflow.teacher import finetune, logits_of
+from kdflow.training import Hyperparameters, adamw, linear_warmup_decay, subset_indices
+
+CPU = torch.device("cpu")
+HP = dict(learning_rate=2e-3, batch_size=16, epochs=2, max_seq_length=32, eval_batch_size=64, log_every=5)
+HEADS = dict(learning_rate=1e-2, batch_size=32, epochs=3, warmup_ratio=0.0, weight_decay=0.0, seed=0)
+
+
+@pytest.fixture(scope="module")
+def separable(tmp_path_factory):
+    """A sentiment task any working model learns: 'good ...' sentences are positive, 'bad ...' negative."""
+    rng = np.random.default_rng(0)
+    words = ["movie", "film", "plot", "actor", "story", "music", "scene", "ending"]
+    root = tmp_path_factory.mktemp("separable")
+
+    def rows(n):
+        for _ in range(n):
+            label = int(rng.integers(2))
+            yield " ".join(["good" if label else "bad", *rng.choice(words, 4)]), label
+
+    directory = root / "SST-2"
+    directory.mkdir()
+    for split, n in (("train", 320), ("dev", 64)):
+        lines = ["sentence\tlabel"] + [f"{text}\t{label}" for text, label in rows(n)]
+        (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    test = ["index\tsentence"] + [f"{i}\t{text}" for i, (text, _) in enumerate(rows(8))]
+    (directory / "test.tsv").write_text("\n".join(test) + "\n")
+    prepare_task(get_task("sst2"), directory, root / "data")
+    return TaskData.load(root / "data")
+
+
+@pytest.fixture(scope="module")
+def trained_teacher(separable, tmp_path_factory):
+    out = tmp_path_factory.mktemp("teacher")
+    report = finetune(separable, TINY_BERT, Hyperparameters(**{**HP, "epochs": 3}), out, CPU)
+    return out, report
+
+
+def test_teacher_learns_a_separable_task_and_keeps_the_best_dev_epoch(trained_teacher):
+    out, report = trained_teacher
+    history = report["history"]
+    assert report["scores"]["dev"]["accuracy"] >= 0.95
+    best = max(history, key=lambda record: record["dev_accuracy"])  # first of equals, as selection keeps it
+    assert report["best_epoch"] == best["epoch"]
+    assert report["scores"]["dev"]["accuracy"] == pytest.approx(best["dev_accuracy"])
+    assert json.loads((out / "metrics.json").read_text())["best_epoch"] == report["best_epoch"]
+
+
+def test_saved_teacher_reproduces_its_predictions(trained_teacher, separable):
+    out, _ = trained_teacher
+    predictions = pd.read_parquet(out / "predictions.parquet")
+    assert predictions.groupby("split").size().to_dict() == {"dev": 64, "test": 8}
+    assert predictions.loc[predictions.split == "test", "label"].isna().all()
+    model = AutoModelForSequenceClassification.from_pretrained(out / "model").eval()
+    tokenizer = AutoTokenizer.from_pretrained(out / "model")
+    dev = encode(separable.split("dev"), tokenizer, HP["max_seq_length"], labelled=True)
+    with torch.no_grad():
+        logits = torch.cat([logits_of(model)(b) for b in batches(dev, 64, regression=False)]).numpy()
+    saved = np.stack(predictions.loc[predictions.split == "dev", "logits"].to_numpy())
+    np.testing.assert_allclose(saved, logits, atol=1e-5)
+    assert (predictions.loc[predictions.split == "dev", "prediction"].to_numpy() == logits.argmax(1)).all()
+
+
+def test_same_seed_same_teacher(prepared, tmp_path):
+    data = prepared("rte")  # sentence pairs
+    hp = Hyperparameters(**{**HP, "epochs": 1, "max_train_examples": 64})
+    first = finetune(data, TINY_BERT, hp, tmp_path / "a", CPU)
+    second = finetune(data, TINY_BERT, hp, tmp_path / "b", CPU)
+    assert first["history"][0]["train_loss"] == second["history"][0]["train_loss"]
+    a, b = (pd.read_parquet(tmp_path / d / "predictions.parquet") for d in "ab")
+    np.testing.assert_array_equal(np.stack(a.logits), np.stack(b.logits))
+    other = finetune(data, TINY_BERT, Hyperparameters(**{**HP, "epochs": 1, "max_train_examples": 64, "seed": 1}),
+                     tmp_path / "c", CPU)
+    assert other["history"][0]["train_loss"] != first["history"][0]["train_loss"]
+
+
+def test_regression_teacher_on_stsb(prepared, tmp_path):
+    report = finetune(prepared("stsb"), TINY_BERT, Hyperparameters(**{**HP, "epochs": 1}), tmp_path, CPU)
+    assert set(report["scores"]["dev"]) == {"pearson", "spearman"}
+    predictions = pd.read_parquet(tmp_path / "predictions.parquet")
+    assert predictions["prediction"].dtype == np.float32 and "prediction_name" not in predictions
+
+
+def test_pseudo_heads_on_every_layer(trained_teacher, separable, tmp_path):
+    teacher_dir, _ = trained_teacher
+    report = train_pseudo_heads(separable, teacher_dir, {**HEADS, "max_seq_length": 32}, tmp_path, CPU)
+    layers = report["layers"]
+    assert [layer["layer"] for layer in layers] == [1, 2]
+    assert layers[-1]["accuracy"] >= 0.9  # the top layer of a teacher that solved the task separates it
+    assert all(0 <= layer["gold_distance"] <= np.sqrt(2) for layer in layers)
+    heads = load_file(tmp_path / "heads.safetensors")
+    assert heads["weight"].shape == (2, 32, 2) and heads["bias"].shape == (2, 2)
+    dev = pd.read_parquet(tmp_path / "dev_predictions.parquet")
+    assert len(dev) == 2 * 64
+    for layer in layers:
+        rows = dev[dev.layer == layer["layer"]]
+        assert (rows.prediction == rows.label).mean() == pytest.approx(layer["accuracy"])
+        assert rows.gold_distance.mean() == pytest.approx(layer["gold_distance"])
+    assert not list(tmp_path.glob(".features-*")), "the feature memory map is cleaned up"
+
+
+def test_layer_features_match_a_direct_forward_pass():
+    from kdflow.teacher import build_teacher
+
+    torch.manual_seed(0)
+    model, tokenizer = build_teacher(TINY_BERT, 2)
+    model.eval()
+    frame = pd.DataFrame({"text_a": ["a good movie", "bad"], "text_b": [None, None], "label": [1, 0]})
+    split = encode(frame, tokenizer, 32, labelled=True)
+    for pooling in ("cls", "mean"):
+        out = np.zeros((2, 2, 32), dtype=np.float32)
+        layer_features(model.base_model, split, pooling, batch_size=2, device=CPU, out=out)  # padded batch
+        for i in range(2):  # each example alone, unpadded
+            ids = torch.tensor([split.input_ids[i]])
+            with torch.no_grad():
+                hidden = model.base_model(input_ids=ids, output_hidden_states=True).hidden_states
+            for layer in (1, 2):
+                expected = hidden[layer][0, 0] if pooling == "cls" else hidden[layer][0].mean(0)
+                np.testing.assert_allclose(out[i, layer - 1], expected.numpy(), atol=1e-5)
+
+
+def test_heads_loss_is_the_sum_of_per_layer_losses_by_hand():
+    outputs = torch.tensor([[[2.0, 0.0], [0.0, 0.0]], [[0.0, 1.0], [1.0, 0.0]]])  # [B=2, N=2, C=2]
+    labels = torch.tensor([0, 1])
+    ce = lambda z, y: -np.log(np.exp(z[y]) / np.exp(z).sum())  # noqa: E731
+    layer1 = (ce(np.array([2.0, 0.0]), 0) + ce(np.array([0.0, 1.0]), 1)) / 2
+    layer2 = (ce(np.array([0.0, 0.0]), 0) + ce(np.array([1.0, 0.0]), 1)) / 2
+    assert heads_loss(outputs, labels, regression=False).item() == pytest.approx(layer1 + layer2, rel=1e-6)
+    regression = heads_loss(torch.tensor([[[1.0], [3.0]]]), torch.tensor([2.0]), regression=True)
+    assert regression.item() == pytest.approx(1.0 + 1.0)
+
+
+def test_layer_heads_are_independent_linear_classifiers():
+    heads = LayerHeads(n_layers=3, hidden_size=4, n_outputs=2)
+    features = torch.randn(5, 3, 4)
+    out = heads(features)
+    for i in range(3):
+        torch.testing.assert_close(out[:, i], features[:, i] @ heads.weight[i] + heads.bias[i])
+    out[:, 1].sum().backward()  # a loss on layer 2's head moves only layer 2's parameters
+    assert heads.weight.grad[[0, 2]].abs().sum() == 0 and heads.weight.grad[1].abs().sum() > 0
+
+
+def test_gold_distance_by_hand():
+    logits = np.log(np.array([[[0.8, 0.2]], [[0.5, 0.5]]]))  # softmax gives back the probabilities
+    distance = gold_distance(logits, np.array([0, 1]), regression=False)
+    np.testing.assert_allclose(distance[:, 0], [np.sqrt(0.2**2 + 0.2**2), np.sqrt(0.5**2 + 0.5**2)])
+    np.testing.assert_allclose(gold_distance(np.array([[[2.5]]]), np.array([4.0]), True), [[1.5]])
+
+
+def test_warmup_then_linear_decay_schedule():
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([param], lr=1.0)
+    schedule = linear_warmup_decay(optimizer, total_steps=10, warmup_ratio=0.2)
+    rates = []
+    for _ in range(10):
+        rates.append(schedule.get_last_lr()[0])
+        optimizer.step()
+        schedule.step()
+    assert rates == pytest.approx([0.5, 1.0, 1.0, 0.875, 0.75, 0.625, 0.5, 0.375, 0.25, 0.125])
+
+
+def test_adamw_spares_biases_and_layer_norms():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.LayerNorm(3))
+    decay, no_decay = adamw(model.named_parameters(), lr=1e-3, weight_decay=0.01).param_groups
+    assert [p.shape for p in decay["params"]] == [torch.Size([3, 3])] and decay["weight_decay"] == 0.01
+    assert len(no_decay["params"]) == 3 and no_decay["weight_decay"] == 0.0
+
+
+def test_hyperparameters_reject_unknown_names_and_subsets_are_seeded():
+    with pytest.raises(ValueError, match=r"unknown hyperparameters \['learning_rat'\]"):
+        Hyperparameters.from_dict({"learning_rat": 1e-3, "batch_size": 8, "epochs": 1})
+    assert subset_indices(10, None, 0).tolist() == list(range(10))
+    picked = subset_indices(100, 10, seed=3)
+    assert len(set(picked)) == 10 and list(picked) == sorted(picked)
+    assert (picked == subset_indices(100, 10, seed=3)).all() and not (picked == subset_indices(100, 10, 4)).all()

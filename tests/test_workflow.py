@@ -1,0 +1,177 @@
+"""The Snakemake workflow: lint, formatting, config validation, the full dry run, and the demo end to end."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+DEMO = ["--configfile", "demo/config.yaml", "--replace-workflow-config"]
+
+
+def snakemake(*args, cwd=REPO, check=True):
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # Snakemake reports on stderr; tests read both as one stream
+        text=True,
+        timeout=900,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout}")
+    return result
+
+
+def planned_jobs(*args, cwd=REPO) -> Counter:
+    """Jobs a dry run would execute, per rule (from the 'Job stats' table)."""
+    out = snakemake("-n", *args, cwd=cwd).stdout
+    if "Nothing to be done" in out:
+        return Counter()
+    stats = out[out.index("Job stats:") :].splitlines()[3:]
+    jobs = Counter()
+    for line in stats:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        jobs[parts[0]] = int(parts[1])
+    return jobs
+
+
+def copy_repo(destination: Path) -> Path:
+    ignore = shutil.ignore_patterns(".git", ".venv", ".snakemake", "results", "logs", "__pycache__", "*.egg-info")
+    shutil.copytree(REPO, destination, ignore=ignore)
+    return destination
+
+
+def test_lint_is_clean():
+    result = snakemake("--lint", check=False)
+    assert result.returncode == 0 and "Congratulations" in result.stdout, result.stdout
+
+
+def test_snakefmt_is_clean():
+    result = subprocess.run(
+        [sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules"], cwd=REPO, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_full_dry_run_plans_every_teacher_and_pseudo_head():
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    pairs = [(teacher, task) for teacher, spec in config["teachers"].items() for task in spec["tasks"]]
+    assert len(pairs) == 19  # BERT-base and RoBERTa-large on 8 GLUE tasks, BERT-large on CoLA, SST-2, Sara
+    assert planned_jobs() == Counter(
+        prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1, all=1
+    )
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("teacher_defaults={'learning_rate': 'fast', 'batch_size': 8, 'epochs': 1}", "'fast' is not of type 'number'"),
+        ("teacher_defaults={'learning_rate': 1e-5, 'batch_size': 8, 'epochs': 1, 'epoch': 3}", "'epoch' was unexpected"),
+        ("device=gpu", "'gpu' does not match"),
+    ],
+    ids=["wrong-type", "typo", "bad-device"],
+)
+def test_config_errors_name_the_key(override, message):
+    result = snakemake("-n", "--config", override, check=False)
+    assert result.returncode != 0
+    assert message in result.stdout
+
+
+def test_unknown_task_is_rejected():
+    result = snakemake("-n", "--config", "teachers={'t': {'model': 'x', 'tasks': ['wnli']}}", check=False)
+    assert result.returncode != 0 and "'wnli' is not one of" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """The demo, run once in a scratch copy of the repository."""
+    workdir = copy_repo(tmp_path_factory.mktemp("demo") / "kdflow")
+    result = snakemake(*DEMO, "--cores", "2", cwd=workdir)
+    return workdir, result
+
+
+@pytest.mark.slow
+def test_demo_runs_the_whole_dag(demo_run):
+    workdir, result = demo_run
+    assert "100%) done" in result.stdout
+    config = yaml.safe_load((workdir / "demo/config.yaml").read_text())
+    tasks = config["teachers"]["tiny_bert"]["tasks"]
+    table = (workdir / "results/tables/teachers.csv").read_text()
+    for task in tasks:
+        metrics = json.loads((workdir / f"results/teachers/tiny_bert/{task}/metrics.json").read_text())
+        assert "dev" in metrics["scores"]
+        heads = json.loads((workdir / f"results/pseudo_heads/tiny_bert/{task}/metrics.json").read_text())
+        assert len(heads["layers"]) == config["teachers"]["tiny_bert"]["architecture"]["num_hidden_layers"]
+        assert f"tiny_bert,{task},teacher" in table and f"tiny_bert,{task},pseudo_head" in table
+    assert "# Pseudo-heads of tiny_bert" in (workdir / "results/tables/teachers.md").read_text()
+    assert planned_jobs(*DEMO, cwd=workdir) == Counter()  # a second run has nothing to do
+
+
+@pytest.mark.slow
+def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run):
+    workdir, _ = demo_run
+    config_path = workdir / "demo/config.yaml"
+    original = config_path.read_text()
+    config = yaml.safe_load(original)
+    config["teachers"]["tiny_bert"]["task_hyperparameters"]["rte"] = {"learning_rate": 5.0e-4}
+    try:
+        config_path.write_text(yaml.safe_dump(config))
+        result = snakemake("-n", *DEMO, cwd=workdir).stdout
+        assert planned_jobs(*DEMO, cwd=workdir) == Counter(
+            finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, all=1
+        )
+        assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
+        assert "Params have changed since last execution" in result
+    finally:
+        config_path.write_text(original)
+
+
+@pytest.mark.slow
+def test_editing_raw_data_reruns_that_task_only(demo_run):
+    workdir, _ = demo_run
+    raw = workdir / "demo/data/glue/CoLA/dev.tsv"
+    raw.write_text(raw.read_text().rstrip("\n") + "\nxx00\t1\t\tThe cat sat on the mat.\n")
+    assert planned_jobs(*DEMO, cwd=workdir) == Counter(
+        prepare_task=1, finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, all=1
+    )
+    snakemake(*DEMO, "--touch", "--cores", "1", cwd=workdir)
+
+
+@pytest.mark.slow
+def test_broken_data_fails_with_one_clear_line(tmp_path):
+    workdir = copy_repo(tmp_path / "kdflow")
+    train = workdir / "demo/data/glue/RTE/train.tsv"
+    lines = train.read_text().splitlines(keepends=True)
+    lines[5] = "\t".join(lines[5].split("\t")[:2]) + "\n"
+    train.write_text("".join(lines))
+    result = snakemake(*DEMO, "--cores", "1", "results/data/rte", cwd=workdir, check=False)
+    assert result.returncode != 0
+    log = (workdir / "logs/prepare_task/rte.log").read_text()
+    assert "demo/data/glue/RTE/train.tsv:6: expected 4 tab-separated fields, found 2" in log
+    assert "Traceback" not in log
+
+
+def test_slurm_profile_dry_run_gives_teacher_jobs_a_gpu():
+    """`snakemake --profile slurm -n` from the repository root: every job planned, GPU rules on the GPU partition."""
+    result = snakemake("-n", "--profile", "slurm")
+    jobs = re.findall(r"\nrule (\w+):\n(?:.*\n)*?    resources: (.*)\n", result.stdout)
+    assert Counter(rule for rule, _ in jobs) == Counter(
+        prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1, all=1
+    )
+    for rule, resources in jobs:
+        if rule == "all":
+            continue
+        on_gpu = rule in ("finetune_teacher", "train_pseudo_heads")
+        assert ("gpu=1" in resources) == on_gpu, (rule, resources)
+        assert f"slurm_partition={'gpu' if on_gpu else 'cpu'}" in resources
+        assert "slurm_account=" in resources and "runtime=" in resources and "mem_mb=" in resources
