@@ -45,15 +45,21 @@ def markdown(frame: pd.DataFrame, digits: int = 1) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _wide(rows: pd.DataFrame, index: list[str], columns: str) -> pd.DataFrame:
+    """Pivot ``value`` to one column per ``columns`` entry, keeping rows and columns in order of appearance."""
+    order = list(dict.fromkeys(zip(*(rows[name] for name in index))))
+    wide = rows.pivot_table(index=index, columns=columns, values="value").reindex(order)
+    return wide[list(dict.fromkeys(rows[columns]))]
+
+
 def teacher_markdown(table: pd.DataFrame) -> str:
-    teachers = table[table.component == "teacher"]
-    summary = teachers.pivot_table(index=["teacher", "task", "metric"], columns="split", values="value", sort=False)
-    sections = ["# Teachers\n", markdown(summary.reset_index())]
+    summary = _wide(table[table.component == "teacher"], ["teacher", "task", "metric"], "split")
+    sections = ["# Teachers\n\n", markdown(summary.reset_index())]
     heads = table[table.component == "pseudo_head"]
     for teacher, rows in heads.groupby("teacher", sort=False):
-        wide = rows.pivot_table(index=["task", "metric"], columns="layer", values="value", sort=False)
+        wide = _wide(rows, ["task", "metric"], "layer")
         wide.columns = [f"L{layer}" for layer in wide.columns]
-        sections += [f"\n# Pseudo-heads of {teacher} (dev, per layer)\n", markdown(wide.reset_index())]
+        sections += [f"\n# Pseudo-heads of {teacher} (dev, per layer)\n\n", markdown(wide.reset_index())]
     return "".join(sections)
 
 
