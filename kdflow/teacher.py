@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer, BertTokenizer
 
 from kdflow import metrics
+from kdflow.losses import task_loss
 from kdflow.batching import EncodedSplit, batches, encode
 from kdflow.data import TaskData
 from kdflow.runtime import seed_everything
@@ -57,13 +57,6 @@ def logits_of(model):
         return model(**inputs).logits
 
     return forward
-
-
-def task_loss(logits: torch.Tensor, labels: torch.Tensor, regression: bool) -> torch.Tensor:
-    """Cross-entropy for classification, mean squared error for regression (STS-B)."""
-    if regression:
-        return F.mse_loss(logits.squeeze(-1), labels)
-    return F.cross_entropy(logits, labels)
 
 
 def evaluate_split(model, split: EncodedSplit, task: TaskData, hp: Hyperparameters, device) -> tuple[np.ndarray, dict]:

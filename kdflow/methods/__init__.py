@@ -1,0 +1,143 @@
+"""The distillation-method registry.
+
+A method is an ``nn.Module`` (it may own trainable parts: projections, the student's pseudo classifiers) that
+turns the student's output, the cached teacher signals and the gold labels into named loss terms, combined
+with explicit weights as in Universal-KD Eq. 10 (see :mod:`kdflow.losses` for the one loss convention)::
+
+    loss = alpha * ce + beta * kd + gamma * inter
+
+``ce`` is the hard-label loss, ``kd`` the logit-level distillation term and ``inter`` the method's own
+intermediate-layer (or pseudo-classifier) term. Weights can change between the stages of a training schedule
+(Universal-KD's two stages, Annealing-KD's two phases). Adding a method is one ``@register`` class here or in a
+sibling module, plus a config entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+
+import numpy as np
+import torch
+from torch import nn
+
+from kdflow.losses import task_loss
+from kdflow.students import StudentOutput
+
+WEIGHTS = ("alpha", "beta", "gamma")
+TERMS = ("ce", "kd", "inter")  # the term each weight multiplies
+
+
+@dataclass
+class TeacherSignals:
+    """The teacher's outputs for a batch, read from the cache computed once per teacher, task and transfer set."""
+
+    logits: torch.Tensor  # [B, C]
+    head_logits: torch.Tensor | None = None  # [B, N, C]: pseudo-heads on teacher layers 1..N
+    layers: torch.Tensor | None = None  # [B, N, H_t]: first-token vector of teacher layers 1..N
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """Sizes a method needs to build its trainable parts."""
+
+    student_widths: tuple[int, ...]  # width of each student layer's representation, bottom to top
+    teacher_layers: int
+    teacher_width: int
+    num_labels: int
+    regression: bool
+
+    @property
+    def student_layers(self) -> int:
+        return len(self.student_widths)
+
+
+class Method(nn.Module):
+    """Base class: subclasses set ``needs`` and ``defaults`` and implement :meth:`terms`."""
+
+    needs: frozenset[str] = frozenset({"logits"})  # teacher signals used: logits, head_logits, layers
+    provides: tuple[str, ...] = ("ce", "kd")  # the terms :meth:`terms` adds to "ce"
+    defaults: dict = {"alpha": 1.0, "beta": 0.0, "gamma": 0.0}
+
+    def __init__(self, shapes: Shapes, **options):
+        super().__init__()
+        unknown = set(options) - set(self.defaults)
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: unknown options {sorted(unknown)}; known: {sorted(self.defaults)}")
+        self.shapes = shapes
+        self.options = {**self.defaults, **options}
+        self.weights = {name: 0.0 for name in WEIGHTS}
+        self.set_weights(**{name: self.options[name] or 0.0 for name in WEIGHTS if name in self.options})
+
+    def set_weights(self, **weights: float) -> None:
+        """Change loss weights, e.g. between the stages of a schedule (Universal-KD §4.2: stage 2 is CE only)."""
+        unknown = set(weights) - set(WEIGHTS)
+        if unknown:
+            raise ValueError(f"unknown loss weights {sorted(unknown)}; known: {list(WEIGHTS)}")
+        self.weights.update({name: float(value) for name, value in weights.items()})
+        for weight, term in zip(WEIGHTS, TERMS):
+            if self.weights[weight] and term not in ("ce", *self.provides):
+                raise ValueError(f"{self.name} has no {term!r} term: {weight} must be 0")
+        if not any(self.weights.values()):
+            raise ValueError(f"{self.name}: every loss weight is zero")
+
+    def terms(self, student: StudentOutput, teacher: TeacherSignals, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def start_epoch(self, epoch: int, epochs: int) -> None:
+        """Called before each epoch of a stage (1-based); for schedules inside a method (Annealing-KD)."""
+
+    def forward(self, student: StudentOutput, teacher: TeacherSignals, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        terms = {"ce": task_loss(student.logits, labels, self.shapes.regression)}
+        if self.weights["beta"] or self.weights["gamma"]:
+            terms.update(self.terms(student, teacher, labels))
+        loss = sum(self.weights[w] * terms[t] for w, t in zip(WEIGHTS, TERMS) if self.weights[w])
+        return {"loss": loss, **terms}
+
+
+METHODS: dict[str, type[Method]] = {}
+_MODULES = ("logit_methods", "hidden_methods", "output_methods")
+
+
+def register(name: str):
+    def decorate(cls: type[Method]) -> type[Method]:
+        if name in METHODS:
+            raise ValueError(f"method {name!r} is registered twice")
+        cls.name = name
+        METHODS[name] = cls
+        return cls
+
+    return decorate
+
+
+def available_methods() -> list[str]:
+    """Names of every registered method (importing the modules that register them)."""
+    for module in _MODULES:
+        import_module(f"{__name__}.{module}")
+    return sorted(METHODS)
+
+
+def build_method(name: str, shapes: Shapes, options: dict | None = None) -> Method:
+    if name not in available_methods():
+        raise KeyError(f"unknown method {name!r}; known: {', '.join(sorted(METHODS))}")
+    return METHODS[name](shapes, **(options or {}))
+
+
+# Layer mappings between M student layers and N teacher layers. Intermediate-layer terms cover the student's
+# layers 1..M-1: its top layer is distilled through the logits (PKD, ALP-KD §"Experimental Study").
+
+
+def skip_mapping(teacher_layers: int, student_layers: int) -> list[int]:
+    """PKD-skip (Sun et al. 2019): student layer j <- teacher layer j * N/M, e.g. 12 -> 6: 2, 4, 6, 8, 10."""
+    step = teacher_layers // student_layers
+    return [j * step for j in range(1, student_layers)]
+
+
+def buckets(teacher_layers: int, student_layers: int, overlap: bool) -> list[list[int]]:
+    """Teacher layers 1..N split into M-1 contiguous buckets of near-equal size (ALP-KD: 12 -> 4 gives
+    [1-4], [5-8], [9-12]). With ``overlap`` (ALP-KD's "PO") every bucket also takes the first layer of the next
+    one: [1-5], [5-9], [9-12]."""
+    parts = [list(part + 1) for part in np.array_split(np.arange(teacher_layers), student_layers - 1)]
+    if overlap:
+        parts = [part + parts[i + 1][:1] for i, part in enumerate(parts[:-1])] + parts[-1:]
+    return parts

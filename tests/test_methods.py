@@ -1,0 +1,263 @@
+"""Every distillation loss against values computed by hand from the papers' equations, on small tensors."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from kdflow.losses import kd_loss, layer_attention, soft_kl
+from kdflow.methods import Shapes, TeacherSignals, available_methods, build_method, buckets, skip_mapping
+from kdflow.students import StudentOutput
+
+
+def shapes(student_widths=(2, 2), teacher_layers=2, teacher_width=2, num_labels=2, regression=False):
+    return Shapes(tuple(student_widths), teacher_layers, teacher_width, num_labels, regression)
+
+
+def kl(p, q):
+    return sum(pi * math.log(pi / qi) for pi, qi in zip(p, q) if pi > 0)
+
+
+def softmax(z):
+    e = np.exp(np.asarray(z, dtype=float) - np.max(z))
+    return e / e.sum()
+
+
+def only(term, method):
+    """Weights that isolate one term of the total."""
+    method.set_weights(alpha=float(term == "ce"), beta=float(term == "kd"), gamma=float(term == "inter"))
+    return method
+
+
+# --- primitives ---------------------------------------------------------------------------------------------
+
+
+def test_kd_loss_is_t_squared_kl_teacher_to_student_batch_mean():
+    teacher, student = torch.tensor([[1.0, 0.0], [0.0, 0.0]]), torch.tensor([[0.0, 0.0], [2.0, 0.0]])
+    expected = (kl(softmax([1, 0]), [0.5, 0.5]) + kl([0.5, 0.5], softmax([2, 0]))) / 2
+    assert kd_loss(student, teacher, 1.0, regression=False).item() == pytest.approx(expected, rel=1e-6)
+    at_t2 = 4 * (kl(softmax([0.5, 0]), [0.5, 0.5]) + kl([0.5, 0.5], softmax([1, 0]))) / 2
+    assert kd_loss(student, teacher, 2.0, regression=False).item() == pytest.approx(at_t2, rel=1e-6)
+    assert kd_loss(torch.tensor([[1.0]]), torch.tensor([[3.0]]), 1.0, regression=True).item() == 4.0
+
+
+def test_soft_kl_handles_zeros_and_vanishes_on_equal_distributions():
+    p = torch.tensor([[1.0, 0.0]])
+    assert soft_kl(p, torch.log(torch.tensor([[0.5, 0.5]]))).item() == pytest.approx(math.log(2))
+    q = torch.tensor([[0.3, 0.7]])
+    assert soft_kl(q, q.log()).item() == pytest.approx(0.0, abs=1e-7)
+
+
+def test_layer_attention_rows_sum_to_one_and_respect_buckets():
+    query, keys = torch.randn(3, 2, 4), torch.randn(3, 5, 4)
+    weights = layer_attention(query, keys)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 2))
+    allowed = torch.tensor([[True, True, False, False, False], [False, False, True, True, True]])
+    masked = layer_attention(query, keys, allowed)
+    assert (masked[:, ~allowed] == 0).all()
+    torch.testing.assert_close(masked.sum(-1), torch.ones(3, 2))
+
+
+def test_layer_mappings():
+    assert skip_mapping(12, 4) == [3, 6, 9] and skip_mapping(12, 6) == [2, 4, 6, 8, 10] and skip_mapping(24, 6) == [4, 8, 12, 16, 20]
+    assert buckets(12, 4, overlap=False) == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]  # ALP-KD's NO
+    assert buckets(12, 4, overlap=True) == [[1, 2, 3, 4, 5], [5, 6, 7, 8, 9], [9, 10, 11, 12]]  # ALP-KD's PO
+    assert buckets(12, 2, overlap=False) == [list(range(1, 13))]  # 2-layer students: one bucket of all layers
+    assert [len(b) for b in buckets(12, 6, overlap=False)] == [3, 3, 2, 2, 2]
+
+
+# --- logit methods ------------------------------------------------------------------------------------------
+
+
+def out(logits, *layers):
+    return StudentOutput(torch.tensor(logits), [torch.tensor(h) for h in layers])
+
+
+def test_no_kd_kd_and_mse_logits():
+    student = out([[0.0, 0.0]], [[1.0, 0.0]], [[0.0, 1.0]])
+    teacher = TeacherSignals(torch.tensor([[1.0, 0.0]]))
+    labels = torch.tensor([0])
+    ce = math.log(2)
+    assert build_method("no_kd", shapes())(student, teacher, labels)["loss"].item() == pytest.approx(ce)
+    kd = build_method("kd", shapes(), {"alpha": 0.3})(student, teacher, labels)
+    assert kd["loss"].item() == pytest.approx(0.3 * ce + 0.7 * kl(softmax([1, 0]), [0.5, 0.5]), rel=1e-6)
+    mse = build_method("mse_logits", shapes())(student, teacher, labels)
+    assert mse["loss"].item() == pytest.approx(0.5)  # ((0-1)^2 + 0^2) / 2
+
+
+def test_annealing_kd_scales_teacher_logits_in_steps():
+    method = build_method("annealing_kd", shapes(), {"max_temperature": 4})
+    factors = []
+    for epoch in range(1, 9):
+        method.start_epoch(epoch, 8)
+        factors.append(method.factor)
+    assert factors == [0.25, 0.25, 0.5, 0.5, 0.75, 0.75, 1.0, 1.0]
+    student, teacher = out([[0.0, 0.0]], [[1.0, 0.0]]), TeacherSignals(torch.tensor([[2.0, 0.0]]))
+    method.start_epoch(1, 8)
+    assert method(student, teacher, torch.tensor([0]))["loss"].item() == pytest.approx(0.5**2 / 2)
+
+
+# --- hidden-space methods -----------------------------------------------------------------------------------
+
+
+def test_pkd_by_hand():
+    student = out([[0.0, 0.0]], [[2.0, 0.0]], [[5.0, 5.0]])  # layer 1 matched; the top layer is not
+    teacher = TeacherSignals(torch.tensor([[0.0, 0.0]]), layers=torch.tensor([[[0.0, 3.0], [1.0, 1.0]]]))
+    method = only("inter", build_method("pkd", shapes()))  # skip mapping 2 -> 2: student 1 <- teacher 1
+    # ||[1, 0] - [0, 1]||^2 = 2
+    assert method(student, teacher, torch.tensor([0]))["loss"].item() == pytest.approx(2.0)
+    method = only("inter", build_method("pkd", shapes(), {"mapping": [2]}))
+    assert method(student, teacher, torch.tensor([0]))["loss"].item() == pytest.approx((1 - 1 / math.sqrt(2)) ** 2 + 0.5)
+    with pytest.raises(ValueError, match="one teacher layer in 1..2"):
+        build_method("pkd", shapes(), {"mapping": [3]})
+
+
+def test_alp_by_hand():
+    student = out([[0.0, 0.0]], [[1.0, 0.0]], [[9.0, 9.0]])
+    teacher = TeacherSignals(torch.tensor([[0.0, 0.0]]), layers=torch.tensor([[[1.0, 0.0], [0.0, 1.0]]]))
+    method = only("inter", build_method("alp", shapes()))
+    a1, a2 = softmax([1.0, 0.0])  # scores h_s . h_t^k = 1, 0
+    expected = ((1 - a1) ** 2 + (0 - a2) ** 2) / 2  # MSE(h_s, C) with C = a1 [1,0] + a2 [0,1]
+    assert method(student, teacher, torch.tensor([0]))["loss"].item() == pytest.approx(expected, rel=1e-6)
+    weights = method.attention(student, teacher)
+    torch.testing.assert_close(weights[0, 0], torch.tensor([a1, a2], dtype=torch.float32))
+
+
+def test_alp_buckets_restrict_attention():
+    s = shapes(student_widths=(3, 3, 3), teacher_layers=4, teacher_width=3)
+    student = StudentOutput(torch.zeros(2, 2), [torch.randn(2, 3) for _ in range(3)])
+    teacher = TeacherSignals(torch.zeros(2, 2), layers=torch.randn(2, 4, 3))
+    for name, allowed in (("alp_no", [[1, 1, 0, 0], [0, 0, 1, 1]]), ("alp_po", [[1, 1, 1, 0], [0, 0, 1, 1]]),
+                          ("alp", [[1, 1, 1, 1], [1, 1, 1, 1]])):
+        weights = build_method(name, s).attention(student, teacher)
+        assert ((weights > 0).int() == torch.tensor(allowed)).all(), name
+
+
+def test_ckd_concatenates_a_bucket_and_projects_it():
+    s = shapes(student_widths=(2, 2), teacher_layers=2, teacher_width=1)  # one bucket of two 1-d layers
+    method = only("inter", build_method("ckd_no", s))
+    with torch.no_grad():
+        method.combine[0].weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 2.0]]))
+        method.combine[0].bias.zero_()
+    student = out([[0.0, 0.0]], [[1.0, 1.0]], [[0.0, 0.0]])
+    teacher = TeacherSignals(torch.tensor([[0.0, 0.0]]), layers=torch.tensor([[[3.0], [1.0]]]))
+    # combined = [3, 2]; MSE([1, 1], [3, 2]) = (4 + 1) / 2
+    assert method(student, teacher, torch.tensor([0]))["loss"].item() == pytest.approx(2.5)
+
+
+# --- output-space methods -----------------------------------------------------------------------------------
+
+
+def test_universal_kd_il_by_hand():
+    method = only("inter", build_method("universal_kd_il", shapes(student_widths=(2, 2))))
+    with torch.no_grad():  # the student's pseudo classifier on layer 1 is the identity
+        method.heads[0].weight.copy_(torch.eye(2))
+        method.heads[0].bias.zero_()
+    student = out([[0.0, 0.0]], [[1.0, 0.0]], [[0.0, 0.0]])
+    head_logits = torch.tensor([[[2.0, 0.0], [0.0, 1.0]]])
+    teacher = TeacherSignals(torch.tensor([[0.0, 0.0]]), head_logits=head_logits)
+    fs = softmax([1, 0])  # f_1^s
+    ft = [softmax([2, 0]), softmax([0, 1])]  # f_1^t, f_2^t
+    lam = softmax([ft[0] @ fs, ft[1] @ fs])  # Eq. 4
+    aggregate = lam[0] * ft[0] + lam[1] * ft[1]  # Eq. 5
+    assert method(student, teacher, torch.tensor([0]))["loss"].item() == pytest.approx(kl(aggregate, fs), rel=1e-5)
+
+
+def test_universal_kd_term_vanishes_when_student_matches_the_teachers_aggregate():
+    method = only("inter", build_method("universal_kd_il", shapes(student_widths=(2, 2, 2), teacher_layers=3)))
+    with torch.no_grad():
+        for head in method.heads:
+            head.weight.copy_(torch.eye(2))
+            head.bias.zero_()
+    p = torch.tensor([0.8, 0.2])
+    # every teacher head predicts p, so F^t(j) = p whatever the attention; student heads output log p
+    teacher = TeacherSignals(torch.zeros(1, 2), head_logits=p.log().expand(1, 3, 2))
+    student = StudentOutput(torch.zeros(1, 2), [p.log()[None], p.log()[None], torch.zeros(1, 2)])
+    assert method(student, teacher, torch.tensor([0]))["loss"].item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_universal_kd_cg_att_on_losses_and_dih_by_hand():
+    student = out([[1.0, 0.0]], [[0.0, 0.0]], [[0.0, 0.0]])
+    head_logits = torch.tensor([[[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
+    teacher = TeacherSignals(torch.tensor([[0.0, 0.0]]), head_logits=head_logits)
+    fs = softmax([1, 0])
+    ft = [softmax([2, 0]), softmax([0, 1]), softmax([1, 1])]
+    lam = softmax([f @ fs for f in ft])
+    labels = torch.tensor([0])
+    s = shapes(teacher_layers=3)
+    cg = only("inter", build_method("universal_kd_cg", s))(student, teacher, labels)["loss"].item()
+    assert cg == pytest.approx(kl(sum(l * f for l, f in zip(lam, ft)), fs), rel=1e-5)  # Eq. 8
+    losses = only("inter", build_method("universal_kd_att_on_losses", s))(student, teacher, labels)["loss"].item()
+    assert losses == pytest.approx(sum(l * kl(f, fs) for l, f in zip(lam, ft)), rel=1e-5)  # Table 6 variant
+    dih = only("inter", build_method("dih", s))(student, teacher, labels)["loss"].item()
+    assert dih == pytest.approx(sum(kl(f, fs) for f in ft) / 3, rel=1e-5)
+
+
+def test_mhkd_adds_cross_entropy_on_student_heads():
+    method = only("inter", build_method("mhkd", shapes(teacher_layers=2)))  # student 1 <- teacher head 1
+    with torch.no_grad():
+        method.heads[0].weight.copy_(torch.eye(2))
+        method.heads[0].bias.zero_()
+    student = out([[0.0, 0.0]], [[1.0, 0.0]], [[0.0, 0.0]])
+    teacher = TeacherSignals(torch.zeros(1, 2), head_logits=torch.tensor([[[0.0, 2.0], [5.0, 5.0]]]))
+    fs = softmax([1, 0])
+    expected = kl(softmax([0, 2]), fs) - math.log(fs[1])  # KL to teacher head 1 + CE with gold label 1
+    assert method(student, teacher, torch.tensor([1]))["loss"].item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_regression_output_space_uses_squared_error():
+    method = only("inter", build_method("dih", shapes(num_labels=1, regression=True)))
+    student = out([[1.0]], [[0.0, 0.0]], [[0.0, 0.0]])
+    teacher = TeacherSignals(torch.tensor([[0.0]]), head_logits=torch.tensor([[[3.0], [2.0]]]))
+    assert method(student, teacher, torch.tensor([1.0]))["loss"].item() == pytest.approx((4 + 1) / 2)
+
+
+# --- every method: gradients, options ---------------------------------------------------------------------
+
+
+class TinyStudent(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer1, self.layer2, self.classifier = torch.nn.Linear(4, 3), torch.nn.Linear(3, 3), torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        h1 = torch.tanh(self.layer1(x))
+        h2 = torch.tanh(self.layer2(h1))
+        return StudentOutput(self.classifier(h2), [h1, h2])
+
+
+@pytest.mark.parametrize("name", available_methods())
+def test_gradients_reach_the_student_and_its_heads_never_the_teacher(name):
+    torch.manual_seed(0)
+    student = TinyStudent()
+    teacher_net = torch.nn.Linear(4, 5 * 2)  # stands in for the frozen teacher whose outputs are cached
+    x = torch.randn(6, 4)
+    with torch.no_grad():  # teacher signals are computed once, without gradients
+        signals = TeacherSignals(torch.randn(6, 2), head_logits=teacher_net(x).view(6, 5, 2), layers=torch.randn(6, 5, 4))
+    method = build_method(name, Shapes((3, 3), 5, 4, 2, False))
+    method.set_weights(alpha=0.2, beta=0.3 * ("kd" in method.provides), gamma=0.5 * ("inter" in method.provides))
+    terms = method(student(x), signals, torch.randint(0, 2, (6,)))
+    terms["loss"].backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in student.parameters()), name
+    assert all(p.grad is not None for p in method.parameters()), f"{name}: a method part gets no gradient"
+    assert all(p.grad is None for p in teacher_net.parameters())
+    assert torch.isfinite(terms["loss"])
+
+
+def test_method_registry_and_errors():
+    expected = {"no_kd", "kd", "mse_logits", "pkd", "ckd_no", "ckd_po", "alp_no", "alp_po", "alp", "mhkd",
+                "universal_kd_il", "universal_kd_cg", "universal_kd_ca", "universal_kd_att_on_losses", "dih",
+                "annealing_kd"}
+    assert expected <= set(available_methods())
+    with pytest.raises(KeyError, match="unknown method 'fitnet'"):
+        build_method("fitnet", shapes())
+    with pytest.raises(ValueError, match=r"unknown options \['temprature'\]"):
+        build_method("kd", shapes(), {"temprature": 2})
+    method = build_method("kd", shapes())
+    with pytest.raises(ValueError, match="every loss weight is zero"):
+        method.set_weights(alpha=0, beta=0)
+    with pytest.raises(ValueError, match="kd has no 'inter' term: gamma must be 0"):
+        method.set_weights(gamma=0.5)
+    with pytest.raises(ValueError, match="at least 2 layers"):
+        build_method("universal_kd_il", shapes(student_widths=(2,)))
