@@ -31,7 +31,7 @@ from torch import nn
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from kdflow import metrics
-from kdflow.batching import EncodedSplit, batches, encode
+from kdflow.batching import EncodedSplit, batches, encode, to_device
 from kdflow.data import TaskData
 from kdflow.runtime import seed_everything
 from kdflow.training import Hyperparameters, predict, subset_indices, train
@@ -54,27 +54,32 @@ class LayerHeads(nn.Module):
         return torch.einsum("bnh,nhc->bnc", features.float(), self.weight) + self.bias
 
 
-@torch.no_grad()
-def layer_features(encoder, split: EncodedSplit, pooling: str, batch_size: int, device, out: np.ndarray) -> None:
-    """Write the pooled representation of every transformer layer for every example into ``out`` [n, N, H]."""
+def pool_layers(hidden_states, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """[B, N, H]: each layer's first-token vector (``cls``) or mean over unpadded tokens (``mean``)."""
     if pooling not in POOLINGS:
         raise ValueError(f"unknown pooling {pooling!r}; expected one of {POOLINGS}")
-    encoder.eval()
+    stacked = torch.stack(tuple(hidden_states), dim=1)  # [B, N, T, H]
+    if pooling == "cls":
+        return stacked[:, :, 0]
+    weights = attention_mask[:, None, :, None].to(stacked.dtype)
+    return (stacked * weights).sum(2) / weights.sum(2)
+
+
+@torch.no_grad()
+def teacher_outputs(model, batch: dict, pooling: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """One forward pass of a frozen sequence classifier: its logits [B, C] and pooled layers 1..N [B, N, H]
+    (the embedding output is dropped: pseudo-heads sit on transformer layers)."""
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+    out = model(**inputs, output_hidden_states=True)
+    return out.logits, pool_layers(out.hidden_states[1:], batch["attention_mask"], pooling)
+
+
+def layer_features(model, split: EncodedSplit, pooling: str, batch_size: int, device, out: np.ndarray) -> None:
+    """Write the pooled representation of every transformer layer for every example into ``out`` [n, N, H]."""
+    model.eval()
     row = 0
     for batch in batches(split, batch_size, regression=False):
-        mask = batch["attention_mask"].to(device)
-        hidden = encoder(
-            input_ids=batch["input_ids"].to(device),
-            attention_mask=mask,
-            token_type_ids=batch["token_type_ids"].to(device),
-            output_hidden_states=True,
-        ).hidden_states[1:]  # drop the embedding layer: heads sit on transformer layers 1..N
-        stacked = torch.stack(hidden, dim=1)  # [B, N, T, H]
-        if pooling == "cls":
-            pooled = stacked[:, :, 0]
-        else:
-            weights = mask[:, None, :, None].to(stacked.dtype)
-            pooled = (stacked * weights).sum(2) / weights.sum(2)
+        _, pooled = teacher_outputs(model, to_device(batch, device), pooling)
         out[row : row + len(pooled)] = pooled.cpu().numpy()
         row += len(pooled)
 
@@ -121,7 +126,6 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
     tokenizer = AutoTokenizer.from_pretrained(teacher_dir / "model")
     teacher = AutoModelForSequenceClassification.from_pretrained(teacher_dir / "model").to(device)
     teacher.requires_grad_(False)
-    encoder = teacher.base_model
     n_layers, hidden = teacher.config.num_hidden_layers, teacher.config.hidden_size
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -137,10 +141,10 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
             features[name] = np.lib.format.open_memmap(
                 Path(scratch) / f"{name}.npy", mode="w+", dtype=np.float16, shape=(len(split), n_layers, hidden)
             )
-            layer_features(encoder, split, pooling, hp.eval_batch_size, device, features[name])
+            layer_features(teacher, split, pooling, hp.eval_batch_size, device, features[name])
             labels[name] = split.labels
         log.info("layer features computed once: %s", {k: v.shape for k, v in features.items()})
-        del teacher, encoder
+        del teacher
 
         heads = LayerHeads(n_layers, hidden, n_outputs)
 
@@ -203,3 +207,15 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
     for layer in layers:
         log.info("layer %2d: dev %s %.4f, gold distance %.4f", layer["layer"], main, layer[main], layer["gold_distance"])
     return report
+
+
+def load_heads(path: Path) -> tuple[LayerHeads, str]:
+    """Trained heads and the pooling they were trained on, from ``heads.safetensors``."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        pooling = f.metadata()["pooling"]
+        weight, bias = f.get_tensor("weight"), f.get_tensor("bias")
+    heads = LayerHeads(*weight.shape)
+    heads.load_state_dict({"weight": weight, "bias": bias})
+    return heads.eval().requires_grad_(False), pooling

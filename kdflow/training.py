@@ -92,12 +92,14 @@ def train(
     select_metric: str,
     hp: Hyperparameters,
     device: torch.device,
+    on_epoch_start: Callable[[int], None] | None = None,
 ) -> TrainResult:
     """Train ``model`` with ``loss_fn`` on ``train_batches(rng)`` (one shuffled epoch of ``n_train`` examples,
     batches of ``hp.batch_size``), evaluating after every epoch.
 
     Keeps the state of the epoch with the best ``select_metric`` (a dev-set metric: selection never looks at
-    test data). Parameters with ``requires_grad=False`` (a frozen teacher) are left alone.
+    test data). Parameters with ``requires_grad=False`` (a frozen teacher) are left alone. ``on_epoch_start``
+    is called with the 1-based epoch before it starts (epoch-dependent losses such as Annealing-KD's).
     """
     model.to(device)
     steps_per_epoch = -(-n_train // hp.batch_size)
@@ -107,6 +109,8 @@ def train(
     result = TrainResult()
     step = 0
     for epoch in range(1, hp.epochs + 1):
+        if on_epoch_start is not None:
+            on_epoch_start(epoch)
         model.train()
         started, seen, running = time.perf_counter(), 0, []
         for batch in train_batches(shuffler):

@@ -125,7 +125,7 @@ def test_layer_features_match_a_direct_forward_pass():
     split = encode(frame, tokenizer, 32, labelled=True)
     for pooling in ("cls", "mean"):
         out = np.zeros((2, 2, 32), dtype=np.float32)
-        layer_features(model.base_model, split, pooling, batch_size=2, device=CPU, out=out)  # padded batch
+        layer_features(model, split, pooling, batch_size=2, device=CPU, out=out)  # padded batch
         for i in range(2):  # each example alone, unpadded
             ids = torch.tensor([split.input_ids[i]])
             with torch.no_grad():
