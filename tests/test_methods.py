@@ -80,7 +80,7 @@ def test_no_kd_kd_and_mse_logits():
     labels = torch.tensor([0])
     ce = math.log(2)
     assert build_method("no_kd", shapes())(student, teacher, labels)["loss"].item() == pytest.approx(ce)
-    kd = build_method("kd", shapes(), {"alpha": 0.3})(student, teacher, labels)
+    kd = build_method("kd", shapes(), {"beta": 0.7})(student, teacher, labels)  # alpha = 1 - beta
     assert kd["loss"].item() == pytest.approx(0.3 * ce + 0.7 * kl(softmax([1, 0]), [0.5, 0.5]), rel=1e-6)
     mse = build_method("mse_logits", shapes())(student, teacher, labels)
     assert mse["loss"].item() == pytest.approx(0.5)  # ((0-1)^2 + 0^2) / 2
@@ -243,6 +243,13 @@ def test_gradients_reach_the_student_and_its_heads_never_the_teacher(name):
     assert all(p.grad is not None for p in method.parameters()), f"{name}: a method part gets no gradient"
     assert all(p.grad is None for p in teacher_net.parameters())
     assert torch.isfinite(terms["loss"])
+
+
+def test_complementary_weights_follow_the_papers():
+    assert build_method("universal_kd_il", shapes(), {"beta": 0.2}).weights == {"alpha": 0.0, "beta": 0.2, "gamma": 0.8}
+    assert build_method("alp", shapes(), {"beta": 0.7, "gamma": 0.2}).weights == pytest.approx(
+        {"alpha": 0.3, "beta": 0.7, "gamma": 0.2})
+    assert build_method("kd", shapes(), {"beta": 0.2, "alpha": 1.0}).weights == {"alpha": 1.0, "beta": 0.2, "gamma": 0.0}
 
 
 def test_method_registry_and_errors():

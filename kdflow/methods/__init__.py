@@ -58,6 +58,9 @@ class Method(nn.Module):
     needs: frozenset[str] = frozenset({"logits"})  # teacher signals used: logits, head_logits, layers
     provides: tuple[str, ...] = ("ce", "kd")  # the terms :meth:`terms` adds to "ce"
     defaults: dict = {"alpha": 1.0, "beta": 0.0, "gamma": 0.0}
+    # A weight left at None is the complement of another, e.g. Universal-KD §4.2's gamma = 1 - beta and
+    # ALP-KD's CE weight 1 - η: so a grid over beta alone moves both, as in the papers.
+    complement: dict[str, str] = {}
 
     def __init__(self, shapes: Shapes, **options):
         super().__init__()
@@ -66,8 +69,11 @@ class Method(nn.Module):
             raise ValueError(f"{type(self).__name__}: unknown options {sorted(unknown)}; known: {sorted(self.defaults)}")
         self.shapes = shapes
         self.options = {**self.defaults, **options}
+        for weight, other in self.complement.items():
+            if self.options.get(weight) is None:
+                self.options[weight] = 1.0 - self.options[other]
         self.weights = {name: 0.0 for name in WEIGHTS}
-        self.set_weights(**{name: self.options[name] or 0.0 for name in WEIGHTS if name in self.options})
+        self.set_weights(**{name: self.options[name] for name in WEIGHTS if name in self.options})
 
     def set_weights(self, **weights: float) -> None:
         """Change loss weights, e.g. between the stages of a schedule (Universal-KD §4.2: stage 2 is CE only)."""

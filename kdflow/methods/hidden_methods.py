@@ -22,7 +22,9 @@ class HiddenSpaceMethod(Method):
 
     needs = frozenset({"logits", "layers"})
     provides = ("kd", "inter")
-    defaults = {"alpha": 1.0, "beta": 0.0, "gamma": 1.0, "temperature": 1.0}
+    # ALP-KD Eq. 7 and its grid: η (beta) and γ in {0, 0.2, 0.5, 0.7}, the CE weight λ = 1 - η.
+    defaults = {"alpha": None, "beta": 0.5, "gamma": 0.5, "temperature": 1.0}
+    complement = {"alpha": "beta"}
 
     def __init__(self, shapes, **options):
         super().__init__(shapes, **options)

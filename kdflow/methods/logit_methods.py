@@ -19,15 +19,11 @@ class NoKD(Method):
 
 @register("kd")
 class KD(Method):
-    """Hinton et al. (2015) as written in Universal-KD Eq. 1: ``alpha * CE + (1 - alpha) * T² KL``.
-    ``beta`` defaults to ``1 - alpha``; Universal-KD sets T = 1 (Appendix A.1)."""
+    """Hinton et al. (2015) as written in Universal-KD Eq. 1: ``alpha * CE + beta * T² KL`` with
+    ``alpha = 1 - beta`` unless given; Universal-KD sets T = 1 (Appendix A.1)."""
 
-    defaults = {"alpha": 0.5, "beta": None, "temperature": 1.0}
-
-    def __init__(self, shapes, **options):
-        super().__init__(shapes, **options)
-        if self.options["beta"] is None:
-            self.weights["beta"] = 1.0 - self.weights["alpha"]
+    defaults = {"alpha": None, "beta": 0.5, "temperature": 1.0}
+    complement = {"alpha": "beta"}
 
     def terms(self, student, teacher, labels):
         return {"kd": kd_loss(student.logits, teacher.logits, self.options["temperature"], self.shapes.regression)}

@@ -24,7 +24,9 @@ from kdflow.methods import Method, register, skip_mapping
 class OutputSpaceMethod(Method):
     needs = frozenset({"logits", "head_logits"})
     provides = ("kd", "inter")
-    defaults = {"alpha": 0.0, "beta": 0.5, "gamma": 0.5, "temperature": 1.0}
+    # Universal-KD §4.2, stage 1: alpha = 0, beta in {0.2, 0.5, 0.7}, gamma = 1 - beta.
+    defaults = {"alpha": 0.0, "beta": 0.5, "gamma": None, "temperature": 1.0}
+    complement = {"gamma": "beta"}
 
     def distribution(self, logits: torch.Tensor) -> torch.Tensor:
         """σ(z / T), or the raw output for regression."""
