@@ -28,11 +28,12 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 from torch import nn
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from transformers import AutoTokenizer
 
 from kdflow import metrics
 from kdflow.batching import EncodedSplit, batches, encode, to_device
 from kdflow.data import TaskData
+from kdflow.hf import load_classifier, model_inputs
 from kdflow.runtime import seed_everything
 from kdflow.training import Hyperparameters, predict, subset_indices, train
 
@@ -69,8 +70,7 @@ def pool_layers(hidden_states, attention_mask: torch.Tensor, pooling: str) -> to
 def teacher_outputs(model, batch: dict, pooling: str) -> tuple[torch.Tensor, torch.Tensor]:
     """One forward pass of a frozen sequence classifier: its logits [B, C] and pooled layers 1..N [B, N, H]
     (the embedding output is dropped: pseudo-heads sit on transformer layers)."""
-    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-    out = model(**inputs, output_hidden_states=True)
+    out = model(**model_inputs(model, batch), output_hidden_states=True)
     return out.logits, pool_layers(out.hidden_states[1:], batch["attention_mask"], pooling)
 
 
@@ -124,7 +124,7 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
     n_outputs = task.num_labels
 
     tokenizer = AutoTokenizer.from_pretrained(teacher_dir / "model")
-    teacher = AutoModelForSequenceClassification.from_pretrained(teacher_dir / "model").to(device)
+    teacher = load_classifier(teacher_dir / "model").to(device)
     teacher.requires_grad_(False)
     n_layers, hidden = teacher.config.num_hidden_layers, teacher.config.hidden_size
     out_dir = Path(out_dir)

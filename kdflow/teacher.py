@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer, BertTokenizer
+from transformers import AutoTokenizer, BertTokenizer
 
 from kdflow import metrics
 from kdflow.losses import task_loss
 from kdflow.batching import EncodedSplit, batches, encode
 from kdflow.data import TaskData
+from kdflow.hf import build_classifier, model_inputs
 from kdflow.runtime import seed_everything
 from kdflow.training import Hyperparameters, predict, subset_indices, train
 
@@ -42,19 +43,12 @@ def build_teacher(spec: dict, num_labels: int):
     """A (model, tokenizer) pair from a teacher spec: ``model`` (hub name or directory) to load pre-trained
     weights, or ``architecture`` (``model_type`` plus config fields) and ``tokenizer`` for a random init."""
     tokenizer = build_tokenizer(spec)
-    if spec.get("model"):
-        model = AutoModelForSequenceClassification.from_pretrained(spec["model"], num_labels=num_labels)
-    else:
-        arch = dict(spec["architecture"])
-        config = AutoConfig.for_model(arch.pop("model_type"), vocab_size=len(tokenizer), num_labels=num_labels, **arch)
-        model = AutoModelForSequenceClassification.from_config(config)
-    return model, tokenizer
+    return build_classifier(spec.get("model"), spec.get("architecture"), tokenizer, num_labels), tokenizer
 
 
 def logits_of(model):
     def forward(batch):
-        inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-        return model(**inputs).logits
+        return model(**model_inputs(model, batch)).logits
 
     return forward
 

@@ -1,0 +1,51 @@
+"""Gated-CNN student (Universal-KD §5.5; gated linear units of Dauphin et al. 2017).
+
+A sentence pair is one sequence, as the batch gives it (Universal-KD A.2).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from kdflow.students import StudentContext, register
+from kdflow.students.embeddings import AttentionPooledStudent, options, token_embedding
+
+
+class GatedConvLayer(nn.Module):
+    """A residual gated convolution: ``X + (X * W + b) ⊗ σ(X * V + c)`` (Dauphin et al. 2017 Eq. 1, wrapped in a
+    residual block as in their §3). Convolutions are centred ("same" padding), not causal as in Dauphin's language
+    model: a classifier sees the whole sentence. Pads are zeroed before the convolution, so a real token's window
+    sees exactly the zeros that pad an unpadded sequence's ends and padding cannot change any real token's output."""
+
+    def __init__(self, width: int, kernel_width: int):
+        super().__init__()
+        self.conv = nn.Conv1d(width, 2 * width, kernel_width, padding=kernel_width // 2)  # W and V as one conv
+
+    def forward(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        states = states.masked_fill(~mask.unsqueeze(-1), 0.0)
+        gated = F.glu(self.conv(states.transpose(1, 2)), dim=1)  # first half ⊗ sigmoid(second half)
+        return states + gated.transpose(1, 2)
+
+
+@register("gated_cnn")
+def gated_cnn(spec: dict, context: StudentContext) -> nn.Module:
+    """Universal-KD §5.5: 4 gated convolution layers with "a hidden size of 768" and "around 25M trainable
+    parameters", attention-sum pooling of every layer, a linear classifier on the top one; dropout as in A.2.
+
+    Choices the papers leave open: kernel width 3 (odd widths only, so the convolution stays centred); no weight
+    normalisation (Dauphin et al. use it to speed up training, it does not change the model); the embeddings are
+    projected to the hidden size by a trainable linear layer when their width differs, so every layer can be
+    residual; the default is random 300-wide vectors (the usual word2vec/GloVe width, so a word-vector file fits),
+    which with BERT's 30,522 wordpieces makes 23,554,298 parameters for 2 classes.
+    Options: ``layers`` (4), ``hidden_size`` (768), ``kernel_width`` (3), ``dropout`` (0.1), ``embeddings``.
+    """
+    defaults = {"layers": 4, "hidden_size": 768, "kernel_width": 3, "dropout": 0.1, "embeddings": None}
+    opts = options(spec, defaults, "gated_cnn")
+    width, kernel_width = opts["hidden_size"], opts["kernel_width"]
+    if kernel_width < 1 or kernel_width % 2 == 0:
+        raise ValueError(f"gated_cnn kernel_width must be odd (a centred window), got {kernel_width}")
+    embed = token_embedding(opts["embeddings"], context, width=width, dim=300)
+    layers = [GatedConvLayer(width, kernel_width) for _ in range(opts["layers"])]
+    return AttentionPooledStudent(embed, layers, width, context.num_labels, opts["dropout"])

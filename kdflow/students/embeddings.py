@@ -1,0 +1,188 @@
+"""Pieces shared by the students: option checking, the thesis's token-embedding options, and attention-sum
+pooling with the embed -> layers -> pool -> classify skeleton of the Universal-KD BiLSTM and Gated-CNN.
+
+Token embeddings (Sučík 2020 §4.3.3, §5.1 footnote 1, Appendix B.2.1), the ``embeddings`` option of bilstm,
+bilstm_s, gated_cnn and bert_s: ``{source: random | teacher | file, mode: non_static | static | multichannel,
+dim: N, path: ...}``.
+
+- ``source: random``: ``dim``-wide vectors drawn from U[-0.25, 0.25], the range the thesis (after Kim 2014) uses
+  for words without a pre-trained vector. ``teacher``: the fine-tuned teacher's wordpiece matrix, read from
+  ``teacher_dir/model``. ``file``: word vectors in word2vec/GloVe text format (``word v1 v2 ...`` per line, an
+  optional ``count dim`` header), matched to the tokenizer's vocabulary by exact token (a leading RoBERTa ``Ġ`` or
+  SentencePiece ``▁`` word marker is ignored); tokens the file lacks (e.g. ``##`` pieces) are drawn from
+  U[-0.25, 0.25], and the coverage is logged. ``dim`` is the vectors' own width: needed for ``random`` (a student
+  may default it), checked against the teacher or file otherwise.
+- ``mode`` (Kim 2014, thesis §4.3.3): ``static`` freezes the vectors, ``non_static`` trains them,
+  ``multichannel`` keeps a frozen and a trainable copy and concatenates the two vectors of each token, as the thesis
+  states ("the two embeddings produced are concatenated together for further processing"). A linear layer after
+  the concatenation sums a separate linear map of each channel, which is how Kim combines channels (each filter is
+  applied to both channels and the results added).
+- A student whose layers need a fixed width (bert_s: d_h; gated_cnn: its hidden size) gets a trainable linear
+  projection from the (concatenated) vectors to that width when they differ, as the thesis does for BERT_S with
+  the teacher's 1024-wide wordpieces (§5.1 footnote 1). Recurrent students take the vectors at their own width
+  (this is what reproduces the thesis's LSTM_S sizes, Table 5.2: 2.41M non-embedding parameters with 300-wide
+  multichannel word2vec, 5.90M with 1024-wide multichannel wordpieces on Sara).
+"""
+
+from __future__ import annotations
+
+import logging
+from itertools import chain
+from pathlib import Path
+
+import torch
+from torch import nn
+from transformers import AutoModel
+
+from kdflow.students import StudentContext, StudentOutput
+
+log = logging.getLogger("kdflow")
+
+SOURCES = ("random", "teacher", "file")
+MODES = ("non_static", "static", "multichannel")
+CHANNELS = {"static": (True,), "non_static": (False,), "multichannel": (True, False)}  # frozen? per channel
+UNSEEN_RANGE = 0.25  # U[-0.25, 0.25] for vectors with no pre-trained value (thesis §4.3.3, Kim 2014)
+WORD_MARKERS = ("Ġ", "▁")  # RoBERTa/GPT-2 and SentencePiece mark a word-initial piece; word vectors do not
+
+
+def options(spec: dict, defaults: dict, what: str) -> dict:
+    """``spec`` over ``defaults``; every option must have a default, so a misspelt one is an error, not ignored."""
+    unknown = sorted(set(spec) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown} for {what}; known: {sorted(defaults)}")
+    return {**defaults, **spec}
+
+
+def teacher_model_dir(context: StudentContext) -> Path:
+    if context.teacher_dir is None:
+        raise ValueError("this student needs the fine-tuned teacher (StudentContext.teacher_dir is not set)")
+    return Path(context.teacher_dir) / "model"
+
+
+class TokenEmbedding(nn.Module):
+    """Token ids [B, T] -> vectors [B, T, width]: one or two copies of ``vectors`` (see the module docstring)."""
+
+    def __init__(self, vectors: torch.Tensor, mode: str, width: int | None = None):
+        super().__init__()
+        self.channels = nn.ModuleList(
+            nn.Embedding.from_pretrained(vectors.clone(), freeze=frozen) for frozen in CHANNELS[mode]
+        )
+        native = vectors.shape[1] * len(self.channels)
+        self.width = width or native
+        self.projection = nn.Linear(native, self.width) if self.width != native else nn.Identity()
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.projection(torch.cat([channel(input_ids) for channel in self.channels], dim=-1))
+
+
+def token_embedding(spec: dict | None, context: StudentContext, width: int | None = None, **defaults) -> TokenEmbedding:
+    """The embedding layer an ``embeddings`` option describes; ``defaults`` are the student's (source, mode, dim).
+    A student's default ``dim`` is for random vectors only: a teacher's or a file's vectors have their own width."""
+    spec = spec or {}
+    defaults = {"source": "random", "mode": "non_static", "dim": None, "path": None, **defaults}
+    if spec.get("source", defaults["source"]) != "random":
+        defaults["dim"] = None
+    opts = options(spec, defaults, "embeddings")
+    source, mode, dim = opts["source"], opts["mode"], opts["dim"]
+    if source not in SOURCES:
+        raise ValueError(f"unknown embeddings source {source!r}; expected one of {SOURCES}")
+    if mode not in MODES:
+        raise ValueError(f"unknown embeddings mode {mode!r}; expected one of {MODES}")
+
+    if source == "random":
+        if not dim:
+            raise ValueError("embeddings source 'random' needs `dim`, the width of the vectors")
+        vectors = unseen_vectors(len(context.tokenizer), dim)
+    elif source == "teacher":
+        teacher = AutoModel.from_pretrained(teacher_model_dir(context))
+        vectors = teacher.get_input_embeddings().weight.detach().float()
+        if vectors.shape[0] < len(context.tokenizer):
+            raise ValueError(
+                f"the teacher has {vectors.shape[0]} token vectors, the tokenizer {len(context.tokenizer)}"
+            )
+    else:
+        if not opts["path"]:
+            raise ValueError("embeddings source 'file' needs `path`, a word2vec/GloVe text file")
+        vectors, found = read_word_vectors(opts["path"], context.tokenizer)
+        log.info(
+            "embeddings from %s: %d of %d vocabulary tokens (%.1f%%) have a vector, the rest are random",
+            opts["path"],
+            found,
+            len(vectors),
+            100 * found / len(vectors),
+        )
+    if dim and dim != vectors.shape[1]:
+        raise ValueError(f"embeddings `dim` {dim} differs from the {source}'s vector width {vectors.shape[1]}")
+    return TokenEmbedding(vectors, mode, width)
+
+
+def unseen_vectors(rows: int, dim: int) -> torch.Tensor:
+    return torch.empty(rows, dim).uniform_(-UNSEEN_RANGE, UNSEEN_RANGE)
+
+
+def read_word_vectors(path: str | Path, tokenizer) -> tuple[torch.Tensor, int]:
+    """A [len(tokenizer), dim] matrix holding the file's vector for each vocabulary token that has one, random
+    vectors for the rest, and how many tokens had one. Only lines of vocabulary words are parsed, which keeps a
+    multi-gigabyte word2vec file quick to scan."""
+    ids_of_word: dict[str, list[int]] = {}
+    for token, index in tokenizer.get_vocab().items():
+        word = token
+        for marker in WORD_MARKERS:
+            word = word.removeprefix(marker)
+        ids_of_word.setdefault(word, []).append(index)
+
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        first = lines.readline()
+        fields = first.split()
+        has_header = len(fields) == 2 and all(field.isdigit() for field in fields)
+        dim = int(fields[1]) if has_header else len(fields) - 1
+        vectors = unseen_vectors(len(tokenizer), dim)
+        found = torch.zeros(len(tokenizer), dtype=torch.bool)
+        for number, line in enumerate(lines if has_header else chain([first], lines), start=2 if has_header else 1):
+            word, *values = line.rstrip().rsplit(" ", dim)  # from the right: a few GloVe words contain spaces
+            if len(values) != dim:
+                raise ValueError(f"{path}:{number}: expected a word and {dim} numbers, got {line[:80]!r}")
+            if word in ids_of_word:
+                ids = ids_of_word[word]
+                vectors[ids] = torch.tensor([float(v) for v in values])
+                found[ids] = True
+    return vectors, int(found.sum())
+
+
+class AttentionSum(nn.Module):
+    """Universal-KD §5.5's "attention sum" (Bahdanau et al. 2015): a learned vector scores every position, a
+    softmax over the real (non-pad) tokens turns the scores into weights, and the weighted sum of the states is the
+    sequence's vector. [B, T, H], mask [B, T] -> [B, H]. The paper gives no scoring function; a single vector
+    (rather than Bahdanau's one-hidden-layer MLP) is the simplest one and adds only H parameters per layer."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.score = nn.Linear(width, 1, bias=False)  # a bias would cancel in the softmax
+
+    def forward(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        scores = self.score(states).squeeze(-1).masked_fill(~mask, float("-inf"))
+        return torch.einsum("bt,bth->bh", scores.softmax(dim=-1), states)
+
+
+class AttentionPooledStudent(nn.Module):
+    """Universal-KD §5.5: embeddings, a stack of sequence layers (each ``(states [B, T, H_in], mask) -> [B, T, H]``,
+    pads must not affect real tokens), every layer's output reduced by its own attention sum (the per-layer vectors
+    the pseudo classifiers of Eq. 3 need), and a linear classifier on the top layer's vector. Dropout (A.2 tunes it
+    in [0.1, 0.8]) is applied to every layer's input and to the classifier's input."""
+
+    def __init__(self, embed: nn.Module, layers: list[nn.Module], width: int, num_labels: int, dropout: float):
+        super().__init__()
+        self.embed = embed
+        self.layers = nn.ModuleList(layers)
+        self.pools = nn.ModuleList(AttentionSum(width) for _ in layers)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(width, num_labels)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> StudentOutput:
+        mask = batch["attention_mask"].bool()
+        states = self.embed(batch["input_ids"])
+        pooled = []
+        for layer, pool in zip(self.layers, self.pools):
+            states = layer(self.dropout(states), mask)
+            pooled.append(pool(states, mask))
+        return StudentOutput(self.classifier(self.dropout(pooled[-1])), pooled)

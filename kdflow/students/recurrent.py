@@ -1,0 +1,101 @@
+"""BiLSTM students: Universal-KD's 3-layer attention-pooled BiLSTM (``bilstm``) and the thesis's LSTM_S
+(``bilstm_s``). A sentence pair is one sequence, as the batch gives it (Universal-KD A.2: no siamese encoder).
+
+Padding never reaches an LSTM: sequences are packed to their real lengths, so outputs at real tokens and the
+final states (those at each sequence's last real token) are what the unpadded sequence would give.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from kdflow.students import StudentContext, StudentOutput, register
+from kdflow.students.embeddings import AttentionPooledStudent, options, token_embedding
+
+
+def packed_lstm(lstm: nn.LSTM, states: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run a batch-first ``lstm`` over the real tokens only: outputs [B, T, H] (zero at pads) and the final hidden
+    states [layers * directions, B, H_dir]."""
+    packed = pack_padded_sequence(states, mask.sum(1).cpu(), batch_first=True, enforce_sorted=False)
+    outputs, (final, _) = lstm(packed)
+    return pad_packed_sequence(outputs, batch_first=True, total_length=states.shape[1])[0], final
+
+
+class BiLSTMLayer(nn.Module):
+    """One bidirectional LSTM layer, ``width`` wide in total (``width / 2`` per direction)."""
+
+    def __init__(self, input_size: int, width: int):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size, width // 2, batch_first=True, bidirectional=True)
+
+    def forward(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return packed_lstm(self.lstm, states, mask)[0]
+
+
+@register("bilstm")
+def bilstm(spec: dict, context: StudentContext) -> nn.Module:
+    """Universal-KD §5.5: a 3-layer BiLSTM encoder "with a hidden size of 768" and "around 25M trainable
+    parameters", attention-sum pooling, a linear classifier; dropout as in A.2 (Table 9 tunes it per task).
+
+    Choices the paper leaves open: 768 is read as the layer's total width (384 units per direction, so every layer
+    outputs 768), because 768 units per direction would give over 33M parameters whatever the embedding width; the
+    paper gives no embedding width, so random 512-wide vectors are the default, which with BERT's 30,522 wordpieces
+    makes 25,479,938 parameters for 2 classes. Each layer's pooled vector is a layer representation.
+    Options: ``layers`` (3), ``hidden_size`` (768, both directions), ``dropout`` (0.1), ``embeddings``.
+    """
+    opts = options(spec, {"layers": 3, "hidden_size": 768, "dropout": 0.1, "embeddings": None}, "bilstm")
+    width = opts["hidden_size"]
+    if width % 2:
+        raise ValueError(f"bilstm hidden_size must be even (two directions), got {width}")
+    embed = token_embedding(opts["embeddings"], context, dim=512)
+    inputs = [embed.width] + [width] * (opts["layers"] - 1)
+    layers = [BiLSTMLayer(size, width) for size in inputs]
+    return AttentionPooledStudent(embed, layers, width, context.num_labels, opts["dropout"])
+
+
+class ThesisBiLSTM(nn.Module):
+    """Sučík (2020) §4.3.3 LSTM_S (from Tang et al. 2019): BiLSTM, the last forward and backward hidden states
+    concatenated, a fully connected ReLU layer, dropout, a linear classifier.
+
+    Layer representations: each BiLSTM layer's concatenated final states [B, 2 * hidden], then the FC layer's
+    output [B, fc] (before dropout). With the default single BiLSTM layer, the FC layer is the only intermediate
+    layer above it, so including it is what gives intermediate-layer distillation (Universal-KD Eq. 7, M - 1 layers)
+    anything to work on."""
+
+    def __init__(self, embed: nn.Module, hidden: int, layers: int, fc: int, num_labels: int, dropout: float):
+        super().__init__()
+        self.embed = embed
+        # Dropout between stacked BiLSTM layers (Table B.2's deeper students); the thesis names only the FC's.
+        between = dropout if layers > 1 else 0.0
+        self.lstm = nn.LSTM(embed.width, hidden, layers, batch_first=True, bidirectional=True, dropout=between)
+        self.fc = nn.Linear(2 * hidden, fc)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(fc, num_labels)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> StudentOutput:
+        _, final = packed_lstm(self.lstm, self.embed(batch["input_ids"]), batch["attention_mask"].bool())
+        layers, batch_size = self.lstm.num_layers, final.shape[1]
+        # final is [layer0 forward, layer0 backward, layer1 forward, ...]: pair the two directions of each layer
+        per_layer = final.view(layers, 2, batch_size, -1).transpose(1, 2).reshape(layers, batch_size, -1)
+        hidden = F.relu(self.fc(per_layer[-1]))
+        return StudentOutput(self.classifier(self.dropout(hidden)), [*per_layer, hidden])
+
+
+@register("bilstm_s")
+def bilstm_s(spec: dict, context: StudentContext) -> nn.Module:
+    """Thesis LSTM_S: 1 BiLSTM layer of 300 units per direction, FC 400, dropout 0.1 (§4.3.3, §4.3.5); Table B.2
+    scales ``lstm_size`` (d_LSTM, per direction), ``fc_size`` (d_FC) and ``layers``.
+
+    Embeddings default to the teacher's wordpieces in multichannel mode (the thesis's Sara LSTM_S, Table 5.2); its
+    word2vec setting is ``{source: file, path: ..., mode: multichannel}`` (the thesis builds a word-level vocabulary
+    from the transfer set; here word vectors are mapped onto the teacher's wordpiece vocabulary, so the batches stay
+    the teacher's). With 300-wide multichannel vectors the model has 2,406,002 non-embedding parameters for 2
+    classes: Table 5.2's 2.41M. With 1024-wide multichannel wordpieces and Sara's 57 intents it has 5.90M, as in
+    Table 5.2, which is why recurrent students get no projection to a fixed width."""
+    defaults = {"lstm_size": 300, "fc_size": 400, "layers": 1, "dropout": 0.1, "embeddings": None}
+    opts = options(spec, defaults, "bilstm_s")
+    embed = token_embedding(opts["embeddings"], context, source="teacher", mode="multichannel")
+    return ThesisBiLSTM(embed, opts["lstm_size"], opts["layers"], opts["fc_size"], context.num_labels, opts["dropout"])

@@ -1,0 +1,125 @@
+"""Transformer students: ``bert_k`` (a teacher's first k layers, ALP-KD §4 / Universal-KD §5.2 and A.1), ``hf``
+(any Hugging Face checkpoint or configuration, e.g. DistilRoBERTa in Universal-KD §5.2) and ``bert_s`` (the
+thesis's small random-init BERT, Sučík 2020 §4.3.4).
+
+Layer representations are the first-token ([CLS] / <s>) vector of every transformer layer's hidden states,
+bottom to top, the embedding layer excluded: "the output of the layer for the CLS token" (ALP-KD footnote 3) and
+the "CLS output representation of each layer" of Universal-KD §4.1, as the teacher's pseudo-heads use.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+from transformers import (
+    AutoModel,
+    AutoModelForSequenceClassification,
+    BertConfig,
+    BertForSequenceClassification,
+)
+
+from kdflow.hf import build_classifier, model_inputs
+from kdflow.students import StudentContext, StudentOutput, register
+from kdflow.students.embeddings import options, teacher_model_dir, token_embedding
+
+
+class HFStudent(nn.Module):
+    """A Hugging Face sequence classifier returning its logits and every layer's first-token vector."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> StudentOutput:
+        out = self.model(**model_inputs(self.model, batch), output_hidden_states=True)
+        return StudentOutput(out.logits, [hidden[:, 0] for hidden in out.hidden_states[1:]])
+
+
+def check_vocabulary(model: nn.Module, context: StudentContext) -> None:
+    """Batches carry the teacher tokenizer's ids, so a pre-trained student must share the teacher's vocabulary."""
+    rows = model.get_input_embeddings().num_embeddings
+    if rows < len(context.tokenizer):
+        raise ValueError(
+            f"the student has {rows} token embeddings but the teacher's tokenizer has {len(context.tokenizer)} "
+            "tokens; a pre-trained student must use the teacher's vocabulary"
+        )
+
+
+@register("bert_k")
+def bert_k(spec: dict, context: StudentContext) -> nn.Module:
+    """A k-layer copy of a source model: its embeddings, transformer layers 0..k-1 and pooler (ALP-KD §4: "we only
+    consider the first m layers of the teacher for initialization", after PKD; Universal-KD A.1: "initialized by
+    the first 4 layers of the pre-trained BERT-base teacher").
+
+    ``layers``: k (required). ``init_from``: ``teacher`` (default: the fine-tuned teacher, classifier head copied
+    too) or a hub name / directory (e.g. ``bert-base-uncased``, the pre-trained model the papers start from; only
+    its base model is read and the classifier head is freshly initialised). Any architecture whose config has
+    ``num_hidden_layers`` works (BERT, RoBERTa, ...): the student is the source's config with k layers, and every
+    student weight is copied from the source weight of the same name, which leaves out layers k and above.
+    """
+    opts = options(spec, {"layers": None, "init_from": "teacher"}, "bert_k")
+    k, from_teacher = opts["layers"], opts["init_from"] == "teacher"
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"bert_k needs `layers`, the number k >= 1 of source layers to keep; got {k!r}")
+    path = teacher_model_dir(context) if from_teacher else opts["init_from"]
+    # float32 whatever the checkpoint's dtype: transformers 5 loads a half-precision checkpoint as such, and the
+    # student built from its config would inherit it
+    loader = AutoModelForSequenceClassification if from_teacher else AutoModel
+    source = loader.from_pretrained(path, dtype=torch.float32)
+
+    config = copy.deepcopy(source.config)
+    if k > config.num_hidden_layers:
+        raise ValueError(f"bert_k: layers={k} but {path} has only {config.num_hidden_layers} layers")
+    if from_teacher and config.num_labels != context.num_labels:
+        raise ValueError(f"bert_k: the teacher has {config.num_labels} outputs, the task {context.num_labels}")
+    config.num_hidden_layers, config.num_labels = k, context.num_labels
+    student = AutoModelForSequenceClassification.from_config(config)
+
+    target = student if from_teacher else student.base_model  # a pre-trained model has no task head to copy
+    source_weights = source.state_dict()
+    missing = [name for name in target.state_dict() if name not in source_weights]
+    if missing:
+        raise ValueError(f"bert_k: {path} lacks student weights {missing[:5]}")
+    target.load_state_dict({name: source_weights[name] for name in target.state_dict()})
+    check_vocabulary(student, context)
+    return HFStudent(student)
+
+
+@register("hf")
+def hf(spec: dict, context: StudentContext) -> nn.Module:
+    """Any Hugging Face encoder with a fresh classification head: ``model`` (hub name or directory, e.g.
+    ``distilroberta-base``, Universal-KD §5.2) or ``architecture`` (``model_type`` plus config fields) for a random
+    init over the teacher's tokenizer, as :func:`kdflow.teacher.build_teacher` does."""
+    opts = options(spec, {"model": None, "architecture": None}, "hf")
+    if bool(opts["model"]) == bool(opts["architecture"]):
+        raise ValueError("hf needs exactly one of `model` (a checkpoint) and `architecture` (a config)")
+    model = build_classifier(opts["model"], opts["architecture"], context.tokenizer, context.num_labels)
+    check_vocabulary(model, context)
+    return HFStudent(model)
+
+
+BERT_S = {"num_hidden_layers": 5, "hidden_size": 204, "num_attention_heads": 3, "intermediate_size": 750}
+
+
+@register("bert_s")
+def bert_s(spec: dict, context: StudentContext) -> nn.Module:
+    """Thesis BERT_S (§4.3.4): BERT-large scaled down ~5x, L=5, d_h=204, A=3, d_I=750 (Table B.1 scales them via
+    these options), randomly initialised, 2,417,888 non-embedding parameters for 2 classes (Table 5.2: 2.42M).
+
+    Its wordpiece embeddings are the ``embeddings`` option (see :mod:`kdflow.students.embeddings`), by default the
+    teacher's, projected to d_h by a trainable linear layer (Table 4.3, §5.1 footnote 1). As in the thesis, position
+    and token-type embeddings stay BERT's own (random, d_h wide) and are added after the projection."""
+    opts = options(spec, {**BERT_S, "embeddings": None}, "bert_s")
+    embeddings = opts.pop("embeddings")
+    config = BertConfig(
+        vocab_size=len(context.tokenizer),
+        num_labels=context.num_labels,
+        pad_token_id=context.tokenizer.pad_token_id,
+        **opts,
+    )
+    model = BertForSequenceClassification(config)
+    width = config.hidden_size
+    model.set_input_embeddings(token_embedding(embeddings, context, width=width, source="teacher", dim=width))
+    return HFStudent(model)

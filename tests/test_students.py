@@ -1,0 +1,292 @@
+"""Students: every registered architecture on real batches, bert_k's copy of the teacher, padding invariance,
+paper sizes, and the thesis's embedding options."""
+
+import logging
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+from transformers import AutoModel, AutoModelForSequenceClassification, BertTokenizer
+
+from conftest import DEMO_VOCAB, TINY_BERT
+from kdflow.batching import collate, encode
+from kdflow.hf import model_inputs
+from kdflow.students import StudentContext, build_student
+from kdflow.students.embeddings import read_word_vectors
+from kdflow.teacher import build_teacher
+
+NUM_LABELS = 3
+TINY_ROBERTA = {**TINY_BERT["architecture"], "model_type": "roberta", "max_position_embeddings": 66, "pad_token_id": 0}
+TINY_EMBEDDINGS = {"source": "random", "dim": 8}
+PAIRS = pd.DataFrame(
+    {
+        "text_a": ["the movie was good", "a man is not a dog", "the cat was bad"],
+        "text_b": ["the film is great", "the dog is a man", "a great cat"],
+        "label": [0, 1, 2],
+    }
+)
+SINGLES = pd.DataFrame({"text_a": ["good film", "the dog was not bad at all"], "text_b": [None, None], "label": [1, 0]})
+
+
+class VocabularyOfSize:
+    """All a random-embedding student reads from a tokenizer: its size and pad id (for full-size counts)."""
+
+    pad_token_id = 0
+
+    def __init__(self, size: int):
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def save_teacher(directory, architecture):
+    model, tokenizer = build_teacher({**TINY_BERT, "architecture": architecture}, NUM_LABELS)
+    model.save_pretrained(directory / "model")
+    tokenizer.save_pretrained(directory / "model")
+    return directory
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return BertTokenizer(vocab=str(DEMO_VOCAB), do_lower_case=True)
+
+
+@pytest.fixture(scope="module")
+def teacher_dir(tmp_path_factory):
+    torch.manual_seed(0)
+    return save_teacher(tmp_path_factory.mktemp("bert"), {**TINY_BERT["architecture"], "num_hidden_layers": 3})
+
+
+@pytest.fixture(scope="module")
+def roberta_dir(tmp_path_factory):
+    torch.manual_seed(1)
+    return save_teacher(tmp_path_factory.mktemp("roberta"), TINY_ROBERTA)
+
+
+@pytest.fixture(scope="module")
+def context(tokenizer, teacher_dir):
+    return StudentContext(NUM_LABELS, tokenizer, str(teacher_dir))
+
+
+def batch_of(frame, tokenizer):
+    split = encode(frame, tokenizer, max_length=32, labelled=True)
+    return collate(split, np.arange(len(frame)), regression=False)
+
+
+# (spec, layer widths, names of the frozen parameters); the tiny teacher is 32 wide with 3 layers
+TINY_BERT_S = dict(hidden_size=12, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24)
+STATIC = {**TINY_EMBEDDINGS, "mode": "static"}
+STUDENTS = [
+    pytest.param({"type": "bert_k", "layers": 2}, [32, 32], [], id="bert_k"),
+    pytest.param(
+        {"type": "hf", "architecture": {**TINY_BERT["architecture"], "hidden_size": 16}}, [16, 16], [], id="hf"
+    ),
+    pytest.param({"type": "hf", "architecture": TINY_ROBERTA}, [32, 32], [], id="hf-roberta"),
+    pytest.param({"type": "bert_s", **TINY_BERT_S, "embeddings": {"source": "random"}}, [12, 12], [], id="bert_s"),
+    pytest.param(
+        {"type": "bert_s", "num_hidden_layers": 1, "embeddings": {"source": "teacher", "mode": "multichannel"}},
+        [204],
+        ["model.bert.embeddings.word_embeddings.channels.0.weight"],
+        id="bert_s-teacher-multichannel",
+    ),
+    pytest.param(
+        {"type": "bilstm", "layers": 2, "hidden_size": 16, "embeddings": TINY_EMBEDDINGS}, [16, 16], [], id="bilstm"
+    ),
+    pytest.param(
+        {"type": "bilstm_s", "lstm_size": 10, "fc_size": 12}, [20, 12], ["embed.channels.0.weight"], id="bilstm_s"
+    ),
+    pytest.param(
+        {"type": "bilstm_s", "layers": 2, "lstm_size": 6, "fc_size": 5, "embeddings": STATIC},
+        [12, 12, 5],
+        ["embed.channels.0.weight"],
+        id="bilstm_s-2-layers-static",
+    ),
+    pytest.param({"type": "gated_cnn", "hidden_size": 16, "embeddings": TINY_EMBEDDINGS}, [16] * 4, [], id="gated_cnn"),
+]
+
+
+@pytest.mark.parametrize("spec, widths, frozen", STUDENTS)
+def test_student_forwards_real_batches_and_trains_exactly_its_trainable_parameters(
+    spec, widths, frozen, context, tokenizer
+):
+    torch.manual_seed(0)
+    student = build_student(spec, context)
+    for frame in (PAIRS, SINGLES):
+        out = student(batch_of(frame, tokenizer))
+        assert out.logits.shape == (len(frame), NUM_LABELS)
+        assert [layer.shape for layer in out.layers] == [(len(frame), width) for width in widths]
+
+    # logits and layers together, as distillation uses them: intermediate attention pools only feed the layers
+    student.zero_grad()
+    sum(output.square().sum() for output in [out.logits, *out.layers]).backward()
+    named = dict(student.named_parameters())
+    assert sorted(name for name, p in named.items() if not p.requires_grad) == frozen
+    no_gradient = [name for name, p in named.items() if p.requires_grad and (p.grad is None or not p.grad.any())]
+    assert no_gradient == []
+    assert all(named[name].grad is None for name in frozen)
+
+
+def test_bert_k_copies_the_teachers_first_layers_and_reproduces_their_hidden_states(context, teacher_dir, tokenizer):
+    student = build_student({"type": "bert_k", "layers": 2}, context).eval()
+    teacher = AutoModelForSequenceClassification.from_pretrained(teacher_dir / "model").eval()
+    teacher_weights = teacher.state_dict()
+    student_weights = student.model.state_dict()
+    assert student.model.config.num_hidden_layers == 2 and not any("layer.2." in name for name in student_weights)
+    assert set(student_weights) == {name for name in teacher_weights if "layer.2." not in name}  # head included
+    assert all(torch.equal(weight, teacher_weights[name]) for name, weight in student_weights.items())
+
+    batch = batch_of(PAIRS, tokenizer)
+    with torch.no_grad():
+        layers = student(batch).layers
+        hidden = teacher(**model_inputs(teacher, batch), output_hidden_states=True).hidden_states
+    for j, layer in enumerate(layers, start=1):
+        torch.testing.assert_close(layer, hidden[j][:, 0], rtol=0, atol=1e-6)
+
+
+def test_bert_k_from_a_roberta_checkpoint_copies_its_base_and_starts_a_fresh_head(context, roberta_dir, tokenizer):
+    torch.manual_seed(0)
+    student = build_student({"type": "bert_k", "layers": 1, "init_from": str(roberta_dir / "model")}, context).eval()
+    source = AutoModel.from_pretrained(roberta_dir / "model").eval()
+    source_weights = source.state_dict()
+    base = student.model.base_model.state_dict()
+    assert student.model.config.model_type == "roberta" and not any("layer.1." in name for name in base)
+    assert all(torch.equal(weight, source_weights[name]) for name, weight in base.items())
+    trained_head = AutoModelForSequenceClassification.from_pretrained(roberta_dir / "model").classifier
+    assert not torch.equal(student.model.classifier.out_proj.weight, trained_head.out_proj.weight)
+
+    batch = batch_of(PAIRS, tokenizer)
+    with torch.no_grad():
+        layers = student(batch).layers
+        hidden = source(**model_inputs(source, batch), output_hidden_states=True).hidden_states
+    assert len(layers) == 1
+    torch.testing.assert_close(layers[0], hidden[1][:, 0], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"type": "bilstm", "layers": 2, "hidden_size": 16, "embeddings": TINY_EMBEDDINGS},
+        {"type": "bilstm_s", "layers": 2, "lstm_size": 8, "fc_size": 6},
+        {"type": "gated_cnn", "hidden_size": 16, "kernel_width": 5, "embeddings": TINY_EMBEDDINGS},
+    ],
+    ids=lambda spec: spec["type"],
+)
+def test_padding_does_not_change_a_recurrent_or_convolutional_students_output(spec, context, tokenizer):
+    torch.manual_seed(0)
+    student = build_student(spec, context).eval()
+    frame = pd.DataFrame(
+        {"text_a": ["good film", "the dog was not bad at all , the cat was"], "text_b": None, "label": 0}
+    )
+    padded = batch_of(frame, tokenizer)
+    alone = batch_of(frame.iloc[:1], tokenizer)
+    assert padded["attention_mask"][0].sum() < padded["input_ids"].shape[1]  # the short one really is padded
+    with torch.no_grad():
+        a, b = student(alone), student(padded)
+    torch.testing.assert_close(b.logits[:1], a.logits, rtol=0, atol=1e-6)
+    for layer_alone, layer_padded in zip(a.layers, b.layers, strict=True):
+        torch.testing.assert_close(layer_padded[:1], layer_alone, rtol=0, atol=1e-6)
+
+
+def non_embedding_parameters(model: nn.Module) -> int:
+    """Parameters outside embedding matrices, as the thesis counts model size (§4.3.3 footnote 8)."""
+    return sum(
+        p.numel()
+        for module in model.modules()
+        if not isinstance(module, nn.Embedding)
+        for p in module.parameters(recurse=False)
+    )
+
+
+@pytest.mark.parametrize(
+    "spec, total",
+    [({"type": "bilstm"}, 25_479_938), ({"type": "gated_cnn"}, 23_554_298)],
+    ids=["bilstm", "gated_cnn"],
+)
+def test_universal_kd_students_have_about_25m_parameters_with_bert_vocabulary(spec, total):
+    student = build_student(spec, StudentContext(2, VocabularyOfSize(30522)))
+    count = sum(p.numel() for p in student.parameters())
+    assert count == total and abs(count - 25e6) <= 0.15 * 25e6
+
+
+@pytest.mark.parametrize(
+    "spec, num_labels, size",
+    [
+        ({"type": "bilstm_s", "embeddings": {"source": "random", "dim": 300}}, 2, 2_406_002),
+        ({"type": "bilstm_s", "embeddings": {"source": "random", "dim": 1024}}, 57, 5_903_257),
+        ({"type": "bert_s", "embeddings": {"source": "random"}}, 2, 2_417_888),
+    ],
+    ids=["lstm_s-sst2-word2vec", "lstm_s-sara-wordpieces", "bert_s-sst2"],
+)
+def test_thesis_students_match_table_5_2_sizes(spec, num_labels, size, tokenizer):
+    """Table 5.2, trainable non-embedding parameters: LSTM_S 2.41M on SST-2 (300-wide word2vec, multichannel), 5.90M
+    on Sara (1024-wide wordpieces, multichannel, 57 intents); BERT_S 2.42M on SST-2."""
+    assert non_embedding_parameters(build_student(spec, StudentContext(num_labels, tokenizer))) == size
+
+
+@pytest.fixture
+def vectors_file(tmp_path):
+    path = tmp_path / "vectors.txt"
+    path.write_text("3 4\nmovie 1 2 3 4\nthe 0.5 0.5 0.5 0.5\nnotaword 9 9 9 9\n")
+    return path
+
+
+def test_word_vectors_land_on_their_tokens_and_coverage_is_logged(vectors_file, tokenizer, context, caplog):
+    vocab = tokenizer.get_vocab()
+    vectors, found = read_word_vectors(vectors_file, tokenizer)
+    assert vectors.shape == (len(tokenizer), 4) and found == 2
+    assert vectors[vocab["movie"]].tolist() == [1, 2, 3, 4]
+    assert vectors[vocab["the"]].tolist() == [0.5] * 4
+    assert vectors[vocab["good"]].abs().max() <= 0.25  # not in the file: U[-0.25, 0.25]
+
+    headerless = vectors_file.with_name("glove.txt")
+    headerless.write_text("\n".join(vectors_file.read_text().splitlines()[1:]) + "\n")
+    assert read_word_vectors(headerless, tokenizer)[0][vocab["movie"]].tolist() == [1, 2, 3, 4]
+
+    spec = {
+        "type": "bilstm_s",
+        "lstm_size": 4,
+        "fc_size": 4,
+        "embeddings": {"source": "file", "path": str(vectors_file)},
+    }
+    with caplog.at_level(logging.INFO, logger="kdflow"):
+        student = build_student(spec, context)
+    assert f"2 of {len(tokenizer)} vocabulary tokens" in caplog.text
+    frozen, trainable = student.embed.channels  # the default multichannel mode: two copies of the same vectors
+    assert frozen.weight[vocab["movie"]].tolist() == trainable.weight[vocab["movie"]].tolist() == [1, 2, 3, 4]
+
+
+def test_a_malformed_vectors_file_names_its_bad_line(tmp_path, tokenizer):
+    path = tmp_path / "bad.txt"
+    path.write_text("movie 1 2 3\nthe 1 2\n")
+    with pytest.raises(ValueError, match=r"bad.txt:2: expected a word and 3 numbers"):
+        read_word_vectors(path, tokenizer)
+
+
+@pytest.mark.parametrize(
+    "spec, error, message",
+    [
+        ({"type": "transformer_xl"}, KeyError, "unknown student type 'transformer_xl'; known: bert_k, bert_s"),
+        ({"type": "bilstm", "hiden_size": 8}, ValueError, r"unknown option\(s\) \['hiden_size'\] for bilstm"),
+        ({"type": "bert_k"}, ValueError, "bert_k needs `layers`"),
+        ({"type": "bert_k", "layers": 4}, ValueError, "layers=4 but .* has only 3 layers"),
+        ({"type": "hf"}, ValueError, "exactly one of `model`"),
+        ({"type": "gated_cnn", "kernel_width": 4}, ValueError, "kernel_width must be odd"),
+        ({"type": "bilstm", "embeddings": {"source": "glove"}}, ValueError, "unknown embeddings source 'glove'"),
+        ({"type": "bilstm", "embeddings": {"mode": "frozen"}}, ValueError, "unknown embeddings mode 'frozen'"),
+        ({"type": "bilstm", "embeddings": {"source": "file"}}, ValueError, "needs `path`"),
+        ({"type": "bilstm_s", "embeddings": {"source": "teacher", "dim": 300}}, ValueError, "`dim` 300 differs"),
+        ({"type": "bilstm", "embeddings": {"size": 8}}, ValueError, r"unknown option\(s\) \['size'\] for embeddings"),
+    ],
+    ids=lambda value: value["type"] if isinstance(value, dict) else None,
+)
+def test_unknown_students_and_bad_options_are_clear_errors(spec, error, message, context):
+    with pytest.raises(error, match=message):
+        build_student(spec, context)
+
+
+def test_students_that_need_the_teacher_say_so(tokenizer):
+    with pytest.raises(ValueError, match="needs the fine-tuned teacher"):
+        build_student({"type": "bert_k", "layers": 1}, StudentContext(NUM_LABELS, tokenizer))
