@@ -106,6 +106,7 @@ def test_pseudo_heads_on_every_layer(trained_teacher, separable, tmp_path):
     assert all(0 <= layer["gold_distance"] <= np.sqrt(2) for layer in layers)
     heads = load_file(tmp_path / "heads.safetensors")
     assert heads["weight"].shape == (2, 32, 2) and heads["bias"].shape == (2, 2)
+    assert heads["feature_scale"].shape == (2, 32) and (heads["feature_scale"] > 0).all()
     dev = pd.read_parquet(tmp_path / "dev_predictions.parquet")
     assert len(dev) == 2 * 64
     for layer in layers:
@@ -154,6 +155,27 @@ def test_layer_heads_are_independent_linear_classifiers():
         torch.testing.assert_close(out[:, i], features[:, i] @ heads.weight[i] + heads.bias[i])
     out[:, 1].sum().backward()  # a loss on layer 2's head moves only layer 2's parameters
     assert heads.weight.grad[[0, 2]].abs().sum() == 0 and heads.weight.grad[1].abs().sum() > 0
+
+
+def test_heads_standardise_offset_dominated_features():
+    """Low layers' [CLS] vectors are a large constant plus a small signal; the fitted standardisation exposes it."""
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 512)
+    signal = (labels[:, None] * 2 - 1) * 0.05 + rng.normal(0, 0.05, (512, 8))
+    features = (20.0 + signal)[:, None, :].astype(np.float16)  # one layer, spread ~0.3% of the magnitude
+    heads = LayerHeads(n_layers=1, hidden_size=8, n_outputs=2)
+    heads.fit_standardisation(features)
+    np.testing.assert_allclose(heads.feature_mean[0].numpy(), features[:, 0].astype(np.float64).mean(0), rtol=1e-6)
+    standardised = (torch.from_numpy(features).float() - heads.feature_mean) / heads.feature_scale
+    torch.testing.assert_close(standardised.std(0, unbiased=False), torch.ones(1, 8), atol=1e-3, rtol=0)
+    optimizer = torch.optim.Adam(heads.parameters(), lr=1e-2)
+    x, y = torch.from_numpy(features), torch.from_numpy(labels)
+    for _ in range(100):
+        loss = heads_loss(heads(x), y, regression=False)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert (heads(x)[:, 0].argmax(-1) == y).float().mean() > 0.9
 
 
 def test_gold_distance_by_hand():
