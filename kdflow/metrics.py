@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 
 def accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
@@ -48,9 +47,23 @@ def pearson(pred: np.ndarray, gold: np.ndarray) -> float:
     return float(np.sum(pred * gold) / denominator) if denominator else 0.0
 
 
+def average_ranks(values) -> np.ndarray:
+    """1-based ranks with ties sharing their average rank (scipy's ``rankdata``, without importing scipy in
+    every job)."""
+    values = np.asarray(values)
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    group = np.repeat(np.arange(len(starts)), ends - starts)
+    ranks = np.empty(len(values))
+    ranks[order] = ((starts + ends + 1) / 2)[group]
+    return ranks
+
+
 def spearman(pred: np.ndarray, gold: np.ndarray) -> float:
     """Pearson correlation of the ranks, ties sharing their average rank."""
-    return pearson(rankdata(pred), rankdata(gold))
+    return pearson(average_ranks(pred), average_ranks(gold))
 
 
 METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {

@@ -59,3 +59,8 @@ def test_compute_rejects_mismatched_or_empty_inputs():
         metrics.compute(["accuracy"], np.zeros(3), np.zeros(2))
     with pytest.raises(ValueError, match="empty"):
         metrics.compute(["accuracy"], np.zeros(0), np.zeros(0))
+
+
+def test_average_ranks_share_ties():
+    np.testing.assert_array_equal(metrics.average_ranks([3, 1, 3, 2, 3]), [4, 1, 4, 2, 4])
+    np.testing.assert_array_equal(metrics.average_ranks([0.5]), [1])
