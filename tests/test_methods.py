@@ -235,7 +235,7 @@ def test_gradients_reach_the_student_and_its_heads_never_the_teacher(name):
     x = torch.randn(6, 4)
     with torch.no_grad():  # teacher signals are computed once, without gradients
         signals = TeacherSignals(torch.randn(6, 2), head_logits=teacher_net(x).view(6, 5, 2), layers=torch.randn(6, 5, 4))
-    method = build_method(name, Shapes((3, 3), 5, 4, 2, False))
+    method = build_method(name, Shapes((3, 3), 5, 4, 2, False), {"assistant": "ta"} if name == "takd" else {})
     method.set_weights(alpha=0.2, beta=0.3 * ("kd" in method.provides), gamma=0.5 * ("inter" in method.provides))
     terms = method(student(x), signals, torch.randint(0, 2, (6,)))
     terms["loss"].backward()
@@ -255,7 +255,7 @@ def test_complementary_weights_follow_the_papers():
 def test_method_registry_and_errors():
     expected = {"no_kd", "kd", "mse_logits", "pkd", "ckd_no", "ckd_po", "alp_no", "alp_po", "alp", "mhkd",
                 "universal_kd_il", "universal_kd_cg", "universal_kd_ca", "universal_kd_att_on_losses", "dih",
-                "annealing_kd"}
+                "annealing_kd", "takd"}
     assert expected <= set(available_methods())
     with pytest.raises(KeyError, match="unknown method 'fitnet'"):
         build_method("fitnet", shapes())
@@ -266,5 +266,7 @@ def test_method_registry_and_errors():
         method.set_weights(alpha=0, beta=0)
     with pytest.raises(ValueError, match="kd has no 'inter' term: gamma must be 0"):
         method.set_weights(gamma=0.5)
+    with pytest.raises(ValueError, match="takd needs an 'assistant'"):
+        build_method("takd", shapes())
     with pytest.raises(ValueError, match="at least 2 layers"):
         build_method("universal_kd_il", shapes(student_widths=(2,)))

@@ -61,6 +61,7 @@ class Method(nn.Module):
     # A weight left at None is the complement of another, e.g. Universal-KD §4.2's gamma = 1 - beta and
     # ALP-KD's CE weight 1 - η: so a grid over beta alone moves both, as in the papers.
     complement: dict[str, str] = {}
+    learns_from_assistant = False  # True: the signals come from a distilled teacher assistant (TAKD)
 
     def __init__(self, shapes: Shapes, **options):
         super().__init__()
@@ -123,10 +124,14 @@ def available_methods() -> list[str]:
     return sorted(METHODS)
 
 
-def build_method(name: str, shapes: Shapes, options: dict | None = None) -> Method:
+def method_class(name: str) -> type[Method]:
     if name not in available_methods():
         raise KeyError(f"unknown method {name!r}; known: {', '.join(sorted(METHODS))}")
-    return METHODS[name](shapes, **(options or {}))
+    return METHODS[name]
+
+
+def build_method(name: str, shapes: Shapes, options: dict | None = None) -> Method:
+    return method_class(name)(shapes, **(options or {}))
 
 
 # Layer mappings between M student layers and N teacher layers. Intermediate-layer terms cover the student's
@@ -135,6 +140,9 @@ def build_method(name: str, shapes: Shapes, options: dict | None = None) -> Meth
 
 def skip_mapping(teacher_layers: int, student_layers: int) -> list[int]:
     """PKD-skip (Sun et al. 2019): student layer j <- teacher layer j * N/M, e.g. 12 -> 6: 2, 4, 6, 8, 10."""
+    if student_layers > teacher_layers:
+        raise ValueError(f"the skip mapping needs a teacher at least as deep as the student ({student_layers} student "
+                         f"layers, {teacher_layers} teacher layers): give the method a 'mapping'")
     step = teacher_layers // student_layers
     return [j * step for j in range(1, student_layers)]
 

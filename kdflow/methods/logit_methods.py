@@ -29,6 +29,22 @@ class KD(Method):
         return {"kd": kd_loss(student.logits, teacher.logits, self.options["temperature"], self.shapes.regression)}
 
 
+@register("takd")
+class TAKD(KD):
+    """TAKD (Mirzadeh et al. 2020): the student learns by KD (the loss above) from a teacher assistant, itself a
+    student of the same experiment distilled from the teacher with ``assistant_method`` (KD in the paper). The
+    workflow chains the jobs: teacher -> assistant run -> the assistant's logits cached as signals -> this
+    student (see ``kdflow.config.assistant_run``). ``assistant`` names a student of the config."""
+
+    defaults = {**KD.defaults, "assistant": None, "assistant_method": "kd"}
+    learns_from_assistant = True
+
+    def __init__(self, shapes, **options):
+        super().__init__(shapes, **options)
+        if not self.options["assistant"]:
+            raise ValueError("takd needs an 'assistant': the name of the student that sits between teacher and student")
+
+
 @register("mse_logits")
 class MSELogits(Method):
     """Tang et al. (2019) and the thesis's LSTM_S (§4.3.3): mean squared error between student and teacher
