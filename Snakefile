@@ -12,6 +12,7 @@ configfile: "config.yaml"
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/teachers.smk"
+include: "rules/students.smk"
 include: "rules/tables.smk"
 
 

@@ -7,7 +7,13 @@ Keys are sorted so that merely reordering the config file changes no params and 
 
 from __future__ import annotations
 
+import json
+from dataclasses import fields
+
 from kdflow.tasks import get_task
+from kdflow.training import Hyperparameters
+
+HYPERPARAMETERS = {field.name for field in fields(Hyperparameters)}
 
 
 def canonical(value):
@@ -40,3 +46,167 @@ def teacher_jobs(config: dict) -> list[tuple[str, str]]:
     """Every (teacher, task) pair the config asks for, in config order."""
     return [(name, task) for name, spec in config["teachers"].items() for task in spec["tasks"]]
 
+
+
+# Students: experiments x tasks x students x methods x grid points x seeds.
+
+_SHORT = {"learning_rate": "lr", "batch_size": "bs"}
+
+
+def method_entry(experiment: dict, entry: str) -> tuple[str, dict]:
+    """The registered method and options behind an experiment's method entry. An entry is a method name, or
+    a named variant: ``pkd_6: {method: pkd, mapping: [6]}`` (ALP-KD Table 3 compares three PKD mappings)."""
+    options = dict(experiment["methods"].get(entry) or {})  # not an entry: a bare method (a TAKD assistant's)
+    return options.pop("method", entry), options
+
+
+def grid_points(experiment: dict, entry: str) -> dict[str, dict]:
+    """The grid of ``experiment`` as seen by method ``entry``: ``{config_id: {axis: value}}``. An axis is a
+    training hyperparameter or a method option; options the method does not have (e.g. beta for no_kd) are
+    dropped, so that no identical job is run twice, and so are options the entry fixes itself. ``config_id`` names the point, e.g. ``bs16_beta0.2_lr2e-05`` (axes in name order)."""
+    key = json.dumps([experiment.get("grid"), experiment["methods"].get(entry), entry], sort_keys=True)
+    if key not in _GRIDS:  # planning asks once per job: tens of thousands of times in the full config
+        _GRIDS[key] = _grid_points(experiment, entry)
+    return _GRIDS[key]
+
+
+_GRIDS: dict[str, dict[str, dict]] = {}
+
+
+def _grid_points(experiment: dict, entry: str) -> dict[str, dict]:
+    from kdflow.methods import METHODS, available_methods
+
+    available_methods()
+    method, _ = method_entry(experiment, entry)
+    grid = experiment.get("grid") or {}
+    fixed = method_entry(experiment, entry)[1]  # an option the entry sets is not searched
+    axes = {
+        name: values for name, values in grid.items()
+        if name not in fixed and (name in HYPERPARAMETERS or name in METHODS[method].defaults or is_student_axis(name))
+    }
+    points = [{}]
+    for name in sorted(axes):
+        points = [{**point, name: value} for point in points for value in axes[name]]
+    return {config_id(point): point for point in points}
+
+
+def is_student_axis(name: str) -> bool:
+    """``student.<option>`` grid axes set an option of every student (Universal-KD A.2 tunes their dropout)."""
+    return name.startswith("student.")
+
+
+def config_id(point: dict) -> str:
+    if not point:
+        return "default"
+    short = lambda name: _SHORT.get(name, name.removeprefix("student."))  # noqa: E731
+    return "_".join(f"{short(name)}{point[name]:g}" if isinstance(point[name], float)
+                    else f"{short(name)}{point[name]}" for name in sorted(point))
+
+
+def student_jobs(config: dict) -> list[dict]:
+    """Every student training job: experiment, task, student, method, config (grid point id) and seed."""
+    jobs = []
+    for name, experiment in config.get("experiments", {}).items():
+        for task in experiment["tasks"]:
+            for student in experiment["students"]:
+                for method in experiment["methods"]:
+                    for point in grid_points(experiment, method):
+                        for seed in experiment["seeds"]:
+                            jobs.append(dict(experiment=name, task=task, student=student, method=method,
+                                             config=point, seed=seed))
+    return jobs
+
+
+def student_settings(config: dict, experiment: str, task: str, student: str, method: str, point_id: str,
+                     seed: int) -> dict:
+    """Everything one student job needs: student spec, method options, schedule and hyperparameters."""
+    spec = config["experiments"][experiment]
+    point = grid_points(spec, method)[point_id]
+    hyperparameters = {
+        **config["student_defaults"],
+        **spec.get("hyperparameters", {}),
+        **spec.get("task_hyperparameters", {}).get(task, {}),
+        **{k: v for k, v in point.items() if k in HYPERPARAMETERS},
+        "seed": int(seed),
+    }
+    method, options = method_entry(spec, method)
+    options.update({k: v for k, v in point.items() if k not in HYPERPARAMETERS and not is_student_axis(k)})
+    student_spec = {**config["students"][student],
+                    **{k.removeprefix("student."): v for k, v in point.items() if is_student_axis(k)}}
+    stages = spec.get("task_schedule", {}).get(task) or spec.get("schedule") or [{"epochs": hyperparameters["epochs"]}]
+    return canonical({
+        "teacher": spec["teacher"],
+        "student": student_spec,
+        "method": method,
+        "method_options": options,
+        "stages": stages,
+        "hyperparameters": hyperparameters,
+    })
+
+
+def assistant_run(config: dict, experiment: str, task: str, entry: str, point_id: str, seed) -> dict | None:
+    """For a TAKD entry, the run of its teacher assistant (student, method, config, seed), which the student
+    learns from; None for methods that learn from the teacher. The assistant is distilled at the same grid
+    point (restricted to the axes its own method has) and seed."""
+    from kdflow.methods import METHODS, available_methods
+
+    available_methods()
+    spec = config["experiments"][experiment]
+    method, _ = method_entry(spec, entry)
+    if not METHODS[method].learns_from_assistant:
+        return None
+    point = grid_points(spec, entry)[point_id]
+    options = {**METHODS[method].defaults, **method_entry(spec, entry)[1], **point}
+    assistant_method = options["assistant_method"]
+    points = grid_points(spec, assistant_method)
+    (assistant_point,) = [pid for pid, p in points.items() if all(point.get(k) == v for k, v in p.items())]
+    return {"student": options["assistant"], "method": assistant_method, "config": assistant_point, "seed": str(seed)}
+
+
+def signal_needs(config: dict, teacher: str, task: str) -> bool:
+    """Whether any experiment distilling ``teacher`` on ``task`` uses hidden-space methods (teacher layers)."""
+    from kdflow.methods import METHODS, available_methods
+
+    available_methods()
+    return any(
+        "layers" in METHODS[method_entry(spec, entry)[0]].needs
+        for spec in config.get("experiments", {}).values()
+        if spec["teacher"] == teacher and task in spec["tasks"]
+        for entry in spec["methods"]
+    )
+
+
+def check_references(config: dict) -> None:
+    """Cross-references the JSON schema cannot check: experiments name existing teachers, students, methods and
+    tasks that their teacher is trained on."""
+    from kdflow.methods import METHODS, available_methods
+
+    problems = []
+    for name, spec in config.get("experiments", {}).items():
+        teacher = config["teachers"].get(spec["teacher"])
+        if teacher is None:
+            problems.append(f"experiments.{name}.teacher: unknown teacher {spec['teacher']!r}")
+            continue
+        missing = [task for task in spec["tasks"] if task not in teacher["tasks"]]
+        if missing:
+            problems.append(f"experiments.{name}.tasks: teacher {spec['teacher']!r} is not trained on {missing}")
+        unknown = [s for s in spec["students"] if s not in config.get("students", {})]
+        if unknown:
+            problems.append(f"experiments.{name}.students: unknown students {unknown}")
+        known = available_methods()
+        unknown = [entry for entry in spec["methods"] if method_entry(spec, entry)[0] not in known]
+        if unknown:
+            problems.append(f"experiments.{name}.methods: unknown methods {unknown}; known: {', '.join(known)}")
+            continue
+        searched = set(HYPERPARAMETERS).union(*(METHODS[method_entry(spec, e)[0]].defaults for e in spec["methods"]))
+        unused = [axis for axis in spec.get("grid") or {} if axis not in searched and not is_student_axis(axis)]
+        if unused:
+            problems.append(f"experiments.{name}.grid: {unused} are neither hyperparameters nor options of its methods")
+        for entry in spec["methods"]:
+            method, options = method_entry(spec, entry)
+            if "assistant" in options and options["assistant"] not in config.get("students", {}):
+                problems.append(f"experiments.{name}.methods.{entry}.assistant: unknown student {options['assistant']!r}")
+            elif method == "takd" and "assistant" not in options:
+                problems.append(f"experiments.{name}.methods.{entry}: takd needs an 'assistant' student")
+    if problems:
+        raise ValueError("invalid config:\n  " + "\n  ".join(problems))

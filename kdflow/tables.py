@@ -66,3 +66,27 @@ def teacher_markdown(table: pd.DataFrame) -> str:
 def write_table(table: pd.DataFrame, csv_path, markdown_path) -> None:
     table.to_csv(csv_path, index=False, float_format="%.4f")
     Path(markdown_path).write_text(teacher_markdown(table))
+
+
+def experiment_table(selection: dict) -> pd.DataFrame:
+    """One row per (task, student, method, split, metric) of the configuration selected on dev: mean and std
+    over seeds, x100 (``selection`` as written by :func:`kdflow.selection.select_experiment`)."""
+    rows = []
+    for selection in selection["selections"]:
+        key = {name: selection[name] for name in ("task", "student", "method")}
+        for split, metrics in selection["scores"].items():
+            for metric, stats in metrics.items():
+                rows.append(dict(**key, split=split, metric=metric, mean=100 * stats["mean"], std=100 * stats["std"],
+                                 seeds=stats["n"], selected=selection["selected"]))
+    return pd.DataFrame(rows)
+
+
+def experiment_markdown(name: str, table: pd.DataFrame) -> str:
+    table = table.assign(score=[f"{m:.1f} ± {s:.1f}" for m, s in zip(table["mean"], table["std"])])
+    sections = [f"# Experiment {name}\n\nMean ± std over seeds of the configuration selected on dev.\n"]
+    for split, rows in table.groupby("split", sort=False):
+        wide = rows.pivot_table(index=["student", "method"], columns=["task", "metric"], values="score",
+                                aggfunc="first", sort=False)
+        wide.columns = [f"{task} {metric}" for task, metric in wide.columns]
+        sections += [f"\n## {split}\n\n", markdown(wide.reset_index())]
+    return "".join(sections)

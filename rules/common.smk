@@ -14,8 +14,14 @@ os.environ.update(
 )
 
 from kdflow.config import (
+    assistant_run,
     canonical,
+    check_references,
+    grid_points,
     pseudo_head_settings,
+    signal_needs,
+    student_jobs,
+    student_settings,
     teacher_jobs,
     teacher_settings,
 )
@@ -23,11 +29,17 @@ from kdflow.provenance import code_fingerprint
 from kdflow.tasks import TASKS
 
 validate(config, schema="../schemas/config.schema.yaml")
+check_references(config)
 
 
 wildcard_constraints:
     task="|".join(TASKS),
     teacher="|".join(config["teachers"]),
+    experiment="|".join(config.get("experiments", {})) or "no-experiments",
+    student="|".join(config.get("students", {})) or "no-students",
+    method="[a-z0-9_]+",
+    config="[^/]+",
+    seed="[0-9]+",
 
 
 def raw_task_files(wildcards):
@@ -80,6 +92,100 @@ def teacher_resource(name):
     return resource
 
 
+def student_file(name, **run):
+    """A file of one student run (the distill_student directory layout)."""
+    return "results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/{name}".format(
+        name=name, **run
+    )
+
+
+def experiment_of(wildcards):
+    return config["experiments"][wildcards.experiment]
+
+
+def student_inputs(wildcards):
+    """Data, teacher and the signals the student learns from: the teacher's, or (TAKD) its assistant's."""
+    teacher = experiment_of(wildcards)["teacher"]
+    assistant = assistant_run(
+        config,
+        wildcards.experiment,
+        wildcards.task,
+        wildcards.method,
+        wildcards.config,
+        wildcards.seed,
+    )
+    if assistant is None:
+        signals = f"results/signals/{teacher}/{wildcards.task}/train.safetensors"
+    else:
+        signals = student_file(
+            "signals.safetensors",
+            experiment=wildcards.experiment,
+            task=wildcards.task,
+            **assistant,
+        )
+    return {
+        "data": f"results/data/{wildcards.task}",
+        "teacher": f"results/teachers/{teacher}/{wildcards.task}/model",
+        "signals": signals,
+    }
+
+
+def student_params(wildcards):
+    return student_settings(
+        config,
+        wildcards.experiment,
+        wildcards.task,
+        wildcards.student,
+        wildcards.method,
+        wildcards.config,
+        wildcards.seed,
+    )
+
+
+def student_resource(name):
+    """A resource of student jobs: the experiment's ``resources`` over the defaults; retries grow memory/time."""
+
+    def resource(wildcards, attempt):
+        value = experiment_of(wildcards).get("resources", {}).get(name)
+        value = value if value is not None else config["resources"][name]
+        return value * attempt if name in ("mem_mb", "runtime") else value
+
+    return resource
+
+
+RUN_KEYS = ("task", "student", "method", "config", "seed")
+
+
+def experiment_run_list(experiment):
+    """Every student run of an experiment, as the wildcards of its directory, sorted: reordering the
+    config must not change the selection's params."""
+    runs = [
+        {key: str(job[key]) for key in RUN_KEYS}
+        for job in student_jobs(config)
+        if job["experiment"] == experiment
+    ]
+    return sorted(runs, key=lambda run: [run[key] for key in RUN_KEYS])
+
+
+def experiment_runs(wildcards):
+    return [
+        student_file("metrics.json", experiment=wildcards.experiment, **run)
+        for run in experiment_run_list(wildcards.experiment)
+    ]
+
+
+def experiment_runs_param(wildcards):
+    runs = experiment_run_list(wildcards.experiment)
+    return {
+        "runs": runs,
+        "main_metrics": {run["task"]: TASKS[run["task"]].main_metric for run in runs},
+    }
+
+
+def signal_layers_param(wildcards):
+    return signal_needs(config, wildcards.teacher, wildcards.task)
+
+
 def all_targets():
     return [
         "results/tables/teachers.csv",
@@ -87,5 +193,9 @@ def all_targets():
         *expand(
             "results/pseudo_heads/{pair[0]}/{pair[1]}/metrics.json",
             pair=teacher_jobs(config),
+        ),
+        *expand(
+            "results/tables/experiments/{experiment}.md",
+            experiment=config.get("experiments", {}),
         ),
     ]

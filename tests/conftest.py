@@ -1,9 +1,13 @@
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 from kdflow.data import TaskData, prepare_task
 from kdflow.tasks import get_task
+from kdflow.teacher import finetune
+from kdflow.training import Hyperparameters
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_DATA = REPO / "demo" / "data"
@@ -41,3 +45,37 @@ TINY_BERT = {
     },
     "tokenizer": str(DEMO_VOCAB),
 }
+
+TEACHER_HP = dict(learning_rate=2e-3, batch_size=16, epochs=2, max_seq_length=32, eval_batch_size=64, log_every=5)
+
+
+@pytest.fixture(scope="session")
+def separable(tmp_path_factory):
+    """A sentiment task any working model learns: 'good ...' sentences are positive, 'bad ...' negative."""
+    rng = np.random.default_rng(0)
+    words = ["movie", "film", "plot", "actor", "story", "music", "scene", "ending"]
+    root = tmp_path_factory.mktemp("separable")
+
+    def rows(n):
+        for _ in range(n):
+            label = int(rng.integers(2))
+            yield " ".join(["good" if label else "bad", *rng.choice(words, 4)]), label
+
+    directory = root / "SST-2"
+    directory.mkdir()
+    for split, n in (("train", 320), ("dev", 64)):
+        lines = ["sentence\tlabel"] + [f"{text}\t{label}" for text, label in rows(n)]
+        (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    test = ["index\tsentence"] + [f"{i}\t{text}" for i, (text, _) in enumerate(rows(8))]
+    (directory / "test.tsv").write_text("\n".join(test) + "\n")
+    prepare_task(get_task("sst2"), directory, root / "data")
+    return TaskData.load(root / "data")
+
+
+@pytest.fixture(scope="session")
+def trained_teacher(separable, tmp_path_factory):
+    out = tmp_path_factory.mktemp("teacher")
+    report = finetune(separable, TINY_BERT, Hyperparameters(**{**TEACHER_HP, "epochs": 3}), out, torch.device("cpu"))
+    return out, report
+
+

@@ -1,9 +1,19 @@
 """Config resolution and code fingerprints (what makes reruns precise)."""
 
+import pytest
 import yaml
 
 from conftest import REPO
-from kdflow.config import pseudo_head_settings, teacher_jobs, teacher_settings
+from kdflow.config import (
+    assistant_run,
+    check_references,
+    grid_points,
+    pseudo_head_settings,
+    student_jobs,
+    student_settings,
+    teacher_jobs,
+    teacher_settings,
+)
 from kdflow.provenance import code_fingerprint, module_closure
 
 
@@ -45,3 +55,71 @@ def test_reordering_the_config_changes_no_job_settings():
     reordered["teacher_defaults"] = dict(reversed(list(config["teacher_defaults"].items())))
     assert repr(teacher_settings(config, "bert_base", "cola")) == repr(teacher_settings(reordered, "bert_base", "cola"))
     assert repr(pseudo_head_settings(config, "bert_base")) == repr(pseudo_head_settings(reordered, "bert_base"))
+
+
+def test_grid_points_keep_only_axes_the_method_has():
+    config = full_config()
+    ukd = config["experiments"]["universal_kd_table2"]
+    assert len(grid_points(ukd, "universal_kd_il")) == 18  # batch 3 x lr 2 x beta 3
+    assert list(grid_points(ukd, "no_kd")) == [f"bs{b}_lr{lr}" for b in (8, 16, 32) for lr in ("2e-05", "5e-05")]
+    assert grid_points(ukd, "kd")["bs16_beta0.2_lr5e-05"] == {"beta": 0.2, "batch_size": 16, "learning_rate": 5e-5}
+    annealing = config["experiments"]["universal_kd_table4"]
+    assert len(grid_points(annealing, "annealing_kd")) == 6  # the entry fixes beta, so beta is not searched
+    alp = config["experiments"]["alp_kd_table3"]
+    assert len(grid_points(alp, "pkd_6")) == 48 and len(grid_points(alp, "kd")) == 12  # kd has no gamma
+
+
+def test_student_settings_layer_defaults_experiment_task_and_grid_point():
+    config = full_config()
+    settings = student_settings(config, "universal_kd_table2", "cola", "bert_4", "universal_kd_il", "bs8_beta0.7_lr2e-05", 1)
+    assert settings["method"] == "universal_kd_il" and settings["method_options"] == {"beta": 0.7}
+    hp = settings["hyperparameters"]
+    assert (hp["batch_size"], hp["learning_rate"], hp["seed"]) == (8, 2e-5, 1)
+    assert [stage["epochs"] for stage in settings["stages"]] == [50, 10]  # CoLA's schedule
+    sst2 = student_settings(config, "universal_kd_table2", "sst2", "bert_4", "kd", "bs32_beta0.2_lr5e-05", 1)
+    assert [stage["epochs"] for stage in sst2["stages"]] == [20, 10]
+    assert sst2["stages"][1]["weights"] == {"alpha": 1, "beta": 0, "gamma": 0}
+    pkd = student_settings(config, "alp_kd_table3", "rte", "bert_2", "pkd_12", "beta0.5_gamma0.2_lr1e-05", 1)
+    assert pkd["method"] == "pkd" and pkd["method_options"] == {"mapping": [12], "beta": 0.5, "gamma": 0.2}
+    thesis = student_settings(config, "thesis_table52_bert_s", "sara", "bert_s", "kd", "default", 3)
+    assert thesis["method_options"] == {"alpha": 0.0, "beta": 1.0, "temperature": 3.0}
+    assert thesis["hyperparameters"]["epochs"] == 60 and thesis["stages"] == [{"epochs": 60}]
+
+
+def test_student_axes_set_student_options():
+    config = full_config()
+    point = "bs8_beta0.5_lr2e-05_dropout0.3"
+    assert point in grid_points(config["experiments"]["universal_kd_table5"], "kd")
+    settings = student_settings(config, "universal_kd_table5", "rte", "gated_cnn", "kd", point, 1)
+    assert settings["student"] == {"type": "gated_cnn", "dropout": 0.3}
+    assert settings["method_options"] == {"beta": 0.5}
+
+
+def test_takd_students_learn_from_an_assistant_at_the_same_grid_point():
+    config = full_config()
+    run = assistant_run(config, "universal_kd_table4", "rte", "takd", "bs16_beta0.5_lr2e-05", 1)
+    assert run == {"student": "roberta_base", "method": "kd", "config": "bs16_beta0.5_lr2e-05", "seed": "1"}
+    assert assistant_run(config, "universal_kd_table4", "rte", "kd", "bs16_beta0.5_lr2e-05", 1) is None
+    jobs = student_jobs(config)
+    assert len({(j["experiment"], j["task"], j["student"], j["method"], j["config"], j["seed"]) for j in jobs}) == len(jobs)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda e: e.update(teacher="gpt"), "unknown teacher 'gpt'"),
+        (lambda e: e.update(tasks=["cola", "sara"]), "is not trained on ['sara']"),
+        (lambda e: e.update(students=["bert_5"]), "unknown students ['bert_5']"),
+        (lambda e: e["methods"].update(fitnet=None), "unknown methods ['fitnet']"),
+        (lambda e: e["methods"].update(takd={"assistant": "bert_12"}), "unknown student 'bert_12'"),
+        (lambda e: e["methods"].update(takd=None), "takd needs an 'assistant'"),
+        (lambda e: e["grid"].update(learning_rat=[1e-5]), "['learning_rat'] are neither hyperparameters nor options"),
+    ],
+    ids=["teacher", "task", "student", "method", "assistant", "no-assistant", "grid-typo"],
+)
+def test_experiments_must_reference_what_exists(change, message):
+    config = full_config()
+    change(config["experiments"]["universal_kd_table2"])
+    with pytest.raises(ValueError, match="experiments.universal_kd_table2") as error:
+        check_references(config)
+    assert message in str(error.value)

@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from conftest import TINY_BERT
+from conftest import TEACHER_HP, TINY_BERT
 from kdflow.batching import batches, encode
 from kdflow.data import TaskData, prepare_task
 from kdflow.pseudo_heads import LayerHeads, gold_distance, heads_loss, layer_features, train_pseudo_heads
@@ -18,38 +18,8 @@ from kdflow.teacher import finetune, logits_of
 from kdflow.training import Hyperparameters, adamw, linear_warmup_decay, subset_indices
 
 CPU = torch.device("cpu")
-HP = dict(learning_rate=2e-3, batch_size=16, epochs=2, max_seq_length=32, eval_batch_size=64, log_every=5)
+HP = TEACHER_HP
 HEADS = dict(learning_rate=1e-2, batch_size=32, epochs=3, warmup_ratio=0.0, weight_decay=0.0, seed=0)
-
-
-@pytest.fixture(scope="module")
-def separable(tmp_path_factory):
-    """A sentiment task any working model learns: 'good ...' sentences are positive, 'bad ...' negative."""
-    rng = np.random.default_rng(0)
-    words = ["movie", "film", "plot", "actor", "story", "music", "scene", "ending"]
-    root = tmp_path_factory.mktemp("separable")
-
-    def rows(n):
-        for _ in range(n):
-            label = int(rng.integers(2))
-            yield " ".join(["good" if label else "bad", *rng.choice(words, 4)]), label
-
-    directory = root / "SST-2"
-    directory.mkdir()
-    for split, n in (("train", 320), ("dev", 64)):
-        lines = ["sentence\tlabel"] + [f"{text}\t{label}" for text, label in rows(n)]
-        (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n")
-    test = ["index\tsentence"] + [f"{i}\t{text}" for i, (text, _) in enumerate(rows(8))]
-    (directory / "test.tsv").write_text("\n".join(test) + "\n")
-    prepare_task(get_task("sst2"), directory, root / "data")
-    return TaskData.load(root / "data")
-
-
-@pytest.fixture(scope="module")
-def trained_teacher(separable, tmp_path_factory):
-    out = tmp_path_factory.mktemp("teacher")
-    report = finetune(separable, TINY_BERT, Hyperparameters(**{**HP, "epochs": 3}), out, CPU)
-    return out, report
 
 
 def test_teacher_learns_a_separable_task_and_keeps_the_best_dev_epoch(trained_teacher):

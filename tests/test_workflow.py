@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from conftest import REPO
+from kdflow.methods import available_methods
 
 DEMO = ["--configfile", "demo/config.yaml", "--replace-workflow-config"]
 
@@ -63,12 +64,25 @@ def test_snakefmt_is_clean():
     assert result.returncode == 0, result.stderr
 
 
-def test_full_dry_run_plans_every_teacher_and_pseudo_head():
+def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid():
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     pairs = [(teacher, task) for teacher, spec in config["teachers"].items() for task in spec["tasks"]]
     assert len(pairs) == 19  # BERT-base and RoBERTa-large on 8 GLUE tasks, BERT-large on CoLA, SST-2, Sara
+    # Grids (points per task): Universal-KD Tables 2/4/5: batch 3 x lr 2 (x beta 3 for methods with beta);
+    # ALP-KD: lr 3 x eta 4 x lambda 4 (kd has no lambda; no_kd neither); seeds 1, the thesis's students 3.
+    ukd2 = 8 * (6 + 5 * 18)  # no_kd + kd, pkd, alp, mhkd, universal_kd_il
+    alp2 = 8 * (3 + 12 + 6 * 48)  # no_kd, kd, pkd, ckd_no/po, alp_no/po, alp
+    alp3 = 8 * (3 + 12 + 5 * 48)  # no_kd, kd, pkd_1/6/12, ckd, alp
+    ukd4 = 8 * (6 + 6 + 5 * 18)  # no_kd, annealing_kd (beta fixed), kd, takd, dih, cg, att_on_losses
+    assistants = 8 * 18  # TAKD's RoBERTa-base assistant, one per grid point
+    ukd5 = 8 * 2 * 4 * (9 + 2 * 27)  # bilstm, gated_cnn x 4 dropouts: no_kd (9) + kd, universal_kd_ca (27)
+    thesis = 2 * 3 * 3  # two students on CoLA, SST-2, Sara, three seeds
     assert planned_jobs() == Counter(
-        prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1, all=1
+        prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1, all=1,
+        compute_teacher_signals=19,
+        distill_student=ukd2 + alp2 + alp3 + ukd4 + assistants + ukd5 + thesis,
+        compute_assistant_signals=assistants,
+        select_students=len(config["experiments"]),
     )
 
 
@@ -114,6 +128,16 @@ def test_demo_runs_the_whole_dag(demo_run):
         assert len(heads["layers"]) == config["teachers"]["tiny_bert"]["architecture"]["num_hidden_layers"]
         assert f"tiny_bert,{task},teacher" in table and f"tiny_bert,{task},pseudo_head" in table
     assert "# Pseudo-heads of tiny_bert" in (workdir / "results/tables/teachers.md").read_text()
+    methods, students = set(), set()
+    for name, experiment in config["experiments"].items():
+        selection = json.loads((workdir / f"results/selection/{name}.json").read_text())
+        chosen = {(s["student"], s["method"]) for s in selection["selections"]}
+        assert chosen == {(st, m) for st in experiment["students"] for m in experiment["methods"]}, name
+        assert f"# Experiment {name}" in (workdir / f"results/tables/experiments/{name}.md").read_text()
+        methods |= {(spec or {}).get("method", entry) for entry, spec in experiment["methods"].items()}
+        students |= {config["students"][student]["type"] for student in experiment["students"]}
+    assert methods == set(available_methods())  # the demo runs every method and every student type
+    assert students == {"bert_k", "hf", "bilstm", "gated_cnn", "bilstm_s", "bert_s"}
     assert planned_jobs(*DEMO, cwd=workdir) == Counter()  # a second run has nothing to do
 
 
@@ -132,6 +156,21 @@ def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run):
         )
         assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
         assert "Params have changed since last execution" in result
+    finally:
+        config_path.write_text(original)
+
+
+@pytest.mark.slow
+def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_students(demo_run):
+    workdir, _ = demo_run
+    config_path = workdir / "demo/config.yaml"
+    original = config_path.read_text()
+    config = yaml.safe_load(original)
+    config["experiments"]["alp_kd_table3"]["methods"]["pkd_1"]["mapping"] = [2]
+    config["experiments"]["thesis_table52"]["seeds"].append(7)
+    try:
+        config_path.write_text(yaml.safe_dump(config))
+        assert planned_jobs(*DEMO, cwd=workdir) == Counter(distill_student=1 + 2, select_students=2, all=1)
     finally:
         config_path.write_text(original)
 
@@ -161,17 +200,18 @@ def test_broken_data_fails_with_one_clear_line(tmp_path):
     assert "Traceback" not in log
 
 
-def test_slurm_profile_dry_run_gives_teacher_jobs_a_gpu():
-    """`snakemake --profile slurm -n` from the repository root: every job planned, GPU rules on the GPU partition."""
-    result = snakemake("-n", "--profile", "slurm")
+def test_slurm_profile_dry_run_gives_gpu_rules_a_gpu():
+    """`snakemake --profile slurm -n` from the repository root: GPU rules on the GPU partition with a GPU."""
+    targets = ["results/tables/teachers.csv", "results/selection/thesis_table52_lstm_s.json"]
+    result = snakemake("-n", "--profile", "slurm", *targets)
     jobs = re.findall(r"\nrule (\w+):\n(?:.*\n)*?    resources: (.*)\n", result.stdout)
     assert Counter(rule for rule, _ in jobs) == Counter(
-        prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1, all=1
+        prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1,
+        compute_teacher_signals=3, distill_student=9, select_students=1,
     )
+    gpu_rules = ("finetune_teacher", "train_pseudo_heads", "compute_teacher_signals", "distill_student")
     for rule, resources in jobs:
-        if rule == "all":
-            continue
-        on_gpu = rule in ("finetune_teacher", "train_pseudo_heads")
+        on_gpu = rule in gpu_rules
         assert ("gpu=1" in resources) == on_gpu, (rule, resources)
         assert f"slurm_partition={'gpu' if on_gpu else 'cpu'}" in resources
         assert "slurm_account=" in resources and "runtime=" in resources and "mem_mb=" in resources

@@ -1,0 +1,99 @@
+"""Teacher signals: the frozen teacher's outputs on a transfer set, computed once per teacher, task and
+transfer set, and shared by every student job (which then runs no teacher forward pass). A TAKD teacher
+assistant's signals are its logits alone.
+
+Stored per example, in the transfer set's row order: ``logits`` [n, C], ``head_logits`` [n, N, C] (the
+pseudo-heads on layers 1..N) and, when a hidden-space method needs them, ``layers`` [n, N, H] (the pooled
+layer representations the heads read, float16). Per-example signals are independent of the student's
+tokenisation, so a BiLSTM over word vectors can learn from a WordPiece teacher.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import AutoTokenizer
+
+from kdflow.batching import batches, encode, to_device
+from kdflow.data import TaskData
+from kdflow.hf import load_classifier
+from kdflow.methods import TeacherSignals
+from kdflow.pseudo_heads import load_heads, teacher_outputs
+
+log = logging.getLogger("kdflow")
+
+
+@torch.no_grad()
+def compute_signals(
+    task: TaskData, split_name: str, teacher_dir: Path, heads_path: Path, include_layers: bool,
+    max_seq_length: int, batch_size: int, device, out_path: Path,
+) -> dict[str, int]:
+    teacher_dir = Path(teacher_dir)
+    tokenizer = AutoTokenizer.from_pretrained(teacher_dir / "model")
+    model = load_classifier(teacher_dir / "model").to(device).eval()
+    heads, pooling = load_heads(heads_path)
+    heads.to(device)
+    frame = task.split(split_name)
+    split = encode(frame, tokenizer, max_seq_length, labelled=False)
+    collected = {"logits": [], "head_logits": [], "layers": []}
+    for batch in batches(split, batch_size, regression=False):
+        logits, pooled = teacher_outputs(model, to_device(batch, device), pooling)
+        collected["logits"].append(logits.float().cpu())
+        collected["head_logits"].append(heads(pooled).cpu())
+        if include_layers:
+            collected["layers"].append(pooled.half().cpu())
+    tensors = {name: torch.cat(parts) for name, parts in collected.items() if parts}
+    tensors["idx"] = torch.tensor(frame["idx"].to_numpy())
+    save_file(tensors, str(out_path), metadata={"split": split_name, "pooling": pooling})
+    shapes = {name: list(t.shape) for name, t in tensors.items()}
+    log.info("teacher signals for %d examples of %s: %s", len(frame), split_name, shapes)
+    return shapes
+
+
+@torch.no_grad()
+def compute_assistant_signals(
+    task: TaskData, split_name: str, run_dir: Path, teacher_dir: Path, max_seq_length: int, batch_size: int,
+    device, out_path: Path,
+) -> dict[str, int]:
+    """The logits of a distilled teacher assistant (TAKD) on the transfer set: the signals its student learns from."""
+    from kdflow.distill import load_distilled  # distill imports this module
+
+    assistant = load_distilled(run_dir, teacher_dir, task.num_labels).to(device)
+    tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
+    frame = task.split(split_name)
+    split = encode(frame, tokenizer, max_seq_length, labelled=False)
+    logits = [assistant(to_device(batch, device)).logits.float().cpu() for batch in batches(split, batch_size, False)]
+    tensors = {"logits": torch.cat(logits), "idx": torch.tensor(frame["idx"].to_numpy())}
+    save_file(tensors, str(out_path), metadata={"split": split_name, "assistant": str(run_dir)})
+    log.info("assistant %s logits for %d examples of %s", run_dir, len(frame), split_name)
+    return {name: list(t.shape) for name, t in tensors.items()}
+
+
+class SignalCache:
+    """Teacher signals held on the training device, looked up by the batch's example positions."""
+
+    def __init__(self, path: Path, device, expected_idx: np.ndarray):
+        tensors = load_file(str(path))
+        if not np.array_equal(tensors.pop("idx").numpy(), expected_idx):
+            raise ValueError(f"{path}: teacher signals do not match the transfer set's examples (rerun the signals)")
+        self.tensors = {name: t.to(device) for name, t in tensors.items()}
+
+    @property
+    def available(self) -> set[str]:
+        return set(self.tensors)
+
+    @property
+    def teacher_layers(self) -> int:
+        return self.tensors["head_logits"].shape[1] if "head_logits" in self.tensors else 0
+
+    @property
+    def teacher_width(self) -> int:
+        return self.tensors["layers"].shape[2] if "layers" in self.tensors else 0
+
+    def __getitem__(self, index: torch.Tensor) -> TeacherSignals:
+        get = lambda name: self.tensors[name][index].float() if name in self.tensors else None  # noqa: E731
+        return TeacherSignals(get("logits"), get("head_logits"), get("layers"))

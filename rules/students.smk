@@ -1,0 +1,101 @@
+rule compute_teacher_signals:
+    """The frozen teacher's logits, pseudo-head outputs (and layers, if a method needs them) on the
+    transfer set, computed once and shared by every student distilled from it."""
+    input:
+        data="results/data/{task}",
+        model="results/teachers/{teacher}/{task}/model",
+        heads="results/pseudo_heads/{teacher}/{task}/heads.safetensors",
+    output:
+        "results/signals/{teacher}/{task}/train.safetensors",
+    log:
+        "logs/compute_teacher_signals/{teacher}/{task}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: teacher_resource("threads")
+    resources:
+        gpu=teacher_resource("gpu"),
+        mem_mb=teacher_resource("mem_mb"),
+        runtime=teacher_resource("runtime"),
+    params:
+        include_layers=signal_layers_param,
+        settings=teacher_params,
+        device=config["device"],
+        code=code_fingerprint("kdflow.signals"),
+    script:
+        "../scripts/compute_teacher_signals.py"
+
+
+rule distill_student:
+    """Train one student with one method at one grid point and seed, from cached teacher signals."""
+    input:
+        unpack(student_inputs),
+    output:
+        metrics="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/metrics.json",
+        model="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/model.safetensors",
+        predictions="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/predictions.parquet",
+    log:
+        "logs/distill_student/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: student_resource("threads")
+    resources:
+        gpu=student_resource("gpu"),
+        mem_mb=student_resource("mem_mb"),
+        runtime=student_resource("runtime"),
+    params:
+        settings=student_params,
+        device=config["device"],
+        code=code_fingerprint("kdflow.distill"),
+    script:
+        "../scripts/distill_student.py"
+
+
+rule compute_assistant_signals:
+    """TAKD: a distilled teacher assistant's logits on the transfer set, which its student learns from."""
+    input:
+        data="results/data/{task}",
+        teacher=lambda w: f"results/teachers/{experiment_of(w)['teacher']}/{w.task}/model",
+        metrics="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/metrics.json",
+        model="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/model.safetensors",
+    output:
+        "results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/signals.safetensors",
+    log:
+        "logs/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: student_resource("threads")
+    resources:
+        gpu=student_resource("gpu"),
+        mem_mb=student_resource("mem_mb"),
+        runtime=student_resource("runtime"),
+    params:
+        settings=student_params,
+        device=config["device"],
+        code=code_fingerprint("kdflow.signals"),
+    script:
+        "../scripts/compute_assistant_signals.py"
+
+
+rule select_students:
+    """Per task, student and method of an experiment, the grid point with the best mean dev score over
+    seeds (dev only, never test), recorded with the whole grid; and the experiment's table of the selected
+    students (mean ± std over seeds)."""
+    input:
+        experiment_runs,
+    output:
+        selection="results/selection/{experiment}.json",
+        csv="results/tables/experiments/{experiment}.csv",
+        markdown="results/tables/experiments/{experiment}.md",
+    log:
+        "logs/select_students/{experiment}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        runs=experiment_runs_param,
+        code=code_fingerprint("kdflow.selection", "kdflow.tables"),
+    script:
+        "../scripts/select_students.py"

@@ -1,0 +1,21 @@
+"""Rule compute_teacher_signals: the frozen teacher's outputs on the transfer set, once."""
+
+from pathlib import Path
+
+from kdflow.data import TaskData
+from kdflow.runtime import rule_job, select_device
+from kdflow.signals import compute_signals
+
+with rule_job(snakemake):
+    hyperparameters = snakemake.params.settings["hyperparameters"]
+    compute_signals(
+        TaskData.load(snakemake.input.data),
+        "train",
+        Path(snakemake.input.model).parent,
+        snakemake.input.heads,
+        snakemake.params.include_layers,
+        hyperparameters["max_seq_length"],
+        hyperparameters["eval_batch_size"],
+        select_device(snakemake.params.device),
+        snakemake.output[0],
+    )

@@ -1,0 +1,23 @@
+"""Rule distill_student: one student, one method, one grid point, one seed."""
+
+from pathlib import Path
+
+from kdflow.data import TaskData
+from kdflow.distill import distill
+from kdflow.runtime import rule_job, select_device
+from kdflow.training import Hyperparameters
+
+with rule_job(snakemake):
+    settings = snakemake.params.settings
+    distill(
+        TaskData.load(snakemake.input.data),
+        Path(snakemake.input.teacher).parent,
+        snakemake.input.signals,
+        settings["student"],
+        settings["method"],
+        settings["method_options"],
+        settings["stages"],
+        Hyperparameters.from_dict(settings["hyperparameters"]),
+        Path(snakemake.output.metrics).parent,
+        select_device(snakemake.params.device),
+    )

@@ -1,0 +1,17 @@
+"""Rule select_students: per task, student and method, the best grid point on dev (mean over seeds), and the
+experiment's table of the selected students."""
+
+import json
+from pathlib import Path
+
+from kdflow.runtime import rule_job
+from kdflow.selection import select_experiment
+from kdflow.tables import experiment_markdown, experiment_table
+
+with rule_job(snakemake):
+    runs = snakemake.params.runs
+    selection = select_experiment(runs["runs"], list(snakemake.input), runs["main_metrics"])
+    Path(snakemake.output.selection).write_text(json.dumps(selection, indent=2) + "\n")
+    table = experiment_table(selection)
+    table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")
+    Path(snakemake.output.markdown).write_text(experiment_markdown(snakemake.wildcards.experiment, table))

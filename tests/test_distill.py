@@ -1,0 +1,159 @@
+"""Student training from cached teacher signals: the signals themselves, every student x method pair, stages,
+TAKD's assistant chain, and reloading a trained student."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoTokenizer
+
+from conftest import TINY_BERT
+from kdflow.batching import batches, encode
+from kdflow.distill import distill, load_distilled
+from kdflow.hf import load_classifier, model_inputs
+from kdflow.methods import available_methods
+from kdflow.pseudo_heads import load_heads, teacher_outputs, train_pseudo_heads
+from kdflow.signals import SignalCache, compute_assistant_signals, compute_signals
+from kdflow.training import Hyperparameters
+
+CPU = torch.device("cpu")
+HEADS = dict(learning_rate=1e-2, batch_size=32, epochs=2, warmup_ratio=0.0, weight_decay=0.0, seed=0, max_seq_length=32)
+STUDENT_HP = dict(learning_rate=2e-3, batch_size=16, epochs=1, max_seq_length=32, eval_batch_size=64, log_every=50)
+TINY_EMBEDDINGS = {"source": "random", "dim": 8}
+STUDENTS = {
+    "bert_k": {"type": "bert_k", "layers": 2},
+    "hf": {"type": "hf", "architecture": {**TINY_BERT["architecture"], "hidden_size": 16}},
+    "bert_s": {"type": "bert_s", "hidden_size": 12, "num_hidden_layers": 2, "num_attention_heads": 2,
+               "intermediate_size": 24, "embeddings": {"source": "teacher"}},
+    "bilstm": {"type": "bilstm", "layers": 2, "hidden_size": 16, "embeddings": TINY_EMBEDDINGS},
+    "bilstm_s": {"type": "bilstm_s", "lstm_size": 10, "fc_size": 12, "embeddings": TINY_EMBEDDINGS},
+    "gated_cnn": {"type": "gated_cnn", "layers": 2, "hidden_size": 16, "embeddings": TINY_EMBEDDINGS},
+}
+# Methods that learn from the teacher's signals (takd learns from an assistant's: tested on its own below).
+TEACHER_METHODS = [name for name in available_methods() if name != "takd"]
+
+
+@pytest.fixture(scope="module")
+def teacher(trained_teacher, separable, tmp_path_factory):
+    """The trained tiny teacher, its pseudo-heads and its signals on train (layers included)."""
+    teacher_dir, _ = trained_teacher
+    heads_dir = tmp_path_factory.mktemp("heads")
+    train_pseudo_heads(separable, teacher_dir, HEADS, heads_dir, CPU)
+    signals = heads_dir / "signals.safetensors"
+    compute_signals(separable, "train", teacher_dir, heads_dir / "heads.safetensors", True, 32, 64, CPU, signals)
+    return teacher_dir, heads_dir / "heads.safetensors", signals
+
+
+def run(task, teacher, out, student="bilstm", method="kd", options=None, stages=None, **hp):
+    teacher_dir, _, signals = teacher
+    hp = Hyperparameters(**{**STUDENT_HP, **hp})
+    return distill(task, teacher_dir, signals, STUDENTS[student], method, options or {},
+                   stages or [{"epochs": hp.epochs}], hp, out, CPU)
+
+
+def test_signals_match_a_direct_teacher_forward_pass(teacher, separable):
+    teacher_dir, heads_path, signals_path = teacher
+    signals = load_file(str(signals_path))
+    train = separable.split("train")
+    np.testing.assert_array_equal(signals["idx"].numpy(), train["idx"].to_numpy())
+    assert signals["head_logits"].shape == (len(train), 2, 2) and signals["layers"].shape == (len(train), 2, 32)
+
+    model = load_classifier(teacher_dir / "model").eval()
+    heads, pooling = load_heads(heads_path)
+    split = encode(train, AutoTokenizer.from_pretrained(teacher_dir / "model"), 32, False)
+    batch = next(batches(split, 8, False))  # unshuffled: the first 8 rows
+    with torch.no_grad():
+        direct = model(**model_inputs(model, batch)).logits
+    _, pooled = teacher_outputs(model, batch, pooling)
+    torch.testing.assert_close(signals["logits"][:8], direct, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(signals["head_logits"][:8], heads(pooled), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(signals["layers"][:8].float(), pooled, atol=1e-2, rtol=1e-2)  # stored in float16
+
+
+def test_signal_cache_refuses_signals_of_other_examples(teacher, separable):
+    _, _, signals = teacher
+    idx = separable.split("train")["idx"].to_numpy()
+    with pytest.raises(ValueError, match="do not match the transfer set"):
+        SignalCache(signals, CPU, idx[::-1])
+
+
+@pytest.mark.parametrize("student", sorted(STUDENTS))
+def test_every_student_trains_with_every_method(student, teacher, separable, tmp_path):
+    """One optimiser step (16 examples) of each pair, then dev and test predictions from the best state."""
+    for method in TEACHER_METHODS:
+        out = tmp_path / method
+        report = run(separable, teacher, out, student, method, max_train_examples=16)
+        assert 0 <= report["scores"]["dev"]["accuracy"] <= 1, (student, method)
+        assert [record["epoch"] for record in report["history"]] == [1], (student, method)
+        assert np.isfinite(report["history"][0]["train_loss"]), (student, method)
+    predictions = pd.read_parquet(out / "predictions.parquet")
+    assert set(predictions["split"]) == {"dev", "test"}
+
+
+def test_kd_from_cached_signals_learns_the_task(teacher, separable, tmp_path):
+    report = run(separable, teacher, tmp_path, "bilstm", "kd", {"beta": 1.0}, epochs=3, learning_rate=2e-2,
+                 warmup_ratio=0.0)  # no gold labels: the teacher alone
+    assert report["scores"]["dev"]["accuracy"] >= 0.9
+
+
+def test_two_stage_schedule_switches_weights_and_keeps_the_best_dev_state(teacher, separable, tmp_path):
+    stages = [{"epochs": 2}, {"epochs": 1, "weights": {"alpha": 1, "beta": 0, "gamma": 0}}]
+    report = run(separable, teacher, tmp_path, "bert_k", "universal_kd_il", {"beta": 0.5}, stages, max_train_examples=64)
+    assert [(r["stage"], r["epoch"]) for r in report["history"]] == [(1, 1), (1, 2), (2, 1)]
+    best = max(report["history"], key=lambda r: r["dev_accuracy"])  # first of equals, as the loop keeps it
+    assert report["best"] == {"stage": best["stage"], "epoch": best["epoch"]}
+    reloaded = load_distilled(tmp_path, teacher[0], separable.num_labels)  # the saved state is the best one
+    dev = separable.split("dev")
+    tokenizer_dir = teacher[0] / "model"
+    split = encode(dev, AutoTokenizer.from_pretrained(tokenizer_dir), 32, True)
+    with torch.no_grad():
+        logits = torch.cat([reloaded(b).logits for b in batches(split, 64, False)])
+    accuracy = (logits.argmax(-1).numpy() == split.labels).mean()
+    assert accuracy == pytest.approx(report["scores"]["dev"]["accuracy"])
+    assert json.loads((tmp_path / "metrics.json").read_text())["stages"] == stages
+
+
+def test_takd_learns_from_its_assistants_logits(teacher, separable, tmp_path):
+    assistant_dir = tmp_path / "assistant"
+    run(separable, teacher, assistant_dir, "bert_k", "kd", max_train_examples=64)
+    signals = tmp_path / "assistant_signals.safetensors"
+    compute_assistant_signals(separable, "train", assistant_dir, teacher[0], 32, 64, CPU, signals)
+    cached = load_file(str(signals))
+    assert set(cached) == {"logits", "idx"}  # an assistant has no pseudo-heads: logit methods only
+
+    assistant = load_distilled(assistant_dir, teacher[0], separable.num_labels)
+    train = encode(separable.split("train"), AutoTokenizer.from_pretrained(teacher[0] / "model"), 32, False)
+    with torch.no_grad():
+        direct = torch.cat([assistant(b).logits for b in batches(train, 64, False)])
+    torch.testing.assert_close(cached["logits"], direct)
+    teacher_logits = load_file(str(teacher[2]))["logits"]
+    assert not torch.allclose(cached["logits"], teacher_logits)
+
+    report = distill(separable, teacher[0], signals, STUDENTS["bilstm_s"], "takd", {"assistant": "bert_2"},
+                     [{"epochs": 1}], Hyperparameters(**{**STUDENT_HP, "max_train_examples": 16}), tmp_path / "s", CPU)
+    assert report["method_options"]["assistant"] == "bert_2"
+    with pytest.raises(ValueError, match="takd needs an 'assistant'"):
+        run(separable, teacher, tmp_path / "bad", "bilstm_s", "takd", max_train_examples=16)
+
+
+def test_a_student_deeper_than_its_teacher_needs_an_explicit_mapping(teacher, separable, tmp_path):
+    deep = {**STUDENTS["hf"], "architecture": {**STUDENTS["hf"]["architecture"], "num_hidden_layers": 3}}
+    with pytest.raises(ValueError, match="give the method a 'mapping'"):
+        distill(separable, teacher[0], teacher[2], deep, "pkd", {}, [{"epochs": 1}], Hyperparameters(**STUDENT_HP),
+                tmp_path, CPU)
+    report = distill(separable, teacher[0], teacher[2], deep, "pkd", {"mapping": [1, 2]}, [{"epochs": 1}],
+                     Hyperparameters(**{**STUDENT_HP, "max_train_examples": 16}), tmp_path, CPU)
+    assert report["method_options"]["mapping"] == [1, 2]
+
+
+def test_a_hidden_space_method_without_cached_layers_is_a_clear_error(teacher, separable, tmp_path):
+    teacher_dir, heads_path, _ = teacher
+    signals = tmp_path / "signals.safetensors"
+    compute_signals(separable, "train", teacher_dir, heads_path, False, 32, 64, CPU, signals)
+    assert "layers" not in load_file(str(signals))
+    with pytest.raises(ValueError, match="needs the teacher's layers"):
+        distill(separable, teacher_dir, signals, STUDENTS["bert_k"], "pkd", {}, [{"epochs": 1}],
+                Hyperparameters(**STUDENT_HP), tmp_path / "out", CPU)
