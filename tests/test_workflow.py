@@ -114,6 +114,15 @@ def demo_run(tmp_path_factory):
     return workdir, result
 
 
+@pytest.fixture
+def demo_config(demo_run):
+    """The demo run's config to edit, and a function that saves it; the original is restored after the test."""
+    path = demo_run[0] / "demo/config.yaml"
+    original = path.read_text()
+    yield yaml.safe_load(original), lambda config: path.write_text(yaml.safe_dump(config))
+    path.write_text(original)
+
+
 @pytest.mark.slow
 def test_demo_runs_the_whole_dag(demo_run):
     workdir, result = demo_run
@@ -142,37 +151,25 @@ def test_demo_runs_the_whole_dag(demo_run):
 
 
 @pytest.mark.slow
-def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run):
+def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, demo_config):
     workdir, _ = demo_run
-    config_path = workdir / "demo/config.yaml"
-    original = config_path.read_text()
-    config = yaml.safe_load(original)
+    config, save = demo_config
     config["teachers"]["tiny_bert"]["task_hyperparameters"]["rte"] = {"learning_rate": 5.0e-4}
-    try:
-        config_path.write_text(yaml.safe_dump(config))
-        result = snakemake("-n", *DEMO, cwd=workdir).stdout
-        assert planned_jobs(*DEMO, cwd=workdir) == Counter(
-            finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, all=1
-        )
-        assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
-        assert "Params have changed since last execution" in result
-    finally:
-        config_path.write_text(original)
+    save(config)
+    result = snakemake("-n", *DEMO, cwd=workdir).stdout
+    assert planned_jobs(*DEMO, cwd=workdir) == Counter(finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, all=1)
+    assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
+    assert "Params have changed since last execution" in result
 
 
 @pytest.mark.slow
-def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_students(demo_run):
+def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_students(demo_run, demo_config):
     workdir, _ = demo_run
-    config_path = workdir / "demo/config.yaml"
-    original = config_path.read_text()
-    config = yaml.safe_load(original)
+    config, save = demo_config
     config["experiments"]["alp_kd_table3"]["methods"]["pkd_1"]["mapping"] = [2]
     config["experiments"]["thesis_table52"]["seeds"].append(7)
-    try:
-        config_path.write_text(yaml.safe_dump(config))
-        assert planned_jobs(*DEMO, cwd=workdir) == Counter(distill_student=1 + 2, select_students=2, all=1)
-    finally:
-        config_path.write_text(original)
+    save(config)
+    assert planned_jobs(*DEMO, cwd=workdir) == Counter(distill_student=1 + 2, select_students=2, all=1)
 
 
 @pytest.mark.slow
