@@ -21,6 +21,7 @@ def select(runs: list[dict], main_metric: str) -> dict:
             "dev_mean": float(np.mean([r["scores"]["dev"][main_metric] for r in group])),
             "dev_std": float(np.std([r["scores"]["dev"][main_metric] for r in group])),
             "seeds": sorted(r["seed"] for r in group),
+            "dev_by_seed": {str(r["seed"]): r["scores"]["dev"][main_metric] for r in sorted(group, key=lambda r: r["seed"])},
         }
         for config, group in sorted(by_config.items())
     }

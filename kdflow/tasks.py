@@ -169,6 +169,20 @@ TASKS: dict[str, Task] = {
 }
 
 
+# (task, split) -> the file the GLUE test server expects for it
+GLUE_FILES = {
+    ("cola", "test"): "CoLA.tsv",
+    ("sst2", "test"): "SST-2.tsv",
+    ("mrpc", "test"): "MRPC.tsv",
+    ("qqp", "test"): "QQP.tsv",
+    ("stsb", "test"): "STS-B.tsv",
+    ("mnli", "test"): "MNLI-m.tsv",
+    ("mnli", "test_mismatched"): "MNLI-mm.tsv",
+    ("qnli", "test"): "QNLI.tsv",
+    ("rte", "test"): "RTE.tsv",
+}
+
+
 def get_task(name: str) -> Task:
     try:
         return TASKS[name]

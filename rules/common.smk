@@ -26,7 +26,9 @@ from kdflow.config import (
     teacher_settings,
 )
 from kdflow.provenance import code_fingerprint
-from kdflow.tasks import TASKS
+from kdflow.tasks import GLUE_FILES, TASKS
+
+GLUE_TASKS = {task for task, _ in GLUE_FILES}
 
 validate(config, schema="../schemas/config.schema.yaml")
 check_references(config)
@@ -167,9 +169,10 @@ def experiment_run_list(experiment):
     return sorted(runs, key=lambda run: [run[key] for key in RUN_KEYS])
 
 
-def experiment_runs(wildcards):
+def experiment_runs(wildcards, name="metrics.json"):
+    """A file (``name``) of every student run of the experiment."""
     return [
-        student_file("metrics.json", experiment=wildcards.experiment, **run)
+        student_file(name, experiment=wildcards.experiment, **run)
         for run in experiment_run_list(wildcards.experiment)
     ]
 
@@ -197,5 +200,13 @@ def all_targets():
         *expand(
             "results/tables/experiments/{experiment}.md",
             experiment=config.get("experiments", {}),
+        ),
+        *expand(
+            "results/glue_submission/{experiment}",
+            experiment=[
+                name
+                for name, spec in config.get("experiments", {}).items()
+                if any(task in GLUE_TASKS for task in spec["tasks"])
+            ],
         ),
     ]

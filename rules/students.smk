@@ -99,3 +99,34 @@ rule select_students:
         code=code_fingerprint("kdflow.selection", "kdflow.tables"),
     script:
         "../scripts/select_students.py"
+
+
+rule glue_submission:
+    """GLUE test-server files (index, prediction) of the selected students of an experiment: the selected
+    grid point's best-dev seed (Universal-KD Table 3 reports GLUE test scores)."""
+    input:
+        selection="results/selection/{experiment}.json",
+        predictions=lambda w: experiment_runs(w, "predictions.parquet"),
+    output:
+        directory("results/glue_submission/{experiment}"),
+    log:
+        "logs/glue_submission/{experiment}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        run_dir=lambda w: student_file(
+            "",
+            experiment=w.experiment,
+            task="{task}",
+            student="{student}",
+            method="{method}",
+            config="{config}",
+            seed="{seed}",
+        ),
+        code=code_fingerprint("kdflow.submission"),
+    script:
+        "../scripts/glue_submission.py"

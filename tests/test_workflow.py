@@ -83,6 +83,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         distill_student=ukd2 + alp2 + alp3 + ukd4 + assistants + ukd5 + thesis,
         compute_assistant_signals=assistants,
         select_students=len(config["experiments"]),
+        glue_submission=len(config["experiments"]),  # every experiment has a GLUE task
     )
 
 
@@ -145,6 +146,10 @@ def test_demo_runs_the_whole_dag(demo_run):
         assert f"# Experiment {name}" in (workdir / f"results/tables/experiments/{name}.md").read_text()
         methods |= {(spec or {}).get("method", entry) for entry, spec in experiment["methods"].items()}
         students |= {config["students"][student]["type"] for student in experiment["students"]}
+        for selection in selection["selections"]:
+            server_file = workdir / f"results/glue_submission/{name}/{selection['student']}/{selection['method']}"
+            lines = (server_file / "SST-2.tsv").read_text().splitlines()
+            assert lines[0] == "index\tprediction" and {line.split("\t")[1] for line in lines[1:]} <= {"0", "1"}
     assert methods == set(available_methods())  # the demo runs every method and every student type
     assert students == {"bert_k", "hf", "bilstm", "gated_cnn", "bilstm_s", "bert_s"}
     assert planned_jobs(*DEMO, cwd=workdir) == Counter()  # a second run has nothing to do
@@ -169,7 +174,9 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
     config["experiments"]["alp_kd_table3"]["methods"]["pkd_1"]["mapping"] = [2]
     config["experiments"]["thesis_table52"]["seeds"].append(7)
     save(config)
-    assert planned_jobs(*DEMO, cwd=workdir) == Counter(distill_student=1 + 2, select_students=2, all=1)
+    assert planned_jobs(*DEMO, cwd=workdir) == Counter(
+        distill_student=1 + 2, select_students=2, glue_submission=2, all=1
+    )
 
 
 @pytest.mark.slow
