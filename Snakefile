@@ -1,4 +1,5 @@
-# kdflow: raw GLUE and Sara data -> fine-tuned teachers -> per-layer pseudo-heads -> result tables.
+# kdflow: raw GLUE and Sara data -> fine-tuned teachers -> per-layer pseudo-heads -> (augmented) transfer
+# sets labelled by the teachers -> distilled students -> result tables.
 # Full reproduction: `snakemake --profile slurm`. Offline demo: see README.md.
 
 from snakemake.utils import min_version
@@ -12,6 +13,7 @@ configfile: "config.yaml"
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/teachers.smk"
+include: "rules/transfer.smk"
 include: "rules/students.smk"
 include: "rules/tables.smk"
 

@@ -136,6 +136,7 @@ def student_settings(config: dict, experiment: str, task: str, student: str, met
     stages = spec.get("task_schedule", {}).get(task) or spec.get("schedule") or [{"epochs": hyperparameters["epochs"]}]
     return canonical({
         "teacher": spec["teacher"],
+        "transfer": spec.get("transfer", "train"),
         "student": student_spec,
         "method": method,
         "method_options": options,
@@ -163,6 +164,28 @@ def assistant_run(config: dict, experiment: str, task: str, entry: str, point_id
     return {"student": options["assistant"], "method": assistant_method, "config": assistant_point, "seed": str(seed)}
 
 
+# Augmented transfer sets.
+
+SAMPLING_DEFAULTS = {"prefix": "first_token", "max_length": 128, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
+                     "batch_size": 64, "seed": 0, "keep_unfinished": True}
+
+
+def generator_settings(config: dict) -> dict:
+    generation = config["generation"]
+    return canonical({"spec": generation["generator"], "hyperparameters": generation["hyperparameters"]})
+
+
+def sampling_settings(config: dict) -> dict:
+    return canonical({**SAMPLING_DEFAULTS, **config["generation"]["sampling"]})
+
+
+def augmented_jobs(config: dict) -> list[tuple[str, str]]:
+    """(teacher, task) pairs whose augmented transfer set some experiment learns from, in config order."""
+    pairs = [(spec["teacher"], task) for spec in config.get("experiments", {}).values()
+             if spec.get("transfer", "train") == "augmented" for task in spec["tasks"]]
+    return list(dict.fromkeys(pairs))
+
+
 def signal_needs(config: dict, teacher: str, task: str) -> bool:
     """Whether any experiment distilling ``teacher`` on ``task`` uses hidden-space methods (teacher layers)."""
     from kdflow.methods import METHODS, available_methods
@@ -182,6 +205,8 @@ def check_references(config: dict) -> None:
     from kdflow.methods import METHODS, available_methods
 
     problems = []
+    if augmented_jobs(config) and "generation" not in config:
+        problems.append("experiments with `transfer: augmented` need a `generation` section")
     for name, spec in config.get("experiments", {}).items():
         teacher = config["teachers"].get(spec["teacher"])
         if teacher is None:

@@ -30,6 +30,7 @@ from kdflow.signals import SignalCache
 from kdflow.students import StudentContext, build_student
 from kdflow.teacher import prediction_table
 from kdflow.training import Hyperparameters, predict, subset_indices, train
+from kdflow.transfer import transfer_frame
 
 log = logging.getLogger("kdflow")
 
@@ -54,6 +55,7 @@ def load_distilled(run_dir: Path, teacher_dir: Path, num_labels: int) -> nn.Modu
 
 def distill(
     task: TaskData,
+    augmented: Path | None,
     teacher_dir: Path,
     signals_path: Path,
     student_spec: dict,
@@ -64,7 +66,9 @@ def distill(
     out_dir: Path,
     device: torch.device,
 ) -> dict:
-    """Train one student on ``task``'s train split with ``method``; write weights, predictions and metrics."""
+    """Train one student on a transfer set of ``task`` (train, or the ``augmented`` set's file) with ``method``;
+    write weights, predictions and metrics. Generated examples have no gold label: they add nothing to the
+    hard-label term (see :func:`kdflow.losses.task_loss`) and learn from the teacher alone."""
     started = time.perf_counter()
     seed_everything(hp.seed)
     regression, metric_names = task.meta["regression"], task.meta["metrics"]
@@ -72,11 +76,13 @@ def distill(
     student = build_student(student_spec, StudentContext(task.num_labels, tokenizer, str(teacher_dir)))
 
     frames = {name: task.split(name) for name in task.meta["splits"]}
+    frames["train"] = transfer_frame(task, augmented)
     cache = SignalCache(signals_path, device, frames["train"]["idx"].to_numpy())
     rows = subset_indices(len(frames["train"]), hp.max_train_examples, hp.seed)  # train position -> signal row
     frames["train"] = frames["train"].iloc[rows].reset_index(drop=True)
     rows = torch.as_tensor(rows, device=device)
-    encoded = {name: encode(f, tokenizer, hp.max_seq_length, task.is_labelled(name)) for name, f in frames.items()}
+    encoded = {name: encode(f, tokenizer, hp.max_seq_length, name == "train" or task.is_labelled(name))
+               for name, f in frames.items()}
     train_split, dev_split = encoded["train"], encoded["dev"]
 
     widths = layer_widths(student, next(batches(train_split, 2, regression)))
@@ -131,6 +137,8 @@ def distill(
     pd.concat(tables, ignore_index=True).to_parquet(out_dir / "predictions.parquet", index=False)
     report = {
         "task": task.meta["task"],
+        "transfer": {"set": "train" if augmented is None else "augmented", "examples": len(frames["train"]),
+                     "generated": int((frames["train"]["origin"] == "generated").sum())},
         "student": student_spec,
         "method": method_name,
         "method_options": method.options,

@@ -18,7 +18,14 @@ import torch.nn.functional as F
 
 
 def task_loss(logits: torch.Tensor, labels: torch.Tensor, regression: bool) -> torch.Tensor:
-    """Cross-entropy on gold labels, or MSE for regression."""
+    """Cross-entropy on gold labels, or MSE for regression, averaged over the labelled examples of the batch.
+    Examples of an augmented transfer set that the generator wrote have no gold label (class -1, or NaN for
+    regression) and are left out; a batch without any labelled example contributes 0."""
+    labelled = ~torch.isnan(labels) if regression else labels >= 0
+    if not labelled.all():
+        logits, labels = logits[labelled], labels[labelled]
+        if not len(labels):
+            return logits.sum() * 0.0  # zero, still connected to the graph
     if regression:
         return F.mse_loss(logits.squeeze(-1), labels)
     return F.cross_entropy(logits, labels)

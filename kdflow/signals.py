@@ -14,12 +14,12 @@ import logging
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 from transformers import AutoTokenizer
 
 from kdflow.batching import batches, encode, to_device
-from kdflow.data import TaskData
 from kdflow.hf import load_classifier
 from kdflow.methods import TeacherSignals
 from kdflow.pseudo_heads import load_heads, teacher_outputs
@@ -29,15 +29,15 @@ log = logging.getLogger("kdflow")
 
 @torch.no_grad()
 def compute_signals(
-    task: TaskData, split_name: str, teacher_dir: Path, heads_path: Path, include_layers: bool,
+    frame: pd.DataFrame, transfer: str, teacher_dir: Path, heads_path: Path, include_layers: bool,
     max_seq_length: int, batch_size: int, device, out_path: Path,
 ) -> dict[str, int]:
+    """Label the transfer set ``frame`` (see :func:`kdflow.transfer.transfer_frame`) with the teacher, once."""
     teacher_dir = Path(teacher_dir)
     tokenizer = AutoTokenizer.from_pretrained(teacher_dir / "model")
     model = load_classifier(teacher_dir / "model").to(device).eval()
     heads, pooling = load_heads(heads_path)
     heads.to(device)
-    frame = task.split(split_name)
     split = encode(frame, tokenizer, max_seq_length, labelled=False)
     collected = {"logits": [], "head_logits": [], "layers": []}
     for batch in batches(split, batch_size, regression=False):
@@ -48,28 +48,27 @@ def compute_signals(
             collected["layers"].append(pooled.half().cpu())
     tensors = {name: torch.cat(parts) for name, parts in collected.items() if parts}
     tensors["idx"] = torch.tensor(frame["idx"].to_numpy())
-    save_file(tensors, str(out_path), metadata={"split": split_name, "pooling": pooling})
+    save_file(tensors, str(out_path), metadata={"transfer": transfer, "pooling": pooling})
     shapes = {name: list(t.shape) for name, t in tensors.items()}
-    log.info("teacher signals for %d examples of %s: %s", len(frame), split_name, shapes)
+    log.info("teacher signals for %d examples of the %s transfer set: %s", len(frame), transfer, shapes)
     return shapes
 
 
 @torch.no_grad()
 def compute_assistant_signals(
-    task: TaskData, split_name: str, run_dir: Path, teacher_dir: Path, max_seq_length: int, batch_size: int,
-    device, out_path: Path,
+    frame: pd.DataFrame, transfer: str, num_labels: int, run_dir: Path, teacher_dir: Path, max_seq_length: int,
+    batch_size: int, device, out_path: Path,
 ) -> dict[str, int]:
     """The logits of a distilled teacher assistant (TAKD) on the transfer set: the signals its student learns from."""
     from kdflow.distill import load_distilled  # distill imports this module
 
-    assistant = load_distilled(run_dir, teacher_dir, task.num_labels).to(device)
+    assistant = load_distilled(run_dir, teacher_dir, num_labels).to(device)
     tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
-    frame = task.split(split_name)
     split = encode(frame, tokenizer, max_seq_length, labelled=False)
     logits = [assistant(to_device(batch, device)).logits.float().cpu() for batch in batches(split, batch_size, False)]
     tensors = {"logits": torch.cat(logits), "idx": torch.tensor(frame["idx"].to_numpy())}
-    save_file(tensors, str(out_path), metadata={"split": split_name, "assistant": str(run_dir)})
-    log.info("assistant %s logits for %d examples of %s", run_dir, len(frame), split_name)
+    save_file(tensors, str(out_path), metadata={"transfer": transfer, "assistant": str(run_dir)})
+    log.info("assistant %s logits for %d examples of the %s transfer set", run_dir, len(frame), transfer)
     return {name: list(t.shape) for name, t in tensors.items()}
 
 

@@ -122,7 +122,7 @@ def train(
             optimizer.step()
             scheduler.step()
             step += 1
-            seen += len(batch["labels"])
+            seen += len(next(iter(batch.values())))  # every entry has one row per example
             running.append(loss.item())
             if step % hp.log_every == 0:
                 rate = seen / (time.perf_counter() - started)

@@ -15,10 +15,13 @@ os.environ.update(
 
 from kdflow.config import (
     assistant_run,
+    augmented_jobs,
     canonical,
     check_references,
+    generator_settings,
     grid_points,
     pseudo_head_settings,
+    sampling_settings,
     signal_needs,
     student_jobs,
     student_settings,
@@ -42,6 +45,8 @@ wildcard_constraints:
     method="[a-z0-9_]+",
     config="[^/]+",
     seed="[0-9]+",
+    transfer="train|augmented",
+    shard="[0-9]+",
 
 
 def raw_task_files(wildcards):
@@ -94,6 +99,37 @@ def teacher_resource(name):
     return resource
 
 
+def generation_resource(name):
+    """A resource of generator jobs (fine-tuning, sampling shards): the generation section's over the defaults."""
+
+    def resource(wildcards, attempt):
+        value = config["generation"].get("resources", {}).get(name)
+        value = value if value is not None else config["resources"][name]
+        return value * attempt if name in ("mem_mb", "runtime") else value
+
+    return resource
+
+
+def transfer_inputs(transfer, task):
+    """The files a transfer set adds beyond the prepared task: the augmented set's merged examples."""
+    if transfer == "augmented":
+        return {"transfer": f"results/transfer/{task}/augmented.parquet"}
+    return {}
+
+
+def teacher_signal_inputs(wildcards):
+    return {
+        "data": f"results/data/{wildcards.task}",
+        "model": f"results/teachers/{wildcards.teacher}/{wildcards.task}/model",
+        "heads": f"results/pseudo_heads/{wildcards.teacher}/{wildcards.task}/heads.safetensors",
+        **transfer_inputs(wildcards.transfer, wildcards.task),
+    }
+
+
+def experiment_transfer(wildcards):
+    return experiment_of(wildcards).get("transfer", "train")
+
+
 def student_file(name, **run):
     """A file of one student run (the distill_student directory layout)."""
     return "results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/{name}".format(
@@ -116,8 +152,9 @@ def student_inputs(wildcards):
         wildcards.config,
         wildcards.seed,
     )
+    transfer = experiment_transfer(wildcards)
     if assistant is None:
-        signals = f"results/signals/{teacher}/{wildcards.task}/train.safetensors"
+        signals = f"results/signals/{teacher}/{wildcards.task}/{transfer}.safetensors"
     else:
         signals = student_file(
             "signals.safetensors",
@@ -129,6 +166,7 @@ def student_inputs(wildcards):
         "data": f"results/data/{wildcards.task}",
         "teacher": f"results/teachers/{teacher}/{wildcards.task}/model",
         "signals": signals,
+        **transfer_inputs(transfer, wildcards.task),
     }
 
 
@@ -196,6 +234,10 @@ def all_targets():
         *expand(
             "results/pseudo_heads/{pair[0]}/{pair[1]}/metrics.json",
             pair=teacher_jobs(config),
+        ),
+        *expand(
+            "results/transfer/{pair[1]}/statistics/{pair[0]}.md",
+            pair=augmented_jobs(config),
         ),
         *expand(
             "results/tables/experiments/{experiment}.md",

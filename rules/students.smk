@@ -2,13 +2,11 @@ rule compute_teacher_signals:
     """The frozen teacher's logits, pseudo-head outputs (and layers, if a method needs them) on the
     transfer set, computed once and shared by every student distilled from it."""
     input:
-        data="results/data/{task}",
-        model="results/teachers/{teacher}/{task}/model",
-        heads="results/pseudo_heads/{teacher}/{task}/heads.safetensors",
+        unpack(teacher_signal_inputs),
     output:
-        "results/signals/{teacher}/{task}/train.safetensors",
+        "results/signals/{teacher}/{task}/{transfer}.safetensors",
     log:
-        "logs/compute_teacher_signals/{teacher}/{task}.log",
+        "logs/compute_teacher_signals/{teacher}/{task}/{transfer}.log",
     conda:
         "../envs/kdflow.yaml"
     threads: teacher_resource("threads")
@@ -53,6 +51,7 @@ rule distill_student:
 rule compute_assistant_signals:
     """TAKD: a distilled teacher assistant's logits on the transfer set, which its student learns from."""
     input:
+        unpack(lambda w: transfer_inputs(experiment_transfer(w), w.task)),
         data="results/data/{task}",
         teacher=lambda w: f"results/teachers/{experiment_of(w)['teacher']}/{w.task}/model",
         metrics="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/metrics.json",

@@ -5,16 +5,19 @@ from pathlib import Path
 from kdflow.data import TaskData
 from kdflow.runtime import rule_job, select_device
 from kdflow.signals import compute_assistant_signals
+from kdflow.transfer import transfer_frame
 
 with rule_job(snakemake):
-    hyperparameters = snakemake.params.settings["hyperparameters"]
+    task = TaskData.load(snakemake.input.data)
+    settings = snakemake.params.settings
     compute_assistant_signals(
-        TaskData.load(snakemake.input.data),
-        "train",
+        transfer_frame(task, snakemake.input.get("transfer")),
+        settings["transfer"],
+        task.num_labels,
         Path(snakemake.input.metrics).parent,
         Path(snakemake.input.teacher).parent,
-        hyperparameters["max_seq_length"],
-        hyperparameters["eval_batch_size"],
+        settings["hyperparameters"]["max_seq_length"],
+        settings["hyperparameters"]["eval_batch_size"],
         select_device(snakemake.params.device),
         snakemake.output[0],
     )

@@ -5,12 +5,13 @@ from pathlib import Path
 from kdflow.data import TaskData
 from kdflow.runtime import rule_job, select_device
 from kdflow.signals import compute_signals
+from kdflow.transfer import transfer_frame
 
 with rule_job(snakemake):
     hyperparameters = snakemake.params.settings["hyperparameters"]
     compute_signals(
-        TaskData.load(snakemake.input.data),
-        "train",
+        transfer_frame(TaskData.load(snakemake.input.data), snakemake.input.get("transfer")),
+        snakemake.wildcards.transfer,
         Path(snakemake.input.model).parent,
         snakemake.input.heads,
         snakemake.params.include_layers,

@@ -11,6 +11,7 @@ with rule_job(snakemake):
     settings = snakemake.params.settings
     distill(
         TaskData.load(snakemake.input.data),
+        snakemake.input.get("transfer"),
         Path(snakemake.input.teacher).parent,
         snakemake.input.signals,
         settings["student"],

@@ -17,6 +17,7 @@ from kdflow.hf import load_classifier, model_inputs
 from kdflow.methods import available_methods
 from kdflow.pseudo_heads import load_heads, teacher_outputs, train_pseudo_heads
 from kdflow.signals import SignalCache, compute_assistant_signals, compute_signals
+from kdflow.transfer import transfer_frame
 from kdflow.training import Hyperparameters
 
 CPU = torch.device("cpu")
@@ -43,14 +44,14 @@ def teacher(trained_teacher, separable, tmp_path_factory):
     heads_dir = tmp_path_factory.mktemp("heads")
     train_pseudo_heads(separable, teacher_dir, HEADS, heads_dir, CPU)
     signals = heads_dir / "signals.safetensors"
-    compute_signals(separable, "train", teacher_dir, heads_dir / "heads.safetensors", True, 32, 64, CPU, signals)
+    compute_signals(transfer_frame(separable), "train", teacher_dir, heads_dir / "heads.safetensors", True, 32, 64, CPU, signals)
     return teacher_dir, heads_dir / "heads.safetensors", signals
 
 
 def run(task, teacher, out, student="bilstm", method="kd", options=None, stages=None, **hp):
     teacher_dir, _, signals = teacher
     hp = Hyperparameters(**{**STUDENT_HP, **hp})
-    return distill(task, teacher_dir, signals, STUDENTS[student], method, options or {},
+    return distill(task, None, teacher_dir, signals, STUDENTS[student], method, options or {},
                    stages or [{"epochs": hp.epochs}], hp, out, CPU)
 
 
@@ -120,7 +121,7 @@ def test_takd_learns_from_its_assistants_logits(teacher, separable, tmp_path):
     assistant_dir = tmp_path / "assistant"
     run(separable, teacher, assistant_dir, "bert_k", "kd", max_train_examples=64)
     signals = tmp_path / "assistant_signals.safetensors"
-    compute_assistant_signals(separable, "train", assistant_dir, teacher[0], 32, 64, CPU, signals)
+    compute_assistant_signals(transfer_frame(separable), "train", separable.num_labels, assistant_dir, teacher[0], 32, 64, CPU, signals)
     cached = load_file(str(signals))
     assert set(cached) == {"logits", "idx"}  # an assistant has no pseudo-heads: logit methods only
 
@@ -132,7 +133,7 @@ def test_takd_learns_from_its_assistants_logits(teacher, separable, tmp_path):
     teacher_logits = load_file(str(teacher[2]))["logits"]
     assert not torch.allclose(cached["logits"], teacher_logits)
 
-    report = distill(separable, teacher[0], signals, STUDENTS["bilstm_s"], "takd", {"assistant": "bert_2"},
+    report = distill(separable, None, teacher[0], signals, STUDENTS["bilstm_s"], "takd", {"assistant": "bert_2"},
                      [{"epochs": 1}], Hyperparameters(**{**STUDENT_HP, "max_train_examples": 16}), tmp_path / "s", CPU)
     assert report["method_options"]["assistant"] == "bert_2"
     with pytest.raises(ValueError, match="takd needs an 'assistant'"):
@@ -142,9 +143,9 @@ def test_takd_learns_from_its_assistants_logits(teacher, separable, tmp_path):
 def test_a_student_deeper_than_its_teacher_needs_an_explicit_mapping(teacher, separable, tmp_path):
     deep = {**STUDENTS["hf"], "architecture": {**STUDENTS["hf"]["architecture"], "num_hidden_layers": 3}}
     with pytest.raises(ValueError, match="give the method a 'mapping'"):
-        distill(separable, teacher[0], teacher[2], deep, "pkd", {}, [{"epochs": 1}], Hyperparameters(**STUDENT_HP),
+        distill(separable, None, teacher[0], teacher[2], deep, "pkd", {}, [{"epochs": 1}], Hyperparameters(**STUDENT_HP),
                 tmp_path, CPU)
-    report = distill(separable, teacher[0], teacher[2], deep, "pkd", {"mapping": [1, 2]}, [{"epochs": 1}],
+    report = distill(separable, None, teacher[0], teacher[2], deep, "pkd", {"mapping": [1, 2]}, [{"epochs": 1}],
                      Hyperparameters(**{**STUDENT_HP, "max_train_examples": 16}), tmp_path, CPU)
     assert report["method_options"]["mapping"] == [1, 2]
 
@@ -152,8 +153,8 @@ def test_a_student_deeper_than_its_teacher_needs_an_explicit_mapping(teacher, se
 def test_a_hidden_space_method_without_cached_layers_is_a_clear_error(teacher, separable, tmp_path):
     teacher_dir, heads_path, _ = teacher
     signals = tmp_path / "signals.safetensors"
-    compute_signals(separable, "train", teacher_dir, heads_path, False, 32, 64, CPU, signals)
+    compute_signals(transfer_frame(separable), "train", teacher_dir, heads_path, False, 32, 64, CPU, signals)
     assert "layers" not in load_file(str(signals))
     with pytest.raises(ValueError, match="needs the teacher's layers"):
-        distill(separable, teacher_dir, signals, STUDENTS["bert_k"], "pkd", {}, [{"epochs": 1}],
+        distill(separable, None, teacher_dir, signals, STUDENTS["bert_k"], "pkd", {}, [{"epochs": 1}],
                 Hyperparameters(**STUDENT_HP), tmp_path / "out", CPU)

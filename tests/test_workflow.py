@@ -77,9 +77,12 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
     assistants = 8 * 18  # TAKD's RoBERTa-base assistant, one per grid point
     ukd5 = 8 * 2 * 4 * (9 + 2 * 27)  # bilstm, gated_cnn x 4 dropouts: no_kd (9) + kd, universal_kd_ca (27)
     thesis = 2 * 3 * 3  # two students on CoLA, SST-2, Sara, three seeds
+    augmented = 3  # the thesis's students learn from BERT-large's augmented sets of CoLA, SST-2 and Sara
     assert planned_jobs() == Counter(
         prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1, all=1,
-        compute_teacher_signals=19,
+        compute_teacher_signals=16 + augmented,  # BERT-base and RoBERTa-large on train, BERT-large on augmented
+        finetune_generator=augmented, sample_transfer_shard=augmented * config["generation"]["sampling"]["shards"],
+        build_augmented_transfer_set=augmented, transfer_statistics=augmented,
         distill_student=ukd2 + alp2 + alp3 + ukd4 + assistants + ukd5 + thesis,
         compute_assistant_signals=assistants,
         select_students=len(config["experiments"]),
@@ -150,6 +153,11 @@ def test_demo_runs_the_whole_dag(demo_run):
             server_file = workdir / f"results/glue_submission/{name}/{selection['student']}/{selection['method']}"
             lines = (server_file / "SST-2.tsv").read_text().splitlines()
             assert lines[0] == "index\tprediction" and {line.split("\t")[1] for line in lines[1:]} <= {"0", "1"}
+    hygiene = json.loads((workdir / "results/transfer/sst2/hygiene.json").read_text())
+    assert hygiene["generated"] == config["generation"]["sampling"]["sentences"] and hygiene["kept"] > 0
+    assert "Random generated examples" in (workdir / "results/transfer/sst2/statistics/tiny_bert.md").read_text()
+    thesis_run = next((workdir / "results/students/thesis_table52").glob("sst2/*/*/*/seed0/metrics.json"))
+    assert json.loads(thesis_run.read_text())["transfer"]["generated"] == hygiene["kept"]
     assert methods == set(available_methods())  # the demo runs every method and every student type
     assert students == {"bert_k", "hf", "bilstm", "gated_cnn", "bilstm_s", "bert_s"}
     assert planned_jobs(*DEMO, cwd=workdir) == Counter()  # a second run has nothing to do
@@ -176,6 +184,19 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
     save(config)
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
         distill_student=1 + 2, select_students=2, glue_submission=2, all=1
+    )
+
+
+@pytest.mark.slow
+def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_learning_from_it(demo_run, demo_config):
+    workdir, _ = demo_run
+    config, save = demo_config
+    config["generation"]["sampling"]["sentences"] += 10
+    save(config)
+    seeds = len(config["experiments"]["thesis_table52"]["seeds"])
+    assert planned_jobs(*DEMO, cwd=workdir) == Counter(
+        sample_transfer_shard=2, build_augmented_transfer_set=1, compute_teacher_signals=1, transfer_statistics=1,
+        distill_student=2 * seeds, select_students=1, glue_submission=1, all=1,
     )
 
 
@@ -212,8 +233,10 @@ def test_slurm_profile_dry_run_gives_gpu_rules_a_gpu():
     assert Counter(rule for rule, _ in jobs) == Counter(
         prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1,
         compute_teacher_signals=3, distill_student=9, select_students=1,
+        finetune_generator=3, sample_transfer_shard=120, build_augmented_transfer_set=3,
     )
-    gpu_rules = ("finetune_teacher", "train_pseudo_heads", "compute_teacher_signals", "distill_student")
+    gpu_rules = ("finetune_teacher", "train_pseudo_heads", "compute_teacher_signals", "distill_student",
+                 "finetune_generator", "sample_transfer_shard")
     for rule, resources in jobs:
         on_gpu = rule in gpu_rules
         assert ("gpu=1" in resources) == on_gpu, (rule, resources)

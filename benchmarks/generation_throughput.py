@@ -1,0 +1,130 @@
+"""Transfer-set generation throughput: kdflow's batched KV-cache sampler (finished sequences free their slot
+at once) against one-at-a-time `generate` with the same model and settings, side by side; then the teacher
+labelling the transfer set (logits and every pseudo-head, as `compute_teacher_signals` does).
+
+    python benchmarks/generation_throughput.py                      # GPT-2-small-shaped generator, CPU
+    python benchmarks/generation_throughput.py --generator medium --device cuda --sentences 4096 \\
+        --batch-size 512 --teacher-size large
+
+Models are randomly initialised (speed does not depend on the weights). A random model almost never emits
+end-of-text, so a bias on that logit (``--mean-length``) makes sequence lengths vary around a realistic mean,
+the same for both samplers. The projection for the thesis's 800,000 sentences per task uses the measured
+rate (the thesis: 17 GPU-hours per task in 2019, ../shared/reference/thesis_runtimes.csv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+from safetensors.torch import save_file
+from transformers import GPT2Config, GPT2LMHeadModel
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from kdflow.generation import SamplingSettings, sample  # noqa: E402
+from kdflow.pseudo_heads import LayerHeads  # noqa: E402
+from kdflow.signals import compute_signals  # noqa: E402
+from kdflow.teacher import build_teacher  # noqa: E402
+
+GENERATORS = {"tiny": (4, 256, 4), "small": (12, 768, 12), "medium": (24, 1024, 16)}  # layers, width, heads
+TEACHERS = {"minilm": (6, 384, 12, 1536), "base": (12, 768, 12, 3072), "large": (24, 1024, 16, 4096)}
+VOCAB, EOS = 50257, 50256
+THESIS_HOURS = 17
+SENTENCES = 800_000
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--generator", choices=GENERATORS, default="small")
+    parser.add_argument("--teacher-size", choices=TEACHERS, default="minilm")
+    parser.add_argument("--sentences", type=int, default=256, help="sentences sampled by the batched sampler")
+    parser.add_argument("--one-at-a-time", type=int, default=16, help="sentences sampled by one-at-a-time generate")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--mean-length", type=float, default=25.0, help="target mean tokens per sequence")
+    parser.add_argument("--label-sentences", type=int, default=2048)
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device, dtype = torch.device(args.device), getattr(torch, args.dtype)
+    torch.manual_seed(0)
+
+    layers, width, heads = GENERATORS[args.generator]
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_layer=layers, n_embd=width, n_head=heads,
+                                       bos_token_id=EOS, eos_token_id=EOS, pad_token_id=EOS))
+    model = model.to(device, dtype).eval()
+    # A random model's logits are near 0: this bias gives end-of-text probability ~1/mean_length per step.
+    bias = math.log(VOCAB / (args.mean_length - 1))
+    model.lm_head.register_forward_hook(lambda module, inputs, output: output.index_add(
+        -1, torch.tensor([EOS], device=output.device), torch.full_like(output[..., :1], bias)))
+    first_tokens = torch.randint(0, EOS, (args.sentences,), generator=torch.Generator().manual_seed(0)).tolist()
+    prefixes = [[EOS, t] for t in first_tokens]
+    settings = SamplingSettings(max_length=args.max_length, batch_size=args.batch_size)
+    print(f"generator GPT-2 {args.generator} ({layers}x{width}, {sum(p.numel() for p in model.parameters()) / 1e6:.0f}M), "
+          f"{args.dtype}, device {device}, {torch.get_num_threads()} threads, max {args.max_length} tokens")
+
+    sample(model, prefixes[: args.batch_size], EOS, settings, torch.Generator(device).manual_seed(0), device)  # warm-up
+    sync(device)
+    started = time.perf_counter()
+    results = sample(model, prefixes, EOS, settings, torch.Generator(device).manual_seed(1), device)
+    sync(device)
+    batched = len(results) / (time.perf_counter() - started)
+    mean_tokens = sum(len(tokens) for tokens, _ in results) / len(results)
+
+    sync(device)
+    started = time.perf_counter()
+    for prefix in prefixes[: args.one_at_a_time]:
+        model.generate(torch.tensor([prefix], device=device), do_sample=True, top_k=0, top_p=1.0, temperature=1.0,
+                       max_length=args.max_length, eos_token_id=EOS, pad_token_id=EOS)
+    sync(device)
+    single = args.one_at_a_time / (time.perf_counter() - started)
+
+    print(f"\n{'sampler':<38}{'sentences/s':>12}{'800k sentences':>16}")
+    for name, rate in ((f"batched KV cache, {args.batch_size} slots, refill", batched),
+                       ("one at a time, generate()", single)):
+        print(f"{name:<38}{rate:>12.1f}{SENTENCES / rate / 3600:>14.1f} h")
+    print(f"speed-up {batched / single:.1f}x; mean {mean_tokens:.1f} tokens per sequence; "
+          f"thesis: {THESIS_HOURS} GPU-hours per task")
+
+    t_layers, t_width, t_heads, t_inter = TEACHERS[args.teacher_size]
+    spec = {"architecture": dict(model_type="bert", num_hidden_layers=t_layers, hidden_size=t_width,
+                                 num_attention_heads=t_heads, intermediate_size=t_inter, max_position_embeddings=512),
+            "tokenizer": str(REPO / "demo/vocab.txt")}
+    teacher, tokenizer = build_teacher(spec, num_labels=2)
+    frame = pd.read_csv(REPO / "demo/data/glue/SST-2/train.tsv", sep="\t", quoting=3)
+    frame = pd.DataFrame({"idx": range(args.label_sentences), "text_b": None,
+                          "text_a": frame["sentence"].sample(args.label_sentences, replace=True, random_state=0).values})
+    with tempfile.TemporaryDirectory() as directory:
+        directory = Path(directory)
+        teacher.save_pretrained(directory / "model")
+        tokenizer.save_pretrained(directory / "model")
+        save_file(LayerHeads(t_layers, t_width, 2).state_dict(), str(directory / "heads.safetensors"),
+                  metadata={"pooling": "cls"})
+        sync(device)
+        started = time.perf_counter()
+        compute_signals(frame, "augmented", directory, directory / "heads.safetensors", False, 128, 256, device,
+                        directory / "signals.safetensors")
+        sync(device)
+        rate = len(frame) / (time.perf_counter() - started)
+    print(f"\nteacher labelling ({args.teacher_size}, {t_layers}x{t_width}, logits + {t_layers} pseudo-heads): "
+          f"{rate:.0f} sentences/s, {SENTENCES / rate / 3600:.2f} h for 800k (model loading included)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+"""Rule finetune_generator: fine-tune the transfer-set generator on one task's training sentences."""
+
+from pathlib import Path
+
+from kdflow.data import TaskData
+from kdflow.generation import finetune_generator
+from kdflow.runtime import rule_job, select_device
+from kdflow.training import Hyperparameters
+
+with rule_job(snakemake):
+    settings = snakemake.params.settings
+    finetune_generator(
+        TaskData.load(snakemake.input.data),
+        settings["spec"],
+        Hyperparameters.from_dict(settings["hyperparameters"]),
+        Path(snakemake.output.metrics).parent,
+        select_device(snakemake.params.device),
+    )

@@ -1,0 +1,21 @@
+"""Rule sample_transfer_shard: one seeded shard of generated sentences."""
+
+from kdflow.data import TaskData
+from kdflow.generation import SamplingSettings
+from kdflow.runtime import rule_job, select_device
+from kdflow.transfer import sample_shard
+
+with rule_job(snakemake):
+    sampling = snakemake.params.sampling
+    sample_shard(
+        TaskData.load(snakemake.input.data),
+        snakemake.input.generator,
+        int(snakemake.wildcards.shard),
+        sampling["shards"],
+        sampling["sentences"],
+        sampling["seed"],
+        sampling["prefix"],
+        SamplingSettings(**{k: sampling[k] for k in ("max_length", "temperature", "top_k", "top_p", "batch_size")}),
+        select_device(snakemake.params.device),
+        snakemake.output[0],
+    )

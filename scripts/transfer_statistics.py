@@ -1,0 +1,21 @@
+"""Rule transfer_statistics: generated vs real sentences of an augmented transfer set, for the report."""
+
+import json
+from pathlib import Path
+
+from safetensors.torch import load_file
+
+from kdflow.data import TaskData
+from kdflow.runtime import rule_job
+from kdflow.transfer import statistics_markdown, transfer_frame, transfer_statistics
+
+with rule_job(snakemake):
+    task = TaskData.load(snakemake.input.data)
+    stats = transfer_statistics(
+        task,
+        transfer_frame(task, snakemake.input.transfer),
+        load_file(snakemake.input.signals)["logits"].numpy(),
+        json.loads(Path(snakemake.input.hygiene).read_text()),
+    )
+    Path(snakemake.output.json).write_text(json.dumps(stats, indent=2) + "\n")
+    Path(snakemake.output.markdown).write_text(statistics_markdown(stats))
