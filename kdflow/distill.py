@@ -77,7 +77,7 @@ def distill(
 
     frames = {name: task.split(name) for name in task.meta["splits"]}
     frames["train"] = transfer_frame(task, augmented)
-    cache = SignalCache(signals_path, device, frames["train"]["idx"].to_numpy())
+    cache = SignalCache(signals_path, device, frames["train"]["idx"].to_numpy(), method_class(method_name).needs)
     rows = subset_indices(len(frames["train"]), hp.max_train_examples, hp.seed)  # train position -> signal row
     frames["train"] = frames["train"].iloc[rows].reset_index(drop=True)
     rows = torch.as_tensor(rows, device=device)
