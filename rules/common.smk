@@ -88,26 +88,25 @@ def heads_params(wildcards):
     }
 
 
-def teacher_resource(name):
-    """A resource of the teacher's job from the config; memory and time grow with each retry."""
+def configured_resource(section, name):
+    """A job resource: the ``resources`` of the job's config section (``section(wildcards)``) over the
+    defaults; memory and time grow with each retry."""
 
     def resource(wildcards, attempt):
-        value = config["teachers"][wildcards.teacher].get("resources", {}).get(name)
+        value = section(wildcards).get("resources", {}).get(name)
         value = value if value is not None else config["resources"][name]
         return value * attempt if name in ("mem_mb", "runtime") else value
 
     return resource
+
+
+def teacher_resource(name):
+    return configured_resource(lambda w: config["teachers"][w.teacher], name)
 
 
 def generation_resource(name):
-    """A resource of generator jobs (fine-tuning, sampling shards): the generation section's over the defaults."""
-
-    def resource(wildcards, attempt):
-        value = config["generation"].get("resources", {}).get(name)
-        value = value if value is not None else config["resources"][name]
-        return value * attempt if name in ("mem_mb", "runtime") else value
-
-    return resource
+    """Generator fine-tuning and sampling shards."""
+    return configured_resource(lambda w: config["generation"], name)
 
 
 def transfer_inputs(transfer, task):
@@ -183,14 +182,7 @@ def student_params(wildcards):
 
 
 def student_resource(name):
-    """A resource of student jobs: the experiment's ``resources`` over the defaults; retries grow memory/time."""
-
-    def resource(wildcards, attempt):
-        value = experiment_of(wildcards).get("resources", {}).get(name)
-        value = value if value is not None else config["resources"][name]
-        return value * attempt if name in ("mem_mb", "runtime") else value
-
-    return resource
+    return configured_resource(experiment_of, name)
 
 
 RUN_KEYS = ("task", "student", "method", "config", "seed")
