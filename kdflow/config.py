@@ -167,7 +167,7 @@ def assistant_run(config: dict, experiment: str, task: str, entry: str, point_id
 # Augmented transfer sets.
 
 SAMPLING_DEFAULTS = {"prefix": "first_token", "max_length": 128, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
-                     "batch_size": 64, "seed": 0, "keep_unfinished": True}
+                     "batch_size": 64, "seed": 0, "keep_unfinished": True, "dtype": "float32"}
 
 
 def generator_settings(config: dict) -> dict:

@@ -18,4 +18,5 @@ with rule_job(snakemake):
         SamplingSettings(**{k: sampling[k] for k in ("max_length", "temperature", "top_k", "top_p", "batch_size")}),
         select_device(snakemake.params.device),
         snakemake.output[0],
+        sampling["dtype"],
     )

@@ -140,6 +140,8 @@ def test_a_shard_is_reproduced_by_its_seed_and_shards_differ(separable, trained_
     assert len(first) == shard_size(40, 3, 1) == 13 and len(other) == 13
     assert not first["text_a"].equals(other["text_a"])
     assert [shard_size(40, 3, i) for i in range(3)] == [14, 13, 13]
+    sample_shard(separable, generator_dir, 0, 3, 40, 7, "bos", settings, CPU, tmp_path / "bf16.parquet", "bfloat16")
+    assert len(pd.read_parquet(tmp_path / "bf16.parquet")) == 14
 
 
 @pytest.fixture
