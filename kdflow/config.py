@@ -136,7 +136,7 @@ def student_settings(config: dict, experiment: str, task: str, student: str, met
     stages = spec.get("task_schedule", {}).get(task) or spec.get("schedule") or [{"epochs": hyperparameters["epochs"]}]
     return canonical({
         "teacher": spec["teacher"],
-        "transfer": spec.get("transfer", "train"),
+        "transfer": transfer_of(spec),
         "student": student_spec,
         "method": method,
         "method_options": options,
@@ -166,6 +166,12 @@ def assistant_run(config: dict, experiment: str, task: str, entry: str, point_id
 
 # Augmented transfer sets.
 
+
+def transfer_of(experiment: dict) -> str:
+    """What an experiment's students learn from: ``train`` (default) or ``augmented``."""
+    return experiment.get("transfer", "train")
+
+
 SAMPLING_DEFAULTS = {"prefix": "first_token", "max_length": 128, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
                      "batch_size": 64, "seed": 0, "keep_unfinished": True, "dtype": "float32"}
 
@@ -182,7 +188,7 @@ def sampling_settings(config: dict) -> dict:
 def augmented_jobs(config: dict) -> list[tuple[str, str]]:
     """(teacher, task) pairs whose augmented transfer set some experiment learns from, in config order."""
     pairs = [(spec["teacher"], task) for spec in config.get("experiments", {}).values()
-             if spec.get("transfer", "train") == "augmented" for task in spec["tasks"]]
+             if transfer_of(spec) == "augmented" for task in spec["tasks"]]
     return list(dict.fromkeys(pairs))
 
 

@@ -75,8 +75,8 @@ def distill(
     tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
     student = build_student(student_spec, StudentContext(task.num_labels, tokenizer, str(teacher_dir)))
 
-    frames = {name: task.split(name) for name in task.meta["splits"]}
-    frames["train"] = transfer_frame(task, augmented)
+    frames = {name: transfer_frame(task, augmented) if name == "train" else task.split(name)
+              for name in task.meta["splits"]}
     cache = SignalCache(signals_path, device, frames["train"]["idx"].to_numpy(), method_class(method_name).needs)
     rows = subset_indices(len(frames["train"]), hp.max_train_examples, hp.seed)  # train position -> signal row
     frames["train"] = frames["train"].iloc[rows].reset_index(drop=True)

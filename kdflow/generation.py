@@ -29,7 +29,7 @@ import pandas as pd
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
-from kdflow.batching import EncodedSplit, batches
+from kdflow.batching import EncodedSplit, batches, to_device
 from kdflow.data import TaskData
 from kdflow.runtime import seed_everything
 from kdflow.teacher import build_tokenizer
@@ -113,7 +113,7 @@ def perplexity(model, split: EncodedSplit, batch_size: int, device) -> float:
     model.eval()
     total, count = 0.0, 0
     for batch in batches(split, batch_size, regression=False):
-        batch = {k: v.to(device) for k, v in batch.items()}
+        batch = to_device(batch, device)
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1].float()
         targets, mask = batch["input_ids"][:, 1:], batch["attention_mask"][:, 1:].bool()
         nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")

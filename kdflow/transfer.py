@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from kdflow.data import TaskData
+from kdflow.data import Split, TaskData
 from kdflow.generation import SEPARATOR, SamplingSettings, encode_examples, first_token_prefixes, load_generator, sample
 
 log = logging.getLogger("kdflow")
@@ -76,11 +76,11 @@ def decode_samples(outputs: list[tuple[list[int], bool]], tokenizer) -> pd.DataF
     """Sampled token sequences to text, split on the separator: text_a, text_b (after the first separator),
     the number of separators, whether the sequence reached eos, and its length in tokens."""
     sep = tokenizer.convert_tokens_to_ids(SEPARATOR)
+    decode = lambda ids: tokenizer.decode(ids, skip_special_tokens=True).strip()  # noqa: E731
     rows = []
     for tokens, finished in outputs:
         body = tokens[1:-1] if finished else tokens[1:]  # without bos (and eos)
         cut = body.index(sep) if sep in body else len(body)
-        decode = lambda ids: tokenizer.decode(ids, skip_special_tokens=True).strip()  # noqa: E731
         rows.append({
             "text_a": decode(body[:cut]),
             "text_b": decode(body[cut + 1:]) if cut < len(body) else None,
@@ -134,14 +134,10 @@ def build_augmented(task: TaskData, shard_paths: list[Path], keep_unfinished: bo
         generated["text_b"] = None
     merged = pd.concat([labelled.drop(columns="idx"), generated], ignore_index=True)
     merged.insert(0, "idx", np.arange(len(merged)))
-    label_type = pa.float64() if task.meta["regression"] else pa.int64()
-    table = pa.table({
-        "idx": pa.array(merged["idx"], pa.int64()),
-        "text_a": pa.array(merged["text_a"], pa.string()),
-        "text_b": pa.array(merged["text_b"], pa.string()),
-        "label": pa.array(merged["label"].tolist(), label_type),
-        "origin": pa.array(merged["origin"], pa.string()),
-    })
+    merged = merged.astype(object).where(merged.notna(), None)  # NaN -> null in the file
+    columns = Split(merged["idx"].tolist(), merged["text_a"].tolist(), merged["text_b"].tolist(),
+                    merged["label"].tolist())  # the prepared splits' schema; label null where generated
+    table = columns.to_table(task.meta["regression"]).append_column("origin", pa.array(merged["origin"], pa.string()))
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, out_path)
     report = {"task": task.meta["task"], "train": len(train), "total": len(merged), **counts}

@@ -25,6 +25,7 @@ from kdflow.config import (
     signal_needs,
     student_jobs,
     student_settings,
+    transfer_of,
     teacher_jobs,
     teacher_settings,
 )
@@ -126,7 +127,7 @@ def teacher_signal_inputs(wildcards):
 
 
 def experiment_transfer(wildcards):
-    return experiment_of(wildcards).get("transfer", "train")
+    return transfer_of(experiment_of(wildcards))
 
 
 def student_file(name, **run):
