@@ -1,5 +1,6 @@
 # kdflow: raw GLUE and Sara data -> fine-tuned teachers -> per-layer pseudo-heads -> (augmented) transfer
-# sets labelled by the teachers -> distilled students -> result tables.
+# sets labelled by the teachers -> distilled students -> result tables, probing, prediction analysis, figures
+# and the report (`snakemake --report report.html`).
 # Full reproduction: `snakemake --profile slurm`. Offline demo: see README.md.
 
 from snakemake.utils import min_version
@@ -10,12 +11,17 @@ min_version("9.19")
 configfile: "config.yaml"
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/teachers.smk"
 include: "rules/transfer.smk"
 include: "rules/students.smk"
 include: "rules/tables.smk"
+include: "rules/probing.smk"
+include: "rules/analysis.smk"
 
 
 rule all:

@@ -205,6 +205,66 @@ def signal_needs(config: dict, teacher: str, task: str) -> bool:
     )
 
 
+# Named models: probing and prediction analysis.
+
+
+def model_reference(config: dict, name: str) -> dict:
+    return config["models"][name]
+
+
+def pretrained_settings(config: dict, teacher: str) -> dict:
+    """What a ``pretrained`` reference loads: the teacher's model spec, and its seed (a config-built teacher's
+    random initialisation)."""
+    spec = teacher_settings(config, teacher, config["teachers"][teacher]["tasks"][0])
+    return canonical({"spec": spec["spec"], "seed": spec["hyperparameters"]["seed"]})
+
+
+def probing_settings(config: dict) -> dict:
+    """Encoding and probe settings (probe defaults live in :class:`kdflow.probing.ProbeSettings`)."""
+    probing = config["probing"]
+    return canonical({"pooling": probing.get("pooling", "mean"), "max_seq_length": probing.get("max_seq_length", 128),
+                      "encode_batch_size": probing.get("encode_batch_size", 128), "probe": probing.get("probe", {})})
+
+
+def _model_problems(config: dict) -> list[str]:
+    from kdflow.models import reference_kind
+
+    problems, kinds = [], {}
+    for name, reference in config.get("models", {}).items():
+        kinds[name] = kind = reference_kind(reference)
+        where = f"models.{name}"
+        if kind == "pretrained":
+            if reference["pretrained"] not in config["teachers"]:
+                problems.append(f"{where}: unknown teacher {reference['pretrained']!r}")
+        elif kind == "teacher":
+            teacher = config["teachers"].get(reference["teacher"])
+            if teacher is None:
+                problems.append(f"{where}: unknown teacher {reference['teacher']!r}")
+            elif reference["task"] not in teacher["tasks"]:
+                problems.append(f"{where}: teacher {reference['teacher']!r} is not trained on {reference['task']!r}")
+        else:
+            experiment = config.get("experiments", {}).get(reference["experiment"])
+            if experiment is None:
+                problems.append(f"{where}: unknown experiment {reference['experiment']!r}")
+                continue
+            for key, known in (("task", experiment["tasks"]), ("student", experiment["students"]),
+                               ("method", list(experiment["methods"]))):
+                if reference[key] not in known:
+                    problems.append(f"{where}: experiment {reference['experiment']!r} has no {key} {reference[key]!r}")
+    for name in config.get("probing", {}).get("models", []):
+        if name not in kinds:
+            problems.append(f"probing.models: unknown model {name!r} (not in `models`)")
+    for task, group in config.get("analysis", {}).items():
+        if get_task(task).regression:
+            problems.append(f"analysis.{task}: the analysis needs class predictions; {task} is a regression task")
+        for name in [group["teacher"], *group["students"]]:
+            if name not in kinds:
+                problems.append(f"analysis.{task}: unknown model {name!r} (not in `models`)")
+            elif kinds[name] == "pretrained" or config["models"][name]["task"] != task:
+                problems.append(f"analysis.{task}: model {name!r} is not a fine-tuned model of {task!r}")
+    return problems
+
+
 def check_references(config: dict) -> None:
     """Cross-references the JSON schema cannot check: experiments name existing teachers, students, methods and
     tasks that their teacher is trained on."""
@@ -239,5 +299,6 @@ def check_references(config: dict) -> None:
                 problems.append(f"experiments.{name}.methods.{entry}.assistant: unknown student {options['assistant']!r}")
             elif method == "takd" and "assistant" not in options:
                 problems.append(f"experiments.{name}.methods.{entry}: takd needs an 'assistant' student")
+    problems += _model_problems(config)
     if problems:
         raise ValueError("invalid config:\n  " + "\n  ".join(problems))

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 import torch.nn.functional as F
 
@@ -303,3 +304,81 @@ def probe(train_X: np.ndarray, train_y: np.ndarray, dev_X: np.ndarray, dev_y: np
     return {"configs": configs, "selected": {"hidden_size": grid[selected][0], "dropout": grid[selected][1]},
             "dev_accuracy": float(best_dev[selected]), "test_accuracy": float(test_accuracy[selected]),
             "settings": asdict(settings)}
+
+
+def probe_encodings(path: str | Path, task: str, data: ProbingData, settings: ProbeSettings | None = None) -> dict:
+    """Probe every layer of a model's cached encodings of ``task`` (:mod:`kdflow.encodings`), with the task's
+    baselines: ``{"task", "labels", "layers": [{"layer", ...probe result}], "baselines": {name: accuracy}}``."""
+    from kdflow.encodings import encoding_layers, read_layer
+
+    layers = []
+    for layer in encoding_layers(path):
+        X = read_layer(path, layer)
+        if [len(X[split]) for split in X] != [len(data.train.labels), len(data.dev.labels), len(data.test.labels)]:
+            raise ProbingDataError(f"{path} does not hold encodings of {task}'s sentences (sizes differ)")
+        result = probe(X["train"], data.train.labels, X["dev"], data.dev.labels, X["test"], data.test.labels, settings)
+        layers.append({"layer": layer, **result})
+    baselines = {"majority": majority_baseline(data.train.labels, data.test.labels)}
+    if task in MORPHOLOGY_RULES:
+        baselines["morphology"] = morphology_baseline(task, data)
+    return {"task": task, "labels": list(data.label_names), "layers": layers, "baselines": baselines}
+
+
+def probing_table(results: dict[str, list[dict]]) -> pd.DataFrame:
+    """Tidy table of ``{model: [probe_encodings results]}``: one row per model, task and layer (``kind`` probe),
+    plus one row per task and baseline (``kind`` and ``model`` = majority | morphology). Accuracies x100."""
+    rows, baselines = [], {}
+    for model, tasks in results.items():
+        for result in tasks:
+            for layer in result["layers"]:
+                rows.append(dict(model=model, task=result["task"], layer=layer["layer"], kind="probe",
+                                 test_accuracy=100 * layer["test_accuracy"], dev_accuracy=100 * layer["dev_accuracy"],
+                                 hidden_size=layer["selected"]["hidden_size"], dropout=layer["selected"]["dropout"]))
+            for name, accuracy in result["baselines"].items():
+                baselines[result["task"], name] = accuracy
+    for (task, name), accuracy in baselines.items():
+        rows.append(dict(model=name, task=task, layer=pd.NA, kind=name, test_accuracy=100 * accuracy,
+                         dev_accuracy=float("nan"), hidden_size=pd.NA, dropout=float("nan")))
+    table = pd.DataFrame(rows)
+    table["layer"] = table["layer"].astype("Int64")
+    table["hidden_size"] = table["hidden_size"].astype("Int64")
+    return table
+
+
+def probing_markdown(table: pd.DataFrame) -> str:
+    """Per model and task, the test accuracy of the layer best on dev (layer in parentheses; choosing it on test
+    would flatter the model), the baselines, then every layer's test accuracy per model."""
+    from kdflow.tables import markdown
+
+    probes = table[table.kind == "probe"]
+    tasks = [task for task in PROBING_TASKS if task in set(table.task)]
+    best = probes.loc[probes.groupby(["model", "task"], sort=False)["dev_accuracy"].idxmax()]
+    summary = {model: {task: "—" for task in tasks} for model in dict.fromkeys(probes.model)}
+    for row in best.itertuples():
+        summary[row.model][row.task] = f"{row.test_accuracy:.1f} (L{row.layer})"
+    for row in table[table.kind != "probe"].itertuples():
+        summary.setdefault(f"baseline: {row.kind}", {task: "—" for task in tasks})[row.task] = f"{row.test_accuracy:.1f}"
+    frame = pd.DataFrame([{"model": model, **cells} for model, cells in summary.items()])
+    sections = ["# Probing (SentEval; test accuracy, %)\n\nBest layer chosen on dev accuracy.\n\n", markdown(frame)]
+    for model, rows in probes.groupby("model", sort=False):
+        wide = rows.pivot_table(index="layer", columns="task", values="test_accuracy", sort=False)
+        wide = wide[[task for task in tasks if task in wide.columns]]
+        sections += [f"\n## {model}: test accuracy per layer (0 = embeddings)\n\n", markdown(wide.reset_index())]
+    return "".join(sections)
+
+
+SENTEVAL_PROBING_URL = "https://raw.githubusercontent.com/facebookresearch/SentEval/main/data/probing/{file}"
+
+
+def download_probing_file(filename: str, path: str | Path) -> None:
+    """Fetch one of SentEval's probing files from its GitHub repository (written atomically, then checked)."""
+    import urllib.request
+
+    if filename not in PROBING_TASKS.values():
+        raise ValueError(f"{filename!r} is not a SentEval probing file")
+    path = Path(path)
+    partial = path.with_suffix(".part")
+    with urllib.request.urlopen(SENTEVAL_PROBING_URL.format(file=filename), timeout=60) as response:
+        partial.write_bytes(response.read())
+    read_probing_file(partial)
+    partial.replace(path)

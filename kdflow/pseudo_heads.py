@@ -39,7 +39,7 @@ from kdflow.training import Hyperparameters, predict, subset_indices, train
 
 log = logging.getLogger("kdflow")
 
-POOLINGS = ("cls", "mean")
+POOLINGS = ("cls", "mean", "max")
 
 
 class LayerHeads(nn.Module):
@@ -80,13 +80,17 @@ class LayerHeads(nn.Module):
 
 
 def pool_layers(hidden_states, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """[B, N, H]: each layer's first-token vector (``cls``) or mean over unpadded tokens (``mean``)."""
+    """[B, N, H]: each layer's first-token vector (``cls``), or mean (``mean``) or element-wise maximum (``max``)
+    over unpadded tokens."""
     if pooling not in POOLINGS:
         raise ValueError(f"unknown pooling {pooling!r}; expected one of {POOLINGS}")
     stacked = torch.stack(tuple(hidden_states), dim=1)  # [B, N, T, H]
     if pooling == "cls":
         return stacked[:, :, 0]
-    weights = attention_mask[:, None, :, None].to(stacked.dtype)
+    real = attention_mask[:, None, :, None].bool()
+    if pooling == "max":
+        return stacked.masked_fill(~real, float("-inf")).amax(2)
+    weights = real.to(stacked.dtype)
     return (stacked * weights).sum(2) / weights.sum(2)
 
 

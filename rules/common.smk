@@ -20,6 +20,9 @@ from kdflow.config import (
     check_references,
     generator_settings,
     grid_points,
+    model_reference,
+    pretrained_settings,
+    probing_settings,
     pseudo_head_settings,
     sampling_settings,
     signal_needs,
@@ -29,6 +32,8 @@ from kdflow.config import (
     teacher_jobs,
     teacher_settings,
 )
+from kdflow.models import reference_kind
+from kdflow.probing import PROBING_TASKS
 from kdflow.provenance import code_fingerprint
 from kdflow.tasks import GLUE_FILES, TASKS
 
@@ -48,6 +53,8 @@ wildcard_constraints:
     seed="[0-9]+",
     transfer="train|augmented",
     shard="[0-9]+",
+    model="|".join(config.get("models", {})) or "no-models",
+    probing_task="|".join(PROBING_TASKS),
 
 
 def raw_task_files(wildcards):
@@ -108,6 +115,11 @@ def teacher_resource(name):
 def generation_resource(name):
     """Generator fine-tuning and sampling shards."""
     return configured_resource(lambda w: config["generation"], name)
+
+
+def probing_resource(name):
+    """Encoding and probing jobs."""
+    return configured_resource(lambda w: config["probing"], name)
 
 
 def transfer_inputs(transfer, task):
@@ -216,6 +228,47 @@ def experiment_runs_param(wildcards):
     }
 
 
+def model_files(name, file="model.safetensors"):
+    """The files a named model (config ``models``) is loaded from: its task's data, the fine-tuned teacher and,
+    for a student, the experiment's selection and ``file`` of every run it selects among."""
+    reference = model_reference(config, name)
+    kind = reference_kind(reference)
+    if kind == "pretrained":
+        return {}
+    task = reference["task"]
+    teacher = (
+        reference["teacher"]
+        if kind == "teacher"
+        else config["experiments"][reference["experiment"]]["teacher"]
+    )
+    files = {
+        "data": f"results/data/{task}",
+        "teacher_model": f"results/teachers/{teacher}/{task}/model",
+    }
+    if kind == "student":
+        files["selection"] = f"results/selection/{reference['experiment']}.json"
+        files["runs"] = [
+            student_file(file, experiment=reference["experiment"], **run)
+            for run in experiment_run_list(reference["experiment"])
+            if all(run[key] == reference[key] for key in ("task", "student", "method"))
+        ]
+    return files
+
+
+def model_params(name):
+    """How to load a named model: its reference, the run directory of a student and a pretrained spec."""
+    reference = model_reference(config, name)
+    kind = reference_kind(reference)
+    params = {"reference": reference}
+    if kind == "pretrained":
+        params["pretrained"] = pretrained_settings(config, reference["pretrained"])
+    if kind == "student":  # the directory of the runs student_file names, above their grid points
+        params["runs_dir"] = "results/students/{experiment}/{task}/{student}/{method}".format(
+            **reference
+        )
+    return params
+
+
 def signal_layers_param(wildcards):
     return signal_needs(config, wildcards.teacher, wildcards.task)
 
@@ -236,6 +289,8 @@ def all_targets():
             "results/tables/experiments/{experiment}.md",
             experiment=config.get("experiments", {}),
         ),
+        *(["results/tables/probing.csv"] if "probing" in config else []),
+        *expand("results/analysis/{task}.json", task=config.get("analysis", {})),
         *expand(
             "results/glue_submission/{experiment}",
             experiment=[

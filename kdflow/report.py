@@ -1,0 +1,76 @@
+"""Result documents for people: Markdown files beside the CSVs, and the same text as HTML for the Snakemake report
+(whose viewer displays HTML and images inline, and offers anything else only as a download).
+
+The Markdown kdflow writes is a small subset: ``#`` headings, paragraphs and pipe tables
+(:func:`kdflow.tables.markdown`), so a few lines convert it; no Markdown package is needed.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+STYLE = """<style>
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; margin: 0.8em 0 1.6em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
+tr:nth-child(even) td { background: #fafafa; }
+code { background: #f4f4f4; padding: 0 0.2em; }
+</style>"""
+
+
+def _inline(text: str) -> str:
+    """Escape HTML, then render `code` and **bold**."""
+    text = html.escape(text)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def markdown_to_html(text: str, title: str = "kdflow") -> str:
+    """A standalone HTML page of kdflow's Markdown subset."""
+    body, paragraph, lines = [], [], text.splitlines()
+
+    def flush() -> None:
+        if paragraph:
+            body.append(f"<p>{_inline(' '.join(paragraph))}</p>")
+            paragraph.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        heading = re.match(r"^(#{1,6})\s+(.*)$", line)
+        if heading:
+            flush()
+            level = len(heading.group(1))
+            body.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
+        elif line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|(\s*:?-+:?\s*\|)+\s*$", lines[i + 1]):
+            flush()
+            rows = ["<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in _cells(line)) + "</tr>"]
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in _cells(lines[i])) + "</tr>")
+                i += 1
+            body.append("<table>\n" + "\n".join(rows) + "\n</table>")
+            continue
+        elif line.strip():
+            paragraph.append(line.strip())
+        else:
+            flush()
+        i += 1
+    flush()
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>{STYLE}"
+            f"</head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def write_document(markdown_text: str, markdown_path, html_path=None) -> None:
+    """Write a Markdown document, and its HTML rendering when ``html_path`` is given."""
+    Path(markdown_path).write_text(markdown_text)
+    if html_path is not None:
+        title = next((line.lstrip("# ") for line in markdown_text.splitlines() if line.startswith("#")), "kdflow")
+        Path(html_path).write_text(markdown_to_html(markdown_text, title))

@@ -1,0 +1,114 @@
+# SentEval probing (thesis §3.3, §4.3.6, §6.1) of the models named in `probing.models`: every layer's
+# encodings are computed once per model and task, then the whole nhid x dropout grid probes each layer.
+
+
+PROBING_CONFIG = config.get("probing", {})
+
+
+def probing_file(task):
+    directory = PROBING_CONFIG["data_dir"] or "resources/senteval_probing"
+    return os.path.join(directory, PROBING_TASKS[task])
+
+
+rule download_probing_task:
+    """SentEval's probing file, when `probing.data_dir` is null (a local copy is read in place)."""
+    output:
+        "resources/senteval_probing/{filename}",
+    log:
+        "logs/download_probing_task/{filename}.log",
+    wildcard_constraints:
+        filename="|".join(PROBING_TASKS.values()),
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "../scripts/download_probing_task.py"
+
+
+rule encode_probing_tasks:
+    """One model's sentence vector of every layer for the train/dev/test sentences of every probing task (the
+    model is loaded once)."""
+    input:
+        unpack(lambda w: model_files(w.model)),
+        probing=[probing_file(task) for task in PROBING_CONFIG.get("tasks", [])],
+    output:
+        expand(
+            "results/probing/encodings/{{model}}/{probing_task}.safetensors",
+            probing_task=PROBING_CONFIG.get("tasks", []),
+        ),
+    log:
+        "logs/encode_probing_tasks/{model}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: probing_resource("threads")
+    resources:
+        gpu=probing_resource("gpu"),
+        mem_mb=probing_resource("mem_mb"),
+        runtime=probing_resource("runtime"),
+    params:
+        model=lambda w: model_params(w.model),
+        settings=probing_settings(config) if PROBING_CONFIG else {},
+        device=config["device"],
+        code=code_fingerprint("kdflow.encodings", "kdflow.models"),
+    script:
+        "../scripts/encode_probing_tasks.py"
+
+
+rule probe_model:
+    """Probe every layer of a model's encodings (9-configuration grid trained as one batched model), with the
+    task's majority and morphology baselines."""
+    input:
+        encodings="results/probing/encodings/{model}/{probing_task}.safetensors",
+        probing=lambda w: probing_file(w.probing_task),
+    output:
+        "results/probing/scores/{model}/{probing_task}.json",
+    log:
+        "logs/probe_model/{model}/{probing_task}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: probing_resource("threads")
+    resources:
+        gpu=probing_resource("gpu"),
+        mem_mb=probing_resource("mem_mb"),
+        runtime=probing_resource("runtime"),
+    params:
+        probe=probing_settings(config)["probe"] if PROBING_CONFIG else {},
+        device=config["device"],
+        code=code_fingerprint("kdflow.probing"),
+    script:
+        "../scripts/probe_model.py"
+
+
+rule probing_table:
+    """Every probed model and layer, with baselines, as CSV and Markdown."""
+    input:
+        expand(
+            "results/probing/scores/{model}/{probing_task}.json",
+            model=PROBING_CONFIG.get("models", []),
+            probing_task=PROBING_CONFIG.get("tasks", []),
+        ),
+    output:
+        csv="results/tables/probing.csv",
+        markdown="results/tables/probing.md",
+        html=report(
+            "results/report/probing.html",
+            caption="../report/probing_table.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+        ),
+    log:
+        "logs/probing_table.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        models=PROBING_CONFIG.get("models", []),
+        code=code_fingerprint("kdflow.probing"),
+    script:
+        "../scripts/probing_table.py"

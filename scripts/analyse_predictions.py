@@ -1,0 +1,23 @@
+"""Rule analyse_predictions: the thesis's prediction analysis (§6.2) of one task's teacher and students."""
+
+import json
+from pathlib import Path
+
+from kdflow.analysis import analyse, analysis_markdown, load_predictions
+from kdflow.data import TaskData
+from kdflow.models import predictions_path
+from kdflow.report import write_document
+from kdflow.runtime import rule_job
+
+with rule_job(snakemake):
+    task = TaskData.load(snakemake.input.data)
+    tables = {}
+    for name, params in snakemake.params.models.items():
+        files = {"teacher_model": snakemake.input[f"{name}_teacher"], "runs_dir": params.get("runs_dir"),
+                 "selection": snakemake.input.get(f"{name}_selection")}
+        tables[name] = predictions_path(params["reference"], files)
+    result = analyse(load_predictions(tables), teacher=snakemake.params.teacher, texts=task.split("dev"),
+                     k=snakemake.params.examples, labels=task.meta.get("labels"))
+    result["task"] = snakemake.wildcards.task
+    Path(snakemake.output.json).write_text(json.dumps(result, indent=1))
+    write_document(analysis_markdown(result), snakemake.output.markdown, snakemake.output.html)

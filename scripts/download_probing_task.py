@@ -1,0 +1,9 @@
+"""Rule download_probing_task: one SentEval probing file from SentEval's GitHub repository."""
+
+from pathlib import Path
+
+from kdflow.probing import download_probing_file
+from kdflow.runtime import rule_job
+
+with rule_job(snakemake):
+    download_probing_file(Path(snakemake.output[0]).name, snakemake.output[0])

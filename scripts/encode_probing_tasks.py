@@ -1,0 +1,22 @@
+"""Rule encode_probing_tasks: every layer's encodings of every probing task's sentences by one model."""
+
+import json
+import logging
+
+from kdflow.data import TaskData
+from kdflow.encodings import write_encodings
+from kdflow.models import load_model
+from kdflow.probing import read_probing_file
+from kdflow.runtime import rule_job, select_device
+
+with rule_job(snakemake):
+    params, settings = snakemake.params.model, snakemake.params.settings
+    files = {key: snakemake.input.get(key) for key in ("teacher_model", "selection")}
+    num_labels = TaskData.load(snakemake.input.data).num_labels if "data" in snakemake.input.keys() else 2
+    model = load_model(params["reference"], {**files, "runs_dir": params.get("runs_dir")}, num_labels,
+                       params.get("pretrained"))
+    device = select_device(snakemake.params.device)
+    for probing_file, output in zip(snakemake.input.probing, snakemake.output):
+        summary = write_encodings(model, read_probing_file(probing_file), output, settings["pooling"],
+                                  settings["encode_batch_size"], settings["max_seq_length"], device)
+        logging.getLogger("kdflow").info("%s: %s", output, json.dumps(summary))

@@ -1,0 +1,15 @@
+"""Rule probe_model: the probing grid on every layer of one model's encodings of one probing task."""
+
+import json
+from pathlib import Path
+
+from kdflow.probing import ProbeSettings, probe_encodings, read_probing_file
+from kdflow.runtime import rule_job, select_device
+
+with rule_job(snakemake):
+    device = str(select_device(snakemake.params.device))
+    settings = ProbeSettings(**{key: tuple(value) if isinstance(value, list) else value
+                                for key, value in snakemake.params.probe.items()}, device=device)
+    result = probe_encodings(snakemake.input.encodings, snakemake.wildcards.probing_task,
+                             read_probing_file(snakemake.input.probing), settings)
+    Path(snakemake.output[0]).write_text(json.dumps(result, indent=1))

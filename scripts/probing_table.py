@@ -1,0 +1,17 @@
+"""Rule probing_table: every probed model, task and layer with the baselines, as CSV and Markdown."""
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from kdflow.probing import probing_markdown, probing_table
+from kdflow.report import write_document
+from kdflow.runtime import rule_job
+
+with rule_job(snakemake):
+    results = defaultdict(list)
+    for path in snakemake.input:
+        results[Path(path).parent.name].append(json.loads(Path(path).read_text()))
+    table = probing_table({model: results[model] for model in snakemake.params.models})
+    table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")
+    write_document(probing_markdown(table), snakemake.output.markdown, snakemake.output.html)
