@@ -22,6 +22,8 @@ include: "rules/students.smk"
 include: "rules/tables.smk"
 include: "rules/probing.smk"
 include: "rules/analysis.smk"
+include: "rules/papers.smk"
+include: "rules/figures.smk"
 
 
 rule all:

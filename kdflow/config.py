@@ -262,6 +262,15 @@ def _model_problems(config: dict) -> list[str]:
                 problems.append(f"analysis.{task}: unknown model {name!r} (not in `models`)")
             elif kinds[name] == "pretrained" or config["models"][name]["task"] != task:
                 problems.append(f"analysis.{task}: model {name!r} is not a fine-tuned model of {task!r}")
+    for task, names in config.get("attention_maps", {}).items():
+        teachers = set()
+        for name in names:
+            if kinds.get(name) != "student" or config["models"][name]["task"] != task:
+                problems.append(f"attention_maps.{task}: {name!r} is not a student model of {task!r} in `models`")
+            elif config["models"][name]["experiment"] in config.get("experiments", {}):
+                teachers.add(config["experiments"][config["models"][name]["experiment"]]["teacher"])
+        if len(teachers) > 1:
+            problems.append(f"attention_maps.{task}: the students learn from different teachers {sorted(teachers)}")
     return problems
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from kdflow.report import write_document
+
 
 def _load(path) -> dict:
     return json.loads(Path(path).read_text())
@@ -63,9 +65,9 @@ def teacher_markdown(table: pd.DataFrame) -> str:
     return "".join(sections)
 
 
-def write_table(table: pd.DataFrame, csv_path, markdown_path) -> None:
+def write_table(table: pd.DataFrame, csv_path, markdown_path, html_path=None) -> None:
     table.to_csv(csv_path, index=False, float_format="%.4f")
-    Path(markdown_path).write_text(teacher_markdown(table))
+    write_document(teacher_markdown(table), markdown_path, html_path)
 
 
 def experiment_table(selection: dict) -> pd.DataFrame:

@@ -2,24 +2,6 @@
 # students on dev: confidences, extreme hits and mistakes, mistake overlap, confidence correlations.
 
 
-def analysis_models(task):
-    group = config["analysis"][task]
-    return [group["teacher"], *group["students"]]
-
-
-def analysis_inputs(wildcards):
-    """The dev data and, per model, what its predictions are read from (for a student: every run it is
-    selected among, since the selection decides which one)."""
-    inputs = {"data": f"results/data/{wildcards.task}"}
-    for name in analysis_models(wildcards.task):
-        files = model_files(name, "predictions.parquet")
-        inputs[f"{name}_teacher"] = files["teacher_model"]
-        if "selection" in files:
-            inputs[f"{name}_selection"] = files["selection"]
-            inputs[f"{name}_runs"] = files["runs"]
-    return inputs
-
-
 rule analyse_predictions:
     """The thesis's prediction analysis of one task's teacher and students (dev)."""
     input:
@@ -43,9 +25,7 @@ rule analyse_predictions:
         mem_mb=4000,
         runtime=15,
     params:
-        models=lambda w: {
-            name: model_params(name) for name in analysis_models(w.task)
-        },
+        models=lambda w: {name: model_params(name) for name in analysis_models(w.task)},
         teacher=lambda w: config["analysis"][w.task]["teacher"],
         examples=lambda w: config["analysis"][w.task].get("examples", 10),
         code=code_fingerprint("kdflow.analysis", "kdflow.models"),

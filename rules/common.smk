@@ -33,6 +33,7 @@ from kdflow.config import (
     teacher_settings,
 )
 from kdflow.models import reference_kind
+from kdflow.paper_tables import input_files, read_reference, title_of
 from kdflow.probing import PROBING_TASKS
 from kdflow.provenance import code_fingerprint
 from kdflow.tasks import GLUE_FILES, TASKS
@@ -230,7 +231,8 @@ def experiment_runs_param(wildcards):
 
 def model_files(name, file="model.safetensors"):
     """The files a named model (config ``models``) is loaded from: its task's data, the fine-tuned teacher and,
-    for a student, the experiment's selection and ``file`` of every run it selects among."""
+    for a student, the experiment's selection and ``file`` of every run it selects among.
+    """
     reference = model_reference(config, name)
     kind = reference_kind(reference)
     if kind == "pretrained":
@@ -262,15 +264,73 @@ def model_params(name):
     params = {"reference": reference}
     if kind == "pretrained":
         params["pretrained"] = pretrained_settings(config, reference["pretrained"])
-    if kind == "student":  # the directory of the runs student_file names, above their grid points
-        params["runs_dir"] = "results/students/{experiment}/{task}/{student}/{method}".format(
-            **reference
+    if (
+        kind == "student"
+    ):  # the directory of the runs student_file names, above their grid points
+        params["runs_dir"] = (
+            "results/students/{experiment}/{task}/{student}/{method}".format(
+                **reference
+            )
         )
     return params
 
 
 def signal_layers_param(wildcards):
     return signal_needs(config, wildcards.teacher, wildcards.task)
+
+
+# Probing, analysis, paper tables and figures.
+
+PROBING_CONFIG = config.get("probing", {})
+
+
+def probing_file(task):
+    directory = PROBING_CONFIG["data_dir"] or "resources/senteval_probing"
+    return os.path.join(directory, PROBING_TASKS[task])
+
+
+def analysis_models(task):
+    group = config["analysis"][task]
+    return [group["teacher"], *group["students"]]
+
+
+def analysis_inputs(wildcards):
+    """The dev data and, per model, what its predictions are read from (for a student: every run it is
+    selected among, since the selection decides which one)."""
+    inputs = {"data": f"results/data/{wildcards.task}"}
+    for name in analysis_models(wildcards.task):
+        files = model_files(name, "predictions.parquet")
+        inputs[f"{name}_teacher"] = files["teacher_model"]
+        if "selection" in files:
+            inputs[f"{name}_selection"] = files["selection"]
+            inputs[f"{name}_runs"] = files["runs"]
+    return inputs
+
+
+PAPER_TABLES = config.get("paper_tables", {})
+REFERENCE = read_reference(PAPER_TABLES["reference"]) if PAPER_TABLES else None
+
+
+def paper_table_inputs(wildcards):
+    return input_files(PAPER_TABLES["tables"][wildcards.paper_table], REFERENCE)
+
+
+def attention_inputs(wildcards):
+    """The shared teacher of the task's attention students, its pseudo-heads, and each student's selection
+    and candidate runs."""
+    names = config["attention_maps"][wildcards.task]
+    experiment = model_reference(config, names[0])["experiment"]
+    teacher = config["experiments"][experiment]["teacher"]
+    inputs = {
+        "data": f"results/data/{wildcards.task}",
+        "teacher": f"results/teachers/{teacher}/{wildcards.task}/model",
+        "heads": f"results/pseudo_heads/{teacher}/{wildcards.task}/heads.safetensors",
+    }
+    for name in names:
+        files = model_files(name)
+        inputs[f"{name}_selection"] = files["selection"]
+        inputs[f"{name}_runs"] = files["runs"]
+    return inputs
 
 
 def all_targets():
@@ -291,6 +351,21 @@ def all_targets():
         ),
         *(["results/tables/probing.csv"] if "probing" in config else []),
         *expand("results/analysis/{task}.json", task=config.get("analysis", {})),
+        "results/figures/pseudo_heads.png",
+        *(["results/figures/probing.png"] if "probing" in config else []),
+        *expand(
+            "results/figures/{figure}_{task}.png",
+            figure=["confidence_correlation", "mistake_overlap"],
+            task=config.get("analysis", {}),
+        ),
+        *expand(
+            "results/figures/attention_{task}.png",
+            task=config.get("attention_maps", {}),
+        ),
+        *expand(
+            "results/tables/papers/{paper_table}.md",
+            paper_table=config.get("paper_tables", {}).get("tables", {}),
+        ),
         *expand(
             "results/glue_submission/{experiment}",
             experiment=[

@@ -2,14 +2,6 @@
 # encodings are computed once per model and task, then the whole nhid x dropout grid probes each layer.
 
 
-PROBING_CONFIG = config.get("probing", {})
-
-
-def probing_file(task):
-    directory = PROBING_CONFIG["data_dir"] or "resources/senteval_probing"
-    return os.path.join(directory, PROBING_TASKS[task])
-
-
 rule download_probing_task:
     """SentEval's probing file, when `probing.data_dir` is null (a local copy is read in place)."""
     output:

@@ -85,6 +85,12 @@ rule select_students:
         selection="results/selection/{experiment}.json",
         csv="results/tables/experiments/{experiment}.csv",
         markdown="results/tables/experiments/{experiment}.md",
+        html=report(
+            "results/report/experiment_{experiment}.html",
+            caption="../report/experiment.rst",
+            category="Experiments",
+            labels={"experiment": "{experiment}"},
+        ),
     log:
         "logs/select_students/{experiment}.log",
     conda:

@@ -12,6 +12,11 @@ rule teacher_table:
     output:
         csv="results/tables/teachers.csv",
         markdown="results/tables/teachers.md",
+        html=report(
+            "results/report/teachers.html",
+            caption="../report/teachers.rst",
+            category="Teachers",
+        ),
     log:
         "logs/teacher_table.log",
     conda:

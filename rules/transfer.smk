@@ -86,6 +86,13 @@ rule transfer_statistics:
     output:
         json="results/transfer/{task}/statistics/{teacher}.json",
         markdown="results/transfer/{task}/statistics/{teacher}.md",
+        html=report(
+            "results/report/transfer_{task}_{teacher}.html",
+            caption="../report/transfer_statistics.rst",
+            category="Sučík (2020)",
+            subcategory="Augmented transfer sets (§3.2)",
+            labels={"task": "{task}", "teacher": "{teacher}"},
+        ),
     log:
         "logs/transfer_statistics/{teacher}/{task}.log",
     conda:

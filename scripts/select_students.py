@@ -4,6 +4,7 @@ experiment's table of the selected students."""
 import json
 from pathlib import Path
 
+from kdflow.report import write_document
 from kdflow.runtime import rule_job
 from kdflow.selection import select_experiment
 from kdflow.tables import experiment_markdown, experiment_table
@@ -14,4 +15,5 @@ with rule_job(snakemake):
     Path(snakemake.output.selection).write_text(json.dumps(selection, indent=2) + "\n")
     table = experiment_table(selection)
     table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")
-    Path(snakemake.output.markdown).write_text(experiment_markdown(snakemake.wildcards.experiment, table))
+    write_document(experiment_markdown(snakemake.wildcards.experiment, table), snakemake.output.markdown,
+                   snakemake.output.html)

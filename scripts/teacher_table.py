@@ -5,4 +5,4 @@ from kdflow.tables import teacher_table, write_table
 
 with rule_job(snakemake):
     table = teacher_table(snakemake.params.jobs, snakemake.input.teachers, snakemake.input.heads)
-    write_table(table, snakemake.output.csv, snakemake.output.markdown)
+    write_table(table, snakemake.output.csv, snakemake.output.markdown, snakemake.output.html)

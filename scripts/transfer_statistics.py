@@ -6,6 +6,7 @@ from pathlib import Path
 from safetensors.torch import load_file
 
 from kdflow.data import TaskData
+from kdflow.report import write_document
 from kdflow.runtime import rule_job
 from kdflow.transfer import statistics_markdown, transfer_frame, transfer_statistics
 
@@ -18,4 +19,4 @@ with rule_job(snakemake):
         json.loads(Path(snakemake.input.hygiene).read_text()),
     )
     Path(snakemake.output.json).write_text(json.dumps(stats, indent=2) + "\n")
-    Path(snakemake.output.markdown).write_text(statistics_markdown(stats))
+    write_document(statistics_markdown(stats), snakemake.output.markdown, snakemake.output.html)

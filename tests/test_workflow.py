@@ -8,6 +8,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -87,6 +88,11 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         compute_assistant_signals=assistants,
         select_students=len(config["experiments"]),
         glue_submission=len(config["experiments"]),  # every experiment has a GLUE task
+        # evidence: 10 models probed on SentEval's 10 tasks (files downloaded once), 3 analyses, 8 paper tables,
+        # thesis Table 5.2's 9 measured models, the figures
+        download_probing_task=10, encode_probing_tasks=10, probe_model=10 * 10, probing_table=1, figure_probing=1,
+        analyse_predictions=3, figure_analysis=3, paper_table=8, measure_inference=9, figure_pseudo_heads=1,
+        attention_maps=1,
     )
 
 
@@ -110,8 +116,10 @@ def test_unknown_task_is_rejected():
     assert result.returncode != 0 and "'wnli' is not one of" in result.stdout
 
 
-# What depends on the demo's thesis students: both are probed on 3 tasks and analysed beside their teacher.
-THESIS_STUDENTS_DOWNSTREAM = dict(encode_probing_tasks=2, probe_model=2 * 3, probing_table=1, analyse_predictions=1)
+# What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, and
+# measured for thesis Table 5.2.
+THESIS_STUDENTS_DOWNSTREAM = dict(encode_probing_tasks=2, probe_model=2 * 3, probing_table=1, figure_probing=1,
+                                  analyse_predictions=1, figure_analysis=1, measure_inference=2, paper_table=1)
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +172,38 @@ def test_demo_runs_the_whole_dag(demo_run):
     assert json.loads(thesis_run.read_text())["transfer"]["generated"] == hygiene["kept"]
     assert methods == set(available_methods())  # the demo runs every method and every student type
     assert students == {"bert_k", "hf", "bilstm", "gated_cnn", "bilstm_s", "bert_s"}
+    check_demo_evidence(workdir, config)
     assert planned_jobs(*DEMO, cwd=workdir) == Counter()  # a second run has nothing to do
+
+
+def check_demo_evidence(workdir, config):
+    """Probing, prediction analysis, paper tables, figures: every artifact of the demo's evidence stage."""
+    probing = pd.read_csv(workdir / "results/tables/probing.csv")
+    probes = probing[probing.kind == "probe"]
+    assert set(probes.model) == set(config["probing"]["models"]) and set(probing.task) == set(config["probing"]["tasks"])
+    assert set(probes[probes.model == "tiny_bert_sst2"].layer) == set(range(5))  # embeddings + 4 layers
+    assert {"majority", "morphology"} <= set(probing.kind)
+    analysis = json.loads((workdir / "results/analysis/sst2.json").read_text())
+    assert analysis["models"] == ["tiny_bert_sst2", "lstm_s_sst2", "bert_s_sst2"] and analysis["n_examples"] > 0
+    reference = pd.read_csv(REPO / "reference/paper_results.csv", dtype={"table": str})
+    for name, spec in config["paper_tables"]["tables"].items():
+        table = pd.read_csv(workdir / f"results/tables/papers/{name}.csv", dtype={"table": str})
+        paper_rows = reference[(reference.source == spec["source"]) & (reference.table == str(spec["table"]))]
+        assert len(table) == len(paper_rows), name  # a row for every paper row
+        assert (workdir / f"results/tables/papers/{name}.tex").read_text().count("\\toprule") >= 1
+        assert "—" in (workdir / f"results/tables/papers/{name}.md").read_text()  # kdflow lacks most cells
+    thesis = pd.read_csv(workdir / "results/tables/papers/thesis_table52.csv")
+    measured = thesis[(thesis.task == "sst2") & (thesis.metric == "params_millions_non_embedding")]
+    assert measured.kdflow.notna().all() and (measured.kdflow > 0).all()
+    for figure in ["pseudo_heads", "probing", "probing_relative_depth", "confidence_correlation_sst2",
+                   "mistake_overlap_sst2", "attention_sst2"]:
+        assert (workdir / f"results/figures/{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
+    attention = json.loads((workdir / "results/figures/attention_sst2.json").read_text())
+    assert [record["method"] for record in attention] == ["universal_kd_il", "alp"]
+    snakemake(*DEMO, "--report", "report.html", cwd=workdir)
+    report = (workdir / "report.html").read_text()
+    for category in ["Paper tables", "Universal-KD (Wu et al. 2021)", "Sučík (2020)", "Teachers", "Experiments"]:
+        assert category in report, category
 
 
 @pytest.mark.slow
@@ -174,7 +213,9 @@ def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, d
     config["teachers"]["tiny_bert"]["task_hyperparameters"]["rte"] = {"learning_rate": 5.0e-4}
     save(config)
     result = snakemake("-n", *DEMO, cwd=workdir).stdout
-    assert planned_jobs(*DEMO, cwd=workdir) == Counter(finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, all=1)
+    assert planned_jobs(*DEMO, cwd=workdir) == Counter(
+        finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, all=1
+    )
     assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
     assert "Params have changed since last execution" in result
 
@@ -187,8 +228,8 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
     config["experiments"]["thesis_table52"]["seeds"].append(7)
     save(config)
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
-        distill_student=1 + 2, select_students=2, glue_submission=2, all=1, **THESIS_STUDENTS_DOWNSTREAM
-    )
+        distill_student=1 + 2, select_students=2, glue_submission=2, paper_table=1, all=1  # alp_kd_table3's
+    ) + Counter(THESIS_STUDENTS_DOWNSTREAM)
 
 
 @pytest.mark.slow

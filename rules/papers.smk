@@ -1,0 +1,58 @@
+# The papers' tables with kdflow's numbers beside them (reference/paper_results.csv; kdflow.paper_tables), and
+# the model sizes and CPU speeds thesis Table 5.2 reports.
+
+
+rule measure_inference:
+    """Non-embedding parameters and CPU milliseconds per example of a named model on its task's dev split, in
+    batches of 256 (thesis Table 5.2)."""
+    input:
+        unpack(lambda w: model_files(w.model)),
+    output:
+        "results/inference/{model}.json",
+    log:
+        "logs/measure_inference/{model}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 4
+    resources:
+        mem_mb=16000,
+        runtime=60,
+    params:
+        model=lambda w: model_params(w.model),
+        batch_size=256,
+        code=code_fingerprint("kdflow.inference", "kdflow.models"),
+    script:
+        "../scripts/measure_inference.py"
+
+
+rule paper_table:
+    """One paper table: every score the paper reports, kdflow's value and the difference (CSV, Markdown, LaTeX)."""
+    input:
+        unpack(paper_table_inputs),
+        reference=PAPER_TABLES.get("reference", []),
+    output:
+        csv="results/tables/papers/{paper_table}.csv",
+        markdown="results/tables/papers/{paper_table}.md",
+        latex="results/tables/papers/{paper_table}.tex",
+        html=report(
+            "results/report/paper_{paper_table}.html",
+            caption="../report/paper_table.rst",
+            category="Paper tables",
+            labels={"table": "{paper_table}"},
+        ),
+    log:
+        "logs/paper_table/{paper_table}.log",
+    wildcard_constraints:
+        paper_table="|".join(PAPER_TABLES.get("tables", {})) or "no-tables",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        spec=lambda w: PAPER_TABLES["tables"][w.paper_table],
+        title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
+        code=code_fingerprint("kdflow.paper_tables"),
+    script:
+        "../scripts/paper_table.py"

@@ -1,0 +1,22 @@
+"""Rule attention_maps: the layer attention of one task's selected students over their teacher's layers, on the
+same examples, as JSON and as one figure (Universal-KD Fig. 3)."""
+
+import json
+from pathlib import Path
+
+from kdflow.attention_maps import attention_weights
+from kdflow.figures import attention_figure
+from kdflow.models import selected_run_dir
+from kdflow.runtime import rule_job, select_device
+
+with rule_job(snakemake):
+    params = snakemake.params
+    records = []
+    for name, model in params.models.items():
+        run_dir = selected_run_dir(model["reference"], snakemake.input[f"{name}_selection"], model["runs_dir"])
+        record = attention_weights(run_dir, Path(snakemake.input.teacher).parent, snakemake.input.heads,
+                                   snakemake.input.data, params.examples, None, "dev", params.seed,
+                                   select_device(params.device))
+        records.append({"model": name, **record})
+    Path(snakemake.output.json).write_text(json.dumps(records, indent=1) + "\n")
+    attention_figure(records, snakemake.output.figure, f"Attention over the teacher's layers ({snakemake.wildcards.task})")

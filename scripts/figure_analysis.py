@@ -1,0 +1,12 @@
+"""Rule figure_analysis: thesis Fig. 6.5 and Fig. C.2 from one task's prediction analysis."""
+
+import json
+from pathlib import Path
+
+from kdflow.figures import confidence_heatmap, mistake_overlap_heatmap
+from kdflow.runtime import rule_job
+
+with rule_job(snakemake):
+    analysis = json.loads(Path(snakemake.input[0]).read_text())
+    confidence_heatmap(analysis, snakemake.output.confidence)
+    mistake_overlap_heatmap(analysis, snakemake.output.mistakes)

@@ -1,0 +1,11 @@
+"""Rule figure_probing: thesis Figs. 6.1-6.2 from the probing table."""
+
+import pandas as pd
+
+from kdflow.figures import probing_figure
+from kdflow.runtime import rule_job
+
+with rule_job(snakemake):
+    table = pd.read_csv(snakemake.input[0])
+    probing_figure(table, snakemake.output.layers)
+    probing_figure(table, snakemake.output.depth, relative_depth=True)

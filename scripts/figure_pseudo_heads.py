@@ -1,0 +1,9 @@
+"""Rule figure_pseudo_heads: Universal-KD Fig. 3 (left) from the teacher table."""
+
+import pandas as pd
+
+from kdflow.figures import pseudo_head_figure
+from kdflow.runtime import rule_job
+
+with rule_job(snakemake):
+    pseudo_head_figure(pd.read_csv(snakemake.input[0]), snakemake.output[0])

@@ -1,0 +1,246 @@
+"""The papers' tables next to kdflow's results, on hand-made kdflow outputs."""
+
+import json
+
+import pandas as pd
+import pytest
+from conftest import REPO
+
+from kdflow.paper_tables import (
+    input_files,
+    kdflow_score,
+    load_inputs,
+    paper_latex,
+    paper_markdown,
+    paper_table,
+    read_reference,
+    required_inputs,
+    write_paper_table,
+)
+
+REFERENCE = read_reference(REPO / "reference" / "paper_results.csv")
+
+UKD, ALP = "universal_kd_wu2021", "alp_kd_passban2021"
+SPECS = {  # as in config.yaml
+    "universal_kd_table2": dict(source=UKD, table="2", teacher="bert_base", experiments=["universal_kd_table2"],
+                                students={"bert-4": "bert_4"}),
+    "universal_kd_table3": dict(source=UKD, table="3", teacher="bert_base", experiments=["universal_kd_table2"],
+                                students={"bert-4": "bert_4"}),
+    "universal_kd_table4": dict(source=UKD, table="4", teacher="roberta_large", experiments=["universal_kd_table4"],
+                                students={"distilroberta": "distilroberta"}),
+    "universal_kd_table5": dict(source=UKD, table="5", teacher="bert_base", experiments=["universal_kd_table5"],
+                                students={"bilstm": "bilstm", "gated_cnn": "gated_cnn"}),
+    "universal_kd_table6": dict(source=UKD, table="6", teacher="roberta_large", experiments=["universal_kd_table4"],
+                                students={"distilroberta": "distilroberta"}),
+    "alp_kd_table2": dict(source=ALP, table="2", teacher="bert_base", experiments=["alp_kd_table2"],
+                          students={"bert-6": "bert_6"}),
+    "alp_kd_table3": dict(source=ALP, table="3", teacher="bert_base", experiments=["alp_kd_table3"],
+                          students={"bert-2": "bert_2"}),
+    "thesis_table52": dict(
+        source="thesis_sucik2020", table=5.2, teacher="bert_large",
+        experiments=["thesis_table52_lstm_s", "thesis_table52_bert_s"],
+        students={"bilstm_s": "lstm_s", "bert_s": "bert_s"},
+        student_methods={"bilstm_s": {"kd": "mse_logits"}},
+        inference={"bert-large (teacher)": {"sst2": "bert_large_sst2"}, "bilstm_s": {"sst2": "lstm_s_sst2"}},
+    ),
+}
+ROWS = {"universal_kd_table2": 63, "universal_kd_table3": 52, "universal_kd_table4": 63, "universal_kd_table5": 63,
+        "universal_kd_table6": 12, "alp_kd_table2": 81, "alp_kd_table3": 72, "thesis_table52": 36}
+GLUE = ["cola", "mnli", "mrpc", "qnli", "qqp", "rte", "sst2", "stsb"]
+MAIN_METRIC = {"cola": "mcc", "stsb": "pearson", "sara": "f1_micro"}
+
+# Every teacher scores 0.5 on dev (and Sara's test); every GLUE student 40 + the task's position in GLUE.
+TEACHER = {task: {"scores": {"dev": {MAIN_METRIC.get(task, "accuracy"): 0.5}}} for task in GLUE}
+TEACHER["sara"] = {"scores": {"dev": {"f1_micro": 0.5}, "test": {"f1_micro": 0.9}}}
+
+
+def student_scores(student, method, tasks=GLUE):
+    return [dict(task=task, student=student, method=method, split="dev", metric=MAIN_METRIC.get(task, "accuracy"),
+                 mean=40.0 + i, std=1.0, seeds=1, selected="default") for i, task in enumerate(tasks)]
+
+
+EXPERIMENTS = {
+    "universal_kd_table2": pd.DataFrame(student_scores("bert_4", "kd") + student_scores("bert_4", "no_kd", ["sst2"])),
+    "thesis_table52_lstm_s": pd.DataFrame([
+        dict(task="sst2", student="lstm_s", method="mse_logits", split="dev", metric="accuracy", mean=90.0, std=0.5,
+             seeds=3, selected="default"),
+        dict(task="sara", student="lstm_s", method="mse_logits", split="test", metric="f1_micro", mean=85.0,
+             std=0.2, seeds=3, selected="default"),
+    ]),
+}
+INFERENCE = {"bert_large_sst2": {"params_millions_non_embedding": 303.36, "ms_per_example_cpu": 40.0},
+             "lstm_s_sst2": {"params_millions_non_embedding": 2.41, "ms_per_example_cpu": 0.5}}
+
+
+def table_of(name):
+    return paper_table(REFERENCE, SPECS[name], TEACHER, EXPERIMENTS, INFERENCE)
+
+
+def cell(table, student, method, task, metric=None, split="dev"):
+    rows = table[(table.student == student) & (table.method == method) & (table.task == task) & (table.split == split)]
+    return (rows if metric is None else rows[rows.metric == metric]).squeeze()
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_every_paper_row_is_present_in_the_papers_order(name):
+    table = table_of(name)
+    assert len(table) == ROWS[name]
+    paper = REFERENCE[(REFERENCE.source == SPECS[name]["source"]) & (REFERENCE.table == str(SPECS[name]["table"]))]
+    assert table.paper.tolist() == paper.value.tolist()
+    assert table[["student", "method", "task", "metric", "split"]].values.tolist() == paper[
+        ["student", "method", "task", "metric", "split"]].values.tolist()
+    assert (table.kdflow.isna() == table.difference.isna()).all()
+    assert (table.kdflow.notna() | (table.kdflow_note != "")).all()  # every empty cell says why
+
+
+def test_students_and_teachers_get_kdflow_values_and_differences():
+    table = table_of("universal_kd_table2")
+    kd_cola = cell(table, "bert-4", "kd", "cola")
+    assert (kd_cola.kdflow, kd_cola.paper, kd_cola.kdflow_std, kd_cola.seeds) == (40.0, 29.2, 1.0, 1)
+    assert kd_cola.difference == pytest.approx(10.8)
+    assert (kd_cola.kdflow_student, kd_cola.kdflow_method) == ("bert_4", "kd")
+    assert kd_cola.kdflow_from == "universal_kd_table2"
+    teacher = cell(table, "bert-base (teacher)", "teacher", "stsb")
+    assert (teacher.kdflow, teacher.difference, teacher.kdflow_student) == (50.0, pytest.approx(50 - 88.9), "bert_base")
+    missing = cell(table, "bert-4", "pkd", "rte")
+    assert pd.isna(missing.kdflow) and missing.kdflow_note == "not in the tables of experiments universal_kd_table2"
+    assert missing.paper_note == "taken from ALP-KD paper"
+
+
+def test_averages_are_kdflows_over_the_same_tasks_only_when_it_has_them_all():
+    table = table_of("universal_kd_table2")
+    assert cell(table, "bert-4", "kd", "average").kdflow == 43.5  # mean of 40..47
+    assert cell(table, "bert-base (teacher)", "teacher", "average").kdflow == 50.0
+    no_kd = cell(table, "bert-4", "no_kd", "average")
+    assert pd.isna(no_kd.kdflow) and no_kd.kdflow_note == "kdflow lacks some of the scores this averages"
+
+
+def test_an_average_of_several_metrics_per_task_averages_within_each_task_first():
+    """GLUE's rule (Universal-KD Table 3's 72.6 for PKD): MRPC's F1 and accuracy count as one task."""
+    reference = pd.DataFrame([
+        dict(source="toy", table="1", teacher="t", student="t (teacher)", method="teacher", task=task, metric=metric,
+             split="dev", value=value, note="")
+        for task, metric, value in [("mrpc", "f1", 80.0), ("mrpc", "accuracy", 70.0), ("rte", "accuracy", 60.0),
+                                    ("average", "mean", 67.5)]
+    ])
+    teacher = {"mrpc": {"scores": {"dev": {"f1": 0.9, "accuracy": 0.8}}}, "rte": {"scores": {"dev": {"accuracy": 0.5}}}}
+    spec = dict(source="toy", table=1, teacher="t", experiments=["e"])
+    table = paper_table(reference, spec, teacher, {}, {})
+    assert table.kdflow.tolist() == [90.0, 80.0, 50.0, 67.5]  # ((90 + 80) / 2 + 50) / 2
+    assert table.difference.iloc[-1] == 0.0
+
+
+def test_glue_test_scores_stay_empty_and_point_to_the_submission_files():
+    table = table_of("universal_kd_table3")
+    assert table.kdflow.isna().all()
+    glue = table[table.task != "average"]
+    assert glue.kdflow_note.str.contains("results/glue_submission/universal_kd_table2/").all()
+    assert required_inputs(SPECS["universal_kd_table3"], REFERENCE) == {
+        "teacher_tasks": [], "experiments": [], "inference_models": []}
+
+
+def test_mnli_scores_map_to_kdflows_matched_and_mismatched_splits():
+    assert kdflow_score("mnli", "accuracy", "dev") == ("dev", "accuracy")  # the papers' MNLI dev is matched
+    assert kdflow_score("mnli", "accuracy_matched", "test") == ("test", "accuracy")
+    assert kdflow_score("mnli", "accuracy_mismatched", "test") == ("test_mismatched", "accuracy")
+    assert kdflow_score("sara", "f1_micro", "test") == ("test", "f1_micro")
+
+
+def test_the_thesis_lstm_s_is_kdflows_lstm_s_with_mse_logits_and_sara_test_is_scored():
+    table = table_of("thesis_table52")
+    lstm = cell(table, "bilstm_s", "kd", "sst2", "accuracy")
+    assert (lstm.kdflow_student, lstm.kdflow_method) == ("lstm_s", "mse_logits")
+    assert lstm.kdflow_from == "thesis_table52_lstm_s"
+    assert (lstm.kdflow, lstm.kdflow_std, lstm.seeds) == (90.0, 0.5, 3)
+    assert lstm.difference == pytest.approx(-1.2)
+    assert cell(table, "bilstm_s", "kd", "sara", "f1_micro", "test").kdflow == 85.0  # Sara's test set is labelled
+    assert cell(table, "bert-large (teacher)", "teacher", "sara", "f1_micro", "test").kdflow == 90.0
+    assert pd.isna(cell(table, "bilstm_s", "kd", "sst2", "accuracy", "test").kdflow)  # GLUE test
+    bert_s = cell(table, "bert_s", "kd", "sst2", "accuracy")
+    assert (bert_s.kdflow_method, pd.isna(bert_s.kdflow)) == ("kd", True)
+
+
+def test_the_thesis_sizes_and_speeds_come_from_the_inference_measurements():
+    table = table_of("thesis_table52")
+    size = cell(table, "bert-large (teacher)", "teacher", "sst2", "params_millions_non_embedding", "-")
+    assert (size.kdflow, size.kdflow_from) == (303.36, "bert_large_sst2")
+    assert size.difference == pytest.approx(303.36 - 340)
+    speed = cell(table, "bilstm_s", "kd", "sst2", "ms_per_example_cpu")
+    assert (speed.kdflow, speed.difference) == (0.5, -0.5)
+    unmeasured = cell(table, "bert_s", "kd", "sst2", "ms_per_example_cpu")
+    assert pd.isna(unmeasured.kdflow) and "spec `inference`" in unmeasured.kdflow_note
+
+
+def test_tasks_limit_the_cells_kdflow_fills_and_the_inputs_it_needs():
+    spec = {**SPECS["universal_kd_table2"], "tasks": ["sst2"]}
+    assert required_inputs(spec, REFERENCE) == {
+        "teacher_tasks": ["sst2"], "experiments": ["universal_kd_table2"], "inference_models": []}
+    table = paper_table(REFERENCE, spec, TEACHER, EXPERIMENTS, INFERENCE)
+    assert table[table.kdflow.notna()].task.unique().tolist() == ["sst2"]
+    assert "kdflow does not run this task" in cell(table, "bert-4", "kd", "cola").kdflow_note
+
+
+def test_inputs_are_listed_then_read_back_by_name(tmp_path, monkeypatch):
+    spec = SPECS["thesis_table52"]
+    files = input_files(spec, REFERENCE)
+    assert files == {
+        "teacher_metrics": [f"results/teachers/bert_large/{task}/metrics.json" for task in ("cola", "sst2", "sara")],
+        "experiment_tables": ["results/tables/experiments/thesis_table52_lstm_s.csv",
+                              "results/tables/experiments/thesis_table52_bert_s.csv"],
+        "inference": ["results/inference/bert_large_sst2.json", "results/inference/lstm_s_sst2.json"],
+    }
+    monkeypatch.chdir(tmp_path)
+    for task, path in zip(("cola", "sst2", "sara"), files["teacher_metrics"]):
+        (tmp_path / path).parent.mkdir(parents=True)
+        (tmp_path / path).write_text(json.dumps({"scores": {"dev": {task: 1.0}}}))
+    (tmp_path / "results/tables/experiments").mkdir(parents=True)
+    for path in files["experiment_tables"]:
+        EXPERIMENTS["thesis_table52_lstm_s"].to_csv(path, index=False)
+    (tmp_path / "results/inference").mkdir()
+    for model, path in zip(("bert_large_sst2", "lstm_s_sst2"), files["inference"]):
+        (tmp_path / path).write_text(json.dumps(INFERENCE[model]))
+    inputs = load_inputs(spec, REFERENCE, files)
+    assert inputs["teacher_metrics"]["sara"] == {"scores": {"dev": {"sara": 1.0}}}
+    assert inputs["experiment_tables"]["thesis_table52_bert_s"]["mean"].tolist() == [90.0, 85.0]
+    assert inputs["inference"] == INFERENCE
+
+
+def test_a_misspelt_name_in_a_spec_is_an_error():
+    with pytest.raises(ValueError, match=r"students names \['bert_4'\]"):
+        paper_table(REFERENCE, {**SPECS["universal_kd_table2"], "students": {"bert_4": "bert_4"}}, TEACHER, {}, {})
+    with pytest.raises(ValueError, match="no rows for universal_kd_wu2021 Table 9"):
+        required_inputs({**SPECS["universal_kd_table2"], "table": 9}, REFERENCE)
+
+
+def test_markdown_shows_kdflow_and_paper_per_cell_and_marks_missing_values():
+    text = paper_markdown(table_of("universal_kd_table2"), "Universal-KD Table 2")
+    assert text.startswith("# Universal-KD Table 2\n")
+    assert "| student | method | kdflow | cola | mnli | mrpc | qnli | qqp | rte | sst2 | stsb | average |" in text
+    assert "| bert-4 | kd | bert_4 / kd | 40.00 (29.2) | 41.00 (79.3) |" in text
+    assert "| bert-4 | no_kd | bert_4 / no_kd | — (31) |" in text
+    assert "| bert-4 | kd | bert_4 / kd | +10.80 | -38.30 |" in text  # kdflow − paper
+    assert "- paper: taken from ALP-KD paper (bert-4 / pkd, bert-4 / alp)" in text
+
+
+def test_thesis_markdown_names_each_score_of_a_task():
+    text = paper_markdown(table_of("thesis_table52"), "Table 5.2")
+    assert "| cola mcc dev | cola mcc test | cola params (M) | cola ms/example (CPU) |" in text
+    assert "| bilstm_s | kd | lstm_s / mse_logits |" in text
+
+
+def test_latex_is_a_booktabs_tabular_with_escaped_names():
+    text = paper_latex(table_of("universal_kd_table2"), "Universal-KD Table 2")
+    lines = text.splitlines()
+    assert lines[1:3] == [r"\begin{tabular}{lllrrrrrrrrr}", r"\toprule"]
+    assert lines[3] == r"student & method & kdflow & cola & mnli & mrpc & qnli & qqp & rte & sst2 & stsb & average \\"
+    assert r"bert-4 & kd & bert\_4 / kd & 40.00 (29.2) & 41.00 (79.3)" in text
+    assert r"bert-4 & no\_kd & bert\_4 / no\_kd & --- (31) &" in text
+    assert lines[-2:] == [r"\bottomrule", r"\end{tabular}"] and "—" not in text
+
+
+def test_written_csv_keeps_every_row_and_leaves_missing_values_empty(tmp_path):
+    table = table_of("universal_kd_table6")
+    write_paper_table(table, "Table 6", tmp_path / "t.csv", tmp_path / "t.md", tmp_path / "t.tex")
+    written = pd.read_csv(tmp_path / "t.csv")
+    assert len(written) == 12 and written.kdflow.isna().all() and written.paper.iloc[0] == 86.8
+    assert (tmp_path / "t.md").read_text().startswith("# Table 6") and (tmp_path / "t.tex").exists()
