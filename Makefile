@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install demo test dry-run clean
+.PHONY: install demo report test dry-run clean
 
 # torch is pinned to the 2.13.0 CPU wheel for the demo and CI; on a GPU machine install your CUDA build first.
 $(VENV)/.installed: pyproject.toml
@@ -18,6 +18,9 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/snakemake --configfile demo/config.yaml --replace-workflow-config --cores $(CORES)
 
+report: demo
+	$(BIN)/snakemake --configfile demo/config.yaml --replace-workflow-config --report report.html
+
 test: $(VENV)/.installed
 	$(BIN)/pytest
 
@@ -25,4 +28,4 @@ dry-run: $(VENV)/.installed
 	$(BIN)/snakemake --dry-run --quiet rules
 
 clean:
-	rm -rf results logs .snakemake
+	rm -rf results logs .snakemake report.html

@@ -272,7 +272,7 @@ def model_params(name):
                 **reference
             )
         )
-    return params
+    return canonical(params)
 
 
 def signal_layers_param(wildcards):

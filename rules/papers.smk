@@ -51,7 +51,7 @@ rule paper_table:
         mem_mb=2000,
         runtime=10,
     params:
-        spec=lambda w: PAPER_TABLES["tables"][w.paper_table],
+        spec=lambda w: canonical(PAPER_TABLES["tables"][w.paper_table]),
         title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
         code=code_fingerprint("kdflow.paper_tables"),
     script:
