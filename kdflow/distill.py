@@ -14,7 +14,6 @@ import logging
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
@@ -23,8 +22,10 @@ from transformers import AutoTokenizer
 
 from kdflow import metrics
 from kdflow.batching import batches, encode
+from kdflow.checkpoint import Checkpoint
 from kdflow.data import TaskData
 from kdflow.methods import Shapes, build_method, method_class
+from kdflow.outputs import atomic_output, write_json
 from kdflow.runtime import seed_everything
 from kdflow.signals import SignalCache
 from kdflow.students import StudentContext, build_student
@@ -65,6 +66,7 @@ def distill(
     hp: Hyperparameters,
     out_dir: Path,
     device: torch.device,
+    checkpoint: Checkpoint | None = None,
 ) -> dict:
     """Train one student on a transfer set of ``task`` (train, or the ``augmented`` set's file) with ``method``;
     write weights, predictions and metrics. Generated examples have no gold label: they add nothing to the
@@ -117,6 +119,7 @@ def distill(
             lambda rng: batches(train_split, hp.batch_size, regression, shuffle=True, generator=rng),
             len(train_split), evaluate, metric_names[0], stage_hp, device,
             on_epoch_start=lambda epoch, epochs=stage_hp.epochs: method.start_epoch(epoch, epochs),
+            checkpoint=checkpoint, run=f"stage{number}",
         )
         history += [{"stage": number, **record} for record in result.history]
         if best is None or result.best_score > best["score"]:
@@ -125,7 +128,8 @@ def distill(
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in best["state"].items()}, str(out_dir / "model.safetensors"))
+    with atomic_output(out_dir / "model.safetensors") as path:
+        save_file({k: v.contiguous() for k, v in best["state"].items()}, str(path))
     scores, tables = {}, []
     for name, split in encoded.items():
         if name == "train":
@@ -134,7 +138,8 @@ def distill(
         if split.labels is not None:
             scores[name] = metrics.score_logits(metric_names, logits, split.labels, regression)
         tables.append(prediction_table(name, frames[name], logits, split, regression, task.meta["labels"]))
-    pd.concat(tables, ignore_index=True).to_parquet(out_dir / "predictions.parquet", index=False)
+    with atomic_output(out_dir / "predictions.parquet") as path:
+        pd.concat(tables, ignore_index=True).to_parquet(path, index=False)
     report = {
         "task": task.meta["task"],
         "transfer": {"set": "train" if augmented is None else "augmented", "examples": len(frames["train"]),
@@ -150,6 +155,6 @@ def distill(
         "hyperparameters": vars(hp),
         "seconds": time.perf_counter() - started,
     }
-    (out_dir / "metrics.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    write_json(out_dir / "metrics.json", report, default=str)
     log.info("student done: %s", json.dumps(scores))
     return report

@@ -17,6 +17,7 @@ from safetensors.torch import save_file
 
 from kdflow.batching import batches, encode, to_device
 from kdflow.models import LoadedModel
+from kdflow.outputs import atomic_output
 from kdflow.probing import ProbingData
 
 SPLITS = ("train", "dev", "test")
@@ -49,8 +50,9 @@ def write_encodings(model: LoadedModel, data: ProbingData, path: str | Path, poo
         encoded = encode_sentences(model, getattr(data, split).sentences, pooling, batch_size, max_length, device)
         tensors.update({f"layer{first_layer + i}.{split}": layer.contiguous() for i, layer in enumerate(encoded)})
     layers = len(encoded)
-    save_file(tensors, str(path), metadata={"layers": str(layers), "first_layer": str(first_layer),
-                                            "pooling": pooling if model.token_level else "own"})
+    with atomic_output(path) as temporary:
+        save_file(tensors, str(temporary), metadata={"layers": str(layers), "first_layer": str(first_layer),
+                                                     "pooling": pooling if model.token_level else "own"})
     return {"layers": layers, "first_layer": first_layer, "widths": [int(layer.shape[-1]) for layer in encoded],
             **{split: len(getattr(data, split).sentences) for split in SPLITS}}
 

@@ -17,7 +17,6 @@ sequence, as a batched ``generate`` call would.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -30,7 +29,9 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
 from kdflow.batching import EncodedSplit, batches, to_device
+from kdflow.checkpoint import Checkpoint
 from kdflow.data import TaskData
+from kdflow.outputs import atomic_output, write_json
 from kdflow.runtime import seed_everything
 from kdflow.teacher import build_tokenizer
 from kdflow.training import Hyperparameters, subset_indices, train
@@ -122,7 +123,8 @@ def perplexity(model, split: EncodedSplit, batch_size: int, device) -> float:
     return math.exp(total / count)
 
 
-def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device) -> dict:
+def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device,
+                       checkpoint: Checkpoint | None = None) -> dict:
     """Fine-tune a causal LM on ``task``'s training sentences (thesis Table 4.2: AdamW 5e-5, weight decay 1e-3,
     10% warm-up then linear decay, 1 epoch). Held-out perplexity on dev is measured before and after each
     epoch; the best-dev-perplexity epoch is kept. Writes ``model/`` (with tokenizer) and ``metrics.json``."""
@@ -145,11 +147,12 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
         return {"neg_perplexity": -ppl, "perplexity": ppl}
 
     result = train(model, lm_loss, lambda rng: batches(train_split, hp.batch_size, False, shuffle=True, generator=rng),
-                   len(train_split), evaluate, "neg_perplexity", hp, device)
+                   len(train_split), evaluate, "neg_perplexity", hp, device, checkpoint=checkpoint)
     model.load_state_dict(result.best_state)
     out_dir = Path(out_dir)
-    model.save_pretrained(out_dir / "model")
-    tokenizer.save_pretrained(out_dir / "model")
+    with atomic_output(out_dir / "model") as model_dir:
+        model.save_pretrained(model_dir)
+        tokenizer.save_pretrained(model_dir)
     report = {
         "task": task.meta["task"],
         "spec": spec,
@@ -161,7 +164,7 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
         "hyperparameters": vars(hp),
         "seconds": time.perf_counter() - started,
     }
-    (out_dir / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_json(out_dir / "metrics.json", report)
     return report
 
 

@@ -16,7 +16,6 @@ head's predicted distribution and the one-hot gold label (absolute error for reg
 
 from __future__ import annotations
 
-import json
 import logging
 import tempfile
 import time
@@ -32,8 +31,10 @@ from transformers import AutoTokenizer
 
 from kdflow import metrics
 from kdflow.batching import EncodedSplit, batches, encode, to_device
+from kdflow.checkpoint import Checkpoint
 from kdflow.data import TaskData
 from kdflow.hf import load_classifier, model_inputs
+from kdflow.outputs import atomic_output, write_json
 from kdflow.runtime import seed_everything
 from kdflow.training import Hyperparameters, predict, subset_indices, train
 
@@ -140,7 +141,8 @@ def gold_distance(outputs: np.ndarray, gold: np.ndarray, regression: bool) -> np
     return np.linalg.norm(probs - onehot, axis=-1)
 
 
-def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_dir: Path, device) -> dict:
+def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_dir: Path, device,
+                       checkpoint: Checkpoint | None = None) -> dict:
     """Train heads on every layer of the frozen teacher in ``teacher_dir``; write heads, predictions, metrics."""
     started = time.perf_counter()
     settings = dict(settings)
@@ -198,6 +200,7 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
             f"mean_{main}",
             hp,
             device,
+            checkpoint=checkpoint,
         )
         heads.load_state_dict(result.best_state)
         outputs = dev_outputs(heads)
@@ -207,13 +210,14 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
     layers = [
         {"layer": i + 1, **scores, "gold_distance": float(distances[:, i].mean())} for i, scores in enumerate(per_layer)
     ]
-    save_file(
-        {name: tensor.detach().cpu().contiguous() for name, tensor in heads.state_dict().items()},
-        out_dir / "heads.safetensors",
-        metadata={"pooling": pooling, "layers": str(n_layers), "outputs": str(n_outputs)},
-    )
+    with atomic_output(out_dir / "heads.safetensors") as path:
+        save_file(
+            {name: tensor.detach().cpu().contiguous() for name, tensor in heads.state_dict().items()},
+            path,
+            metadata={"pooling": pooling, "layers": str(n_layers), "outputs": str(n_outputs)},
+        )
     dev_frame = task.split("dev")
-    pd.DataFrame(
+    dev_predictions = pd.DataFrame(
         {
             "idx": np.repeat(dev_frame["idx"].to_numpy(), n_layers),
             "label": np.repeat(labels["dev"], n_layers),
@@ -222,7 +226,9 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
             "gold_distance": distances.reshape(-1),
             "logits": list(outputs.reshape(-1, n_outputs).astype(np.float32)),
         }
-    ).to_parquet(out_dir / "dev_predictions.parquet", index=False)
+    )
+    with atomic_output(out_dir / "dev_predictions.parquet") as path:
+        dev_predictions.to_parquet(path, index=False)
     report = {
         "task": task.meta["task"],
         "pooling": pooling,
@@ -232,7 +238,7 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
         "hyperparameters": vars(hp),
         "seconds": time.perf_counter() - started,
     }
-    (out_dir / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_json(out_dir / "metrics.json", report)
     for layer in layers:
         log.info("layer %2d: dev %s %.4f, gold distance %.4f", layer["layer"], main, layer[main], layer["gold_distance"])
     return report

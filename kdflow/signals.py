@@ -23,6 +23,7 @@ from transformers import AutoTokenizer
 from kdflow.batching import batches, encode, to_device
 from kdflow.hf import load_classifier
 from kdflow.methods import TeacherSignals
+from kdflow.outputs import atomic_output
 from kdflow.pseudo_heads import load_heads, teacher_outputs
 
 log = logging.getLogger("kdflow")
@@ -49,7 +50,8 @@ def compute_signals(
             collected["layers"].append(pooled.half().cpu())
     tensors = {name: torch.cat(parts) for name, parts in collected.items() if parts}
     tensors["idx"] = torch.tensor(frame["idx"].to_numpy())
-    save_file(tensors, str(out_path), metadata={"transfer": transfer, "pooling": pooling})
+    with atomic_output(out_path) as path:
+        save_file(tensors, str(path), metadata={"transfer": transfer, "pooling": pooling})
     shapes = {name: list(t.shape) for name, t in tensors.items()}
     log.info("teacher signals for %d examples of the %s transfer set: %s", len(frame), transfer, shapes)
     return shapes
@@ -68,7 +70,8 @@ def compute_assistant_signals(
     split = encode(frame, tokenizer, max_seq_length, labelled=False)
     logits = [assistant(to_device(batch, device)).logits.float().cpu() for batch in batches(split, batch_size, False)]
     tensors = {"logits": torch.cat(logits), "idx": torch.tensor(frame["idx"].to_numpy())}
-    save_file(tensors, str(out_path), metadata={"transfer": transfer, "assistant": str(run_dir)})
+    with atomic_output(out_path) as path:
+        save_file(tensors, str(path), metadata={"transfer": transfer, "assistant": str(run_dir)})
     log.info("assistant %s logits for %d examples of the %s transfer set", run_dir, len(frame), transfer)
     return {name: list(t.shape) for name, t in tensors.items()}
 

@@ -21,8 +21,10 @@ from transformers import AutoTokenizer, BertTokenizer
 from kdflow import metrics
 from kdflow.losses import task_loss
 from kdflow.batching import EncodedSplit, batches, encode
+from kdflow.checkpoint import Checkpoint
 from kdflow.data import TaskData
 from kdflow.hf import build_classifier, model_inputs
+from kdflow.outputs import atomic_output, write_json
 from kdflow.runtime import seed_everything
 from kdflow.training import Hyperparameters, predict, subset_indices, train
 
@@ -61,8 +63,10 @@ def evaluate_split(model, split: EncodedSplit, task: TaskData, hp: Hyperparamete
     return logits, scores
 
 
-def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device: torch.device) -> dict:
-    """Fine-tune a teacher on ``task`` and write ``model/``, ``predictions.parquet`` and ``metrics.json``."""
+def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device: torch.device,
+             checkpoint: Checkpoint | None = None) -> dict:
+    """Fine-tune a teacher on ``task`` and write ``model/``, ``predictions.parquet`` and ``metrics.json``
+    (resuming from ``checkpoint`` if it holds this job's interrupted run)."""
     started = time.perf_counter()
     regression = task.meta["regression"]
     seed_everything(hp.seed)
@@ -89,12 +93,14 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
         task.meta["metrics"][0],
         hp,
         device,
+        checkpoint=checkpoint,
     )
     model.load_state_dict(result.best_state)
 
     out_dir = Path(out_dir)
-    model.save_pretrained(out_dir / "model")
-    tokenizer.save_pretrained(out_dir / "model")
+    with atomic_output(out_dir / "model") as model_dir:
+        model.save_pretrained(model_dir)
+        tokenizer.save_pretrained(model_dir)
 
     scores, tables = {}, []
     for name, split in encoded.items():
@@ -102,7 +108,8 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
             continue
         logits, scores[name] = evaluate_split(model, split, task, hp, device)
         tables.append(prediction_table(name, frames[name], logits, split, regression, task.meta["labels"]))
-    pd.concat(tables, ignore_index=True).to_parquet(out_dir / "predictions.parquet", index=False)
+    with atomic_output(out_dir / "predictions.parquet") as path:
+        pd.concat(tables, ignore_index=True).to_parquet(path, index=False)
 
     report = {
         "task": task.meta["task"],
@@ -115,7 +122,7 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
         "hyperparameters": vars(hp),
         "seconds": time.perf_counter() - started,
     }
-    (out_dir / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_json(out_dir / "metrics.json", report)
     log.info("teacher done: %s", json.dumps(report["scores"]))
     return report
 

@@ -1,5 +1,6 @@
 """The one training loop of kdflow: AdamW, linear warm-up then linear decay, per-epoch dev evaluation and
 best-dev checkpoint selection. Teachers, pseudo-heads and students differ only in the ``loss`` they pass in.
+Given a :class:`~kdflow.checkpoint.Checkpoint`, a run saves its state periodically and resumes from it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 from kdflow.batching import to_device
+from kdflow.checkpoint import Checkpoint, random_states, restore_random_states
 
 log = logging.getLogger("kdflow")
 
@@ -93,6 +95,8 @@ def train(
     hp: Hyperparameters,
     device: torch.device,
     on_epoch_start: Callable[[int], None] | None = None,
+    checkpoint: Checkpoint | None = None,
+    run: str = "train",
 ) -> TrainResult:
     """Train ``model`` with ``loss_fn`` on ``train_batches(rng)`` (one shuffled epoch of ``n_train`` examples,
     batches of ``hp.batch_size``), evaluating after every epoch.
@@ -100,6 +104,11 @@ def train(
     Keeps the state of the epoch with the best ``select_metric`` (a dev-set metric: selection never looks at
     test data). Parameters with ``requires_grad=False`` (a frozen teacher) are left alone. ``on_epoch_start``
     is called with the 1-based epoch before it starts (epoch-dependent losses such as Annealing-KD's).
+
+    With a ``checkpoint``, the run's state is saved under the name ``run`` whenever the checkpoint is due and
+    after every epoch, and a run found there continues from its position: the epoch's batches are rebuilt
+    from the shuffler's state at the epoch's start and those already trained on are skipped. A finished run
+    restores its final weights and returns its result without training.
     """
     model.to(device)
     steps_per_epoch = -(-n_train // hp.batch_size)
@@ -107,13 +116,40 @@ def train(
     scheduler = linear_warmup_decay(optimizer, steps_per_epoch * hp.epochs, hp.warmup_ratio)
     shuffler = np.random.default_rng(hp.seed)
     result = TrainResult()
-    step = 0
-    for epoch in range(1, hp.epochs + 1):
+    step, first_epoch, batches_done, running, elapsed = 0, 1, 0, [], 0.0
+    saved = checkpoint.load(run) if checkpoint is not None else None
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        result = TrainResult(**saved["result"])
+        if saved["finished"]:
+            log.info("run %s finished before: weights and results restored from the checkpoint", run)
+            return result
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        shuffler.bit_generator.state = saved["epoch_shuffler"]
+        restore_random_states(saved["random"])
+        step, first_epoch, batches_done = saved["step"], saved["epoch"], saved["batches_done"]
+        running, elapsed = saved["running"], saved["seconds"]
+        log.info("resuming run %s from its checkpoint: epoch %d, batch %d (step %d)", run, first_epoch,
+                 batches_done, step)
+
+    def save(epoch: int, batches: int, epoch_shuffler: dict, seconds: float, finished: bool = False) -> None:
+        state = {"finished": finished, "model": model.state_dict(), "result": vars(result)}
+        if not finished:
+            state.update(optimizer=optimizer.state_dict(), scheduler=scheduler.state_dict(),
+                         epoch_shuffler=epoch_shuffler, random=random_states(), step=step, epoch=epoch,
+                         batches_done=batches, running=running, seconds=seconds)
+        checkpoint.save(run, state)
+
+    for epoch in range(first_epoch, hp.epochs + 1):
         if on_epoch_start is not None:
             on_epoch_start(epoch)
         model.train()
-        started, seen, running = time.perf_counter(), 0, []
-        for batch in train_batches(shuffler):
+        epoch_shuffler = shuffler.bit_generator.state  # the epoch's order is rebuilt from it on resume
+        started, seen = time.perf_counter(), 0
+        for position, batch in enumerate(train_batches(shuffler)):
+            if position < batches_done:
+                continue  # trained on before the checkpoint
             loss = loss_fn(model, to_device(batch, device))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -131,14 +167,20 @@ def train(
                     epoch, step, steps_per_epoch * hp.epochs, np.mean(running[-hp.log_every:]),
                     scheduler.get_last_lr()[0], rate,
                 )
+            if checkpoint is not None and checkpoint.due(step):
+                save(epoch, position + 1, epoch_shuffler, elapsed + time.perf_counter() - started)
         scores = evaluate(model)
-        record = {"epoch": epoch, "train_loss": float(np.mean(running)), "seconds": time.perf_counter() - started}
+        record = {"epoch": epoch, "train_loss": float(np.mean(running)),
+                  "seconds": elapsed + time.perf_counter() - started}
         record.update({f"dev_{name}": value for name, value in scores.items()})
         result.history.append(record)
         log.info("epoch %d done: train loss %.4f, dev %s", epoch, record["train_loss"], _fmt(scores))
         if scores[select_metric] > result.best_score:
             result.best_epoch, result.best_score = epoch, scores[select_metric]
             result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+        batches_done, running, elapsed = 0, [], 0.0
+        if checkpoint is not None:
+            save(epoch + 1, 0, shuffler.bit_generator.state, 0.0, finished=epoch == hp.epochs)
     log.info("best dev %s %.4f at epoch %d", select_metric, result.best_score, result.best_epoch)
     return result
 

@@ -18,7 +18,6 @@ see :func:`kdflow.losses.task_loss`).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -32,6 +31,7 @@ import torch
 
 from kdflow.data import Split, TaskData
 from kdflow.generation import SEPARATOR, SamplingSettings, encode_examples, first_token_prefixes, load_generator, sample
+from kdflow.outputs import atomic_output, write_json
 
 log = logging.getLogger("kdflow")
 
@@ -63,9 +63,8 @@ def sample_shard(task: TaskData, generator_dir: Path, shard: int, shards: int, t
     torch_rng = torch.Generator(device=device).manual_seed(int(rng.integers(2**62)))
     outputs = sample(model, prefixes, tokenizer.eos_token_id, settings, torch_rng, device)
     frame = decode_samples(outputs, tokenizer)
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(out_path, index=False)
+    with atomic_output(out_path) as path:
+        frame.to_parquet(path, index=False)
     seconds = time.perf_counter() - started
     log.info("shard %d/%d: %d sequences (%d finished) in %.1f s, %.1f sentences/s", shard, shards, len(frame),
              int(frame["finished"].sum()), seconds, len(frame) / seconds)
@@ -138,10 +137,10 @@ def build_augmented(task: TaskData, shard_paths: list[Path], keep_unfinished: bo
     columns = Split(merged["idx"].tolist(), merged["text_a"].tolist(), merged["text_b"].tolist(),
                     merged["label"].tolist())  # the prepared splits' schema; label null where generated
     table = columns.to_table(task.meta["regression"]).append_column("origin", pa.array(merged["origin"], pa.string()))
-    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, out_path)
+    with atomic_output(out_path) as path:
+        pq.write_table(table, path)
     report = {"task": task.meta["task"], "train": len(train), "total": len(merged), **counts}
-    Path(report_path).write_text(json.dumps(report, indent=2) + "\n")
+    write_json(report_path, report)
     log.info("augmented transfer set: %s", report)
     return report
 

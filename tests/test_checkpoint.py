@@ -1,0 +1,156 @@
+"""Resumable training: a run interrupted mid-epoch resumes from its checkpoint and ends exactly where an
+uninterrupted run ends; checkpoints of other settings are never resumed; writes are atomic."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from kdflow.checkpoint import Checkpoint, job_fingerprint
+from kdflow.outputs import atomic_output, write_json
+from kdflow.training import Hyperparameters, train
+
+HP = Hyperparameters(learning_rate=1e-2, batch_size=8, epochs=3, seed=3, log_every=1000)
+X = torch.randn(60, 5, generator=torch.Generator().manual_seed(0))
+Y = (X[:, 0] > 0).long()
+
+
+class Interrupted(Exception):
+    pass
+
+
+def model() -> nn.Module:
+    torch.manual_seed(1)
+    return nn.Sequential(nn.Linear(5, 16), nn.Dropout(0.3), nn.ReLU(), nn.Linear(16, 2))  # dropout: torch RNG
+
+
+def batches(rng: np.random.Generator):
+    order = rng.permutation(len(X))
+    for start in range(0, len(order), HP.batch_size):
+        index = order[start:start + HP.batch_size]
+        yield {"x": X[index], "y": Y[index]}
+
+
+def evaluate(net) -> dict:
+    net.eval()
+    with torch.no_grad():
+        return {"accuracy": float((net(X).argmax(1) == Y).float().mean()), "loss": float(net(X).sum())}
+
+
+def run(checkpoint=None, interrupt_at=None, name="train", steps=None):
+    """Train a fresh model; ``interrupt_at`` raises at that optimiser step, like a kill; ``steps`` records them."""
+    net, calls = model(), [0]
+
+    def loss_fn(net, batch):
+        calls[0] += 1
+        if steps is not None:
+            steps.append(calls[0])
+        if calls[0] == interrupt_at:
+            raise Interrupted
+        return nn.functional.cross_entropy(net(batch["x"]), batch["y"])
+
+    result = train(net, loss_fn, batches, len(X), evaluate, "accuracy", HP, torch.device("cpu"),
+                   checkpoint=checkpoint, run=name)
+    return net, result
+
+
+def scores(result):
+    return [{k: v for k, v in record.items() if k != "seconds"} for record in result.history]
+
+
+def assert_same(a, b):
+    (net_a, result_a), (net_b, result_b) = a, b
+    for (name, x), y in zip(net_a.state_dict().items(), net_b.state_dict().values()):
+        assert torch.equal(x, y), name
+    assert scores(result_a) == scores(result_b)
+    assert result_a.best_epoch == result_b.best_epoch
+    for name, x in result_a.best_state.items():
+        assert torch.equal(x, result_b.best_state[name]), name
+
+
+@pytest.mark.parametrize("interrupt_at", [5, 8, 17])  # mid-epoch 1, right after epoch 1's end, mid-epoch 3
+def test_an_interrupted_run_resumes_and_ends_bitwise_like_an_uninterrupted_one(tmp_path, interrupt_at):
+    uninterrupted = run()
+    path = tmp_path / "job.ckpt"
+    with pytest.raises(Interrupted):
+        run(Checkpoint(path, "job", every_minutes=None, every_steps=3), interrupt_at=interrupt_at)
+    assert path.exists()
+    saved_steps = (interrupt_at - 1) // 3 * 3  # the last multiple of 3 before the interruption
+    steps = []
+    resumed = run(Checkpoint(path, "job", every_minutes=None, every_steps=3), steps=steps)
+    epoch_ends = [8, 16]  # 60 examples in batches of 8: 8 steps per epoch, a checkpoint after every epoch
+    restart = max([saved_steps] + [end for end in epoch_ends if end < interrupt_at])
+    assert len(steps) == 3 * 8 - restart  # only the steps after the checkpoint are trained again
+    assert_same(resumed, uninterrupted)
+
+
+def test_a_finished_run_is_not_trained_again_and_later_runs_resume(tmp_path):
+    """A student's stages: stage 1 finished, stage 2 interrupted -> stage 1 is restored, not retrained."""
+    path = tmp_path / "job.ckpt"
+    checkpoint = Checkpoint(path, "job", every_minutes=None, every_steps=5)
+    first = run(checkpoint, name="stage1")
+    with pytest.raises(Interrupted):
+        run(checkpoint, name="stage2", interrupt_at=12)
+    steps = []
+    again = run(Checkpoint(path, "job", every_minutes=None, every_steps=5), name="stage1", steps=steps)
+    assert steps == [] and scores(again[1]) == scores(first[1])
+    for x, y in zip(again[0].parameters(), first[0].parameters()):
+        assert torch.equal(x, y)
+
+
+def test_a_checkpoint_of_other_settings_is_not_resumed(tmp_path):
+    path = tmp_path / "job.ckpt"
+    with pytest.raises(Interrupted):
+        run(Checkpoint(path, "old settings", every_minutes=None, every_steps=2), interrupt_at=10)
+    steps = []
+    fresh = run(Checkpoint(path, "new settings", every_minutes=None, every_steps=2), steps=steps)
+    assert len(steps) == 24
+    assert_same(fresh, run())
+
+
+def test_checkpoints_are_written_atomically(tmp_path, monkeypatch):
+    path = tmp_path / "job.ckpt"
+    checkpoint = Checkpoint(path, "job", every_minutes=None)
+    checkpoint.save("train", {"finished": True, "value": torch.ones(3)})
+
+    def torn_save(obj, target):
+        with open(target, "wb") as f:
+            f.write(b"half a checkp")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", torn_save)
+    with pytest.raises(OSError):
+        checkpoint.save("train", {"finished": True, "value": torch.zeros(3)})
+    monkeypatch.undo()
+    assert torch.equal(Checkpoint(path, "job").load("train")["value"], torch.ones(3))
+
+
+def test_the_job_fingerprint_follows_params_and_inputs(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.parquet").write_text("a")
+    base = job_fingerprint({"settings": {"lr": 1e-3}, "code": "abc"}, [str(data)])
+    assert base == job_fingerprint({"code": "abc", "settings": {"lr": 1e-3}}, [str(data)])
+    assert base != job_fingerprint({"settings": {"lr": 2e-3}, "code": "abc"}, [str(data)])
+    assert base != job_fingerprint({"settings": {"lr": 1e-3}, "code": "abd"}, [str(data)])
+    (data / "train.parquet").write_text("ab")  # a retrained input
+    assert base != job_fingerprint({"settings": {"lr": 1e-3}, "code": "abc"}, [str(data)])
+
+
+def test_outputs_are_replaced_whole_or_not_at_all(tmp_path):
+    metrics = tmp_path / "run" / "metrics.json"
+    write_json(metrics, {"score": 1})
+    with pytest.raises(RuntimeError):
+        with atomic_output(metrics) as temporary:
+            temporary.write_text('{"sco')  # killed mid-write
+            raise RuntimeError
+    assert json.loads(metrics.read_text()) == {"score": 1}
+    model = tmp_path / "run" / "model"
+    for version in ("old", "new"):
+        with atomic_output(model) as temporary:
+            temporary.mkdir()
+            (temporary / "weights").write_text(version)
+    assert (model / "weights").read_text() == "new"
+    assert sorted(p.name for p in metrics.parent.iterdir()) == ["metrics.json", "model"]  # no temporaries left
