@@ -1,7 +1,7 @@
 """Result documents for people: Markdown files beside the CSVs, and the same text as HTML for the Snakemake report
 (whose viewer displays HTML and images inline, and offers anything else only as a download).
 
-The Markdown kdflow writes is a small subset: ``#`` headings, paragraphs and pipe tables
+The Markdown kdflow writes is a small subset: ``#`` headings, paragraphs, ``-`` bullet lists and pipe tables
 (:func:`kdflow.tables.markdown`), so a few lines convert it; no Markdown package is needed.
 """
 
@@ -21,11 +21,16 @@ code { background: #f4f4f4; padding: 0 0.2em; }
 </style>"""
 
 
+HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+BULLET = re.compile(r"^-\s+(.*)$")
+
+
 def _inline(text: str) -> str:
-    """Escape HTML, then render `code` and **bold**."""
+    """Escape HTML, then render `code`, **bold** and *italics*."""
     text = html.escape(text)
     text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+    return re.sub(r"\*(\S[^*]*?)(?<=\S)\*", r"<em>\1</em>", text)
 
 
 def _cells(line: str) -> list[str]:
@@ -34,17 +39,20 @@ def _cells(line: str) -> list[str]:
 
 def markdown_to_html(text: str, title: str = "kdflow") -> str:
     """A standalone HTML page of kdflow's Markdown subset."""
-    body, paragraph, lines = [], [], text.splitlines()
+    body, paragraph, items, lines = [], [], [], text.splitlines()
 
     def flush() -> None:
         if paragraph:
             body.append(f"<p>{_inline(' '.join(paragraph))}</p>")
             paragraph.clear()
+        if items:
+            body.append("<ul>\n" + "\n".join(f"<li>{_inline(item)}</li>" for item in items) + "\n</ul>")
+            items.clear()
 
     i = 0
     while i < len(lines):
         line = lines[i]
-        heading = re.match(r"^(#{1,6})\s+(.*)$", line)
+        heading, bullet = HEADING.match(line), BULLET.match(line)
         if heading:
             flush()
             level = len(heading.group(1))
@@ -58,7 +66,13 @@ def markdown_to_html(text: str, title: str = "kdflow") -> str:
                 i += 1
             body.append("<table>\n" + "\n".join(rows) + "\n</table>")
             continue
+        elif bullet:
+            if paragraph:
+                flush()
+            items.append(bullet.group(1))
         elif line.strip():
+            if items:
+                flush()
             paragraph.append(line.strip())
         else:
             flush()

@@ -96,6 +96,12 @@ def test_markdown_pages_become_html_tables_with_escaped_text():
     assert "<th>a</th><th>b</th>" in page and "<td>&lt;x&gt;</td><td>1.0</td>" in page
 
 
+
+def test_bullet_lists_become_html_lists_apart_from_the_paragraphs_around_them():
+    page = markdown_to_html("Notes:\n- first *note*\n- second `x`\nAfter the list.\n\n- alone\n")
+    assert "<p>Notes:</p>\n<ul>\n<li>first <em>note</em></li>\n<li>second <code>x</code></li>\n</ul>" in page
+    assert "<p>After the list.</p>\n<ul>\n<li>alone</li>\n</ul>" in page
+
 def test_config_references_of_models_probing_and_analysis_are_checked():
     config = {
         "teachers": {"t": {"tasks": ["sst2", "stsb"]}},
