@@ -2,7 +2,9 @@
 (whose viewer displays HTML and images inline, and offers anything else only as a download).
 
 The Markdown kdflow writes is a small subset: ``#`` headings, paragraphs, ``-`` bullet lists and pipe tables
-(:func:`kdflow.tables.markdown`), so a few lines convert it; no Markdown package is needed.
+(:func:`kdflow.tables.markdown`), so a few lines convert it; no Markdown package is needed. Tables scroll
+sideways inside their own box when wider than the page, and columns of numbers are right-aligned, text
+left-aligned.
 """
 
 from __future__ import annotations
@@ -13,16 +15,21 @@ from pathlib import Path
 
 STYLE = """<style>
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
-table { border-collapse: collapse; margin: 0.8em 0 1.6em; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
-th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
+.table { overflow-x: auto; margin: 0.8em 0 1.6em; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; }
+.number { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 tr:nth-child(even) td { background: #fafafa; }
 code { background: #f4f4f4; padding: 0 0.2em; }
 </style>"""
 
 
+# A number cell: a (signed) number first, as in "40.00 (29.2)", "+1.2", "85.3 ± 1.2", or a missing value.
+NUMBER = re.compile(r"$|[-+−]?\.?\d|—")
 HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 BULLET = re.compile(r"^-\s+(.*)$")
+TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 
 
 def _inline(text: str) -> str:
@@ -35,6 +42,18 @@ def _inline(text: str) -> str:
 
 def _cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """A table in a box that scrolls sideways; a column whose cells are all numbers is right-aligned."""
+    numeric = [bool(rows) and all(NUMBER.match(row[j]) for row in rows if j < len(row)) for j in range(len(header))]
+
+    def html_row(cells: list[str], tag: str) -> str:
+        tags = [f'{tag} class="number"' if number else tag for number in numeric]
+        return "<tr>" + "".join(f"<{t}>{_inline(cell)}</{tag}>" for cell, t in zip(cells, tags)) + "</tr>"
+
+    lines = [html_row(header, "th"), *(html_row(cells, "td") for cells in rows)]
+    return '<div class="table"><table>\n' + "\n".join(lines) + "\n</table></div>"
 
 
 def markdown_to_html(text: str, title: str = "kdflow") -> str:
@@ -57,14 +76,13 @@ def markdown_to_html(text: str, title: str = "kdflow") -> str:
             flush()
             level = len(heading.group(1))
             body.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
-        elif line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|(\s*:?-+:?\s*\|)+\s*$", lines[i + 1]):
+        elif line.startswith("|") and i + 1 < len(lines) and TABLE_RULE.match(lines[i + 1]):
             flush()
-            rows = ["<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in _cells(line)) + "</tr>"]
-            i += 2
+            header, rows, i = _cells(line), [], i + 2
             while i < len(lines) and lines[i].startswith("|"):
-                rows.append("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in _cells(lines[i])) + "</tr>")
+                rows.append(_cells(lines[i]))
                 i += 1
-            body.append("<table>\n" + "\n".join(rows) + "\n</table>")
+            body.append(_table(header, rows))
             continue
         elif bullet:
             if paragraph:
