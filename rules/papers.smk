@@ -26,7 +26,8 @@ rule measure_inference:
 
 
 rule paper_table:
-    """One paper table: every score the paper reports, kdflow's value and the difference (CSV, Markdown, LaTeX)."""
+    """One paper table: every number the paper reports, kdflow's value and, for scores, the difference (CSV,
+    Markdown, LaTeX)."""
     input:
         unpack(paper_table_inputs),
         reference=PAPER_TABLES.get("reference", []),
