@@ -14,7 +14,7 @@ rule analyse_predictions:
             caption="../report/analysis.rst",
             category="Sučík (2020)",
             subcategory="Prediction analysis (§6.2)",
-            labels={"task": "{task}"},
+            labels={"task": "{task}", "result": "tables (Tables 6.1-6.2)"},
         ),
     log:
         "logs/analyse_predictions/{task}.log",
