@@ -54,6 +54,6 @@ rule paper_table:
     params:
         spec=lambda w: canonical(PAPER_TABLES["tables"][w.paper_table]),
         title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
-        code=code_fingerprint("kdflow.paper_tables"),
+        code=code_fingerprint("kdflow.paper_tables", "kdflow.report"),
     script:
         "../scripts/paper_table.py"
