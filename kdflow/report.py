@@ -3,8 +3,8 @@
 
 The Markdown kdflow writes is a small subset: ``#`` headings, paragraphs, ``-`` bullet lists and pipe tables
 (:func:`kdflow.tables.markdown`), so a few lines convert it; no Markdown package is needed. Tables scroll
-sideways inside their own box when wider than the page, and columns of numbers are right-aligned, text
-left-aligned.
+sideways inside their own box when wider than the page; columns of numbers are right-aligned, text left-aligned,
+and only columns of sentences wrap.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ STYLE = """<style>
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 .table { overflow-x: auto; margin: 0.8em 0 1.6em; }
 table { border-collapse: collapse; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; white-space: nowrap; }
 th { background: #f0f0f0; }
-.number { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+.number { text-align: right; font-variant-numeric: tabular-nums; }
+.prose { white-space: normal; min-width: 24em; }
 tr:nth-child(even) td { background: #fafafa; }
 code { background: #f4f4f4; padding: 0 0.2em; }
 </style>"""
@@ -30,6 +31,7 @@ NUMBER = re.compile(r"$|[-+−]?\.?\d|—")
 HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 BULLET = re.compile(r"^-\s+(.*)$")
 TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
+PROSE = 40  # characters: a column with a longer cell holds sentences, which wrap; other cells keep to one line
 
 
 def _inline(text: str) -> str:
@@ -44,12 +46,18 @@ def _cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
 
+def _column_class(cells: list[str]) -> str:
+    if cells and all(NUMBER.match(cell) for cell in cells):
+        return "number"
+    return "prose" if any(len(cell) > PROSE for cell in cells) else ""
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    """A table in a box that scrolls sideways; a column whose cells are all numbers is right-aligned."""
-    numeric = [bool(rows) and all(NUMBER.match(row[j]) for row in rows if j < len(row)) for j in range(len(header))]
+    """A table in a box that scrolls sideways, each column styled by what its cells hold."""
+    classes = [_column_class([row[j] for row in rows if j < len(row)]) for j in range(len(header))]
 
     def html_row(cells: list[str], tag: str) -> str:
-        tags = [f'{tag} class="number"' if number else tag for number in numeric]
+        tags = [f'{tag} class="{name}"' if name else tag for name in classes]
         return "<tr>" + "".join(f"<{t}>{_inline(cell)}</{tag}>" for cell, t in zip(cells, tags)) + "</tr>"
 
     lines = [html_row(header, "th"), *(html_row(cells, "td") for cells in rows)]

@@ -102,13 +102,14 @@ def test_bullet_lists_become_html_lists_apart_from_the_paragraphs_around_them():
     assert "<p>After the list.</p>\n<ul>\n<li>alone</li>\n</ul>" in page
 
 
-def test_tables_scroll_sideways_and_align_numbers_right_and_text_left():
+def test_tables_scroll_sideways_align_numbers_right_and_text_left_and_wrap_only_sentences():
     page = markdown_to_html("| model | text | score | paper |\n|---|---|---|---|\n"
-                            "| bert_4 | 2 hours of a good film | 40.00 (29.2) | -1.5 ± 0.2 |\n"
+                            "| bert_4 | 2 hours of a good film, and then two more of a bad one | 40.00 (29.2) | -1.5 ± 0.2 |\n"
                             "| lstm_s | bad, *bad* film | — (31) | 0.123* (p=0.04) |\n")
     assert '<div class="table"><table>' in page and ".table { overflow-x: auto;" in page
-    assert '<tr><th>model</th><th>text</th><th class="number">score</th><th class="number">paper</th></tr>' in page
-    assert '<td>lstm_s</td><td>bad, <em>bad</em> film</td><td class="number">— (31)</td>' in page
+    assert ('<tr><th>model</th><th class="prose">text</th><th class="number">score</th><th class="number">paper</th>'
+            '</tr>') in page
+    assert '<td>lstm_s</td><td class="prose">bad, <em>bad</em> film</td><td class="number">— (31)</td>' in page
     assert '<td class="number">0.123* (p=0.04)</td>' in page  # a lone star is no emphasis
 
 
