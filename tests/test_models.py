@@ -104,7 +104,7 @@ def test_bullet_lists_become_html_lists_apart_from_the_paragraphs_around_them():
 
 def test_tables_scroll_sideways_align_numbers_right_and_text_left_and_wrap_only_sentences():
     page = markdown_to_html("| model | text | score | paper |\n|---|---|---|---|\n"
-                            "| bert_4 | 2 hours of a good film, and then two more of a bad one | 40.00 (29.2) | -1.5 ± 0.2 |\n"
+                            "| bert_4 | 2 hours of a good film, then two of a bad one | 40.00 (29.2) | -1.5 ± 0.2 |\n"
                             "| lstm_s | bad, *bad* film | — (31) | 0.123* (p=0.04) |\n")
     assert '<div class="table"><table>' in page and ".table { overflow-x: auto;" in page
     assert ('<tr><th>model</th><th class="prose">text</th><th class="number">score</th><th class="number">paper</th>'
