@@ -19,6 +19,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -196,12 +197,16 @@ def matrix(nested: Mapping, models: Sequence[str]) -> np.ndarray:
     return np.array([[np.nan if nested[a][b] is None else nested[a][b] for b in models] for a in models], dtype=float)
 
 
-def heatmap(figure: Figure, values: np.ndarray, labels: Sequence[str], texts: list[list[str]], colours: str,
-            limits: tuple[float, float], colour_label: str):
-    """An annotated square heatmap of ``values`` (rows and columns both ``labels``); NaN cells are grey."""
+def heatmap(values: np.ndarray, labels: Sequence[str], texts: list[list[str]], colours: str,
+            limits: tuple[float, float], colour_label: str) -> tuple[Figure, Axes]:
+    """An annotated heatmap of ``values`` (rows and columns both ``labels``) on a figure of its own; NaN cells are
+    grey. The axes have no fixed aspect, whose shrinking constrained layout does not foresee (it clipped long tick
+    labels); the figure grows with the longest label instead, so that cells stay about square."""
+    label = 0.08 * max(map(len, labels))  # a label's length in inches, in the default font size
+    figure = new_figure(1.4 + label + 0.9 * len(labels), 0.9 + 0.5 * label + 0.9 * len(labels))
     axes = figure.subplots()
     cmap = matplotlib.colormaps[colours].with_extremes(bad="#dddddd")
-    image = axes.imshow(values, cmap=cmap, vmin=limits[0], vmax=limits[1])
+    image = axes.imshow(values, cmap=cmap, vmin=limits[0], vmax=limits[1], aspect="auto")
     for (row, column), text in np.ndenumerate(np.array(texts, dtype=object)):
         value = values[row, column]
         red, green, blue, _ = cmap(image.norm(value)) if not np.isnan(value) else (1, 1, 1, 1)
@@ -210,7 +215,7 @@ def heatmap(figure: Figure, values: np.ndarray, labels: Sequence[str], texts: li
     axes.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
     axes.set_yticks(range(len(labels)), labels)
     figure.colorbar(image, ax=axes, label=colour_label)
-    return axes
+    return figure, axes
 
 
 def confidence_heatmap(analysis: Mapping, path) -> Path:
@@ -220,8 +225,7 @@ def confidence_heatmap(analysis: Mapping, path) -> Path:
     r, p = matrix(correlation["r"], models), matrix(correlation["p"], models)
     texts = [["—" if np.isnan(r[i, j]) else f"{r[i, j]:.2f}" + ("*" if i != j and p[i, j] < 0.05 else "")
               for j in range(len(models))] for i in range(len(models))]
-    figure = new_figure(1.6 + 1.1 * len(models), 1.2 + 0.9 * len(models))
-    heatmap(figure, r, models, texts, "RdBu_r", (-1, 1), "Pearson r")
+    figure, _ = heatmap(r, models, texts, "RdBu_r", (-1, 1), "Pearson r")
     task = f"{analysis['task']}: " if analysis.get("task") else ""
     figure.suptitle(f"{task}correlation of confidences (n = {correlation['n']}; * p < 0.05)", fontsize="medium")
     return save(figure, path)
@@ -236,8 +240,7 @@ def mistake_overlap_heatmap(analysis: Mapping, path, of: str = "mistakes") -> Pa
     share, count = 100 * matrix(overlap["fraction_of_row"], models), matrix(overlap["count"], models)
     texts = [["—" if np.isnan(s) else f"{s:.0f}%\n({c:.0f})" for s, c in zip(shares, counts)]
              for shares, counts in zip(share, count)]
-    figure = new_figure(1.6 + 1.1 * len(models), 1.2 + 0.9 * len(models))
-    axes = heatmap(figure, share, models, texts, "viridis", (0, 100), f"% of M1's {of}")
+    figure, axes = heatmap(share, models, texts, "viridis", (0, 100), f"% of M1's {of}")
     axes.set(xlabel="M2 (column)", ylabel="M1 (row)")
     task = f"{analysis['task']}: " if analysis.get("task") else ""
     figure.suptitle(f"{task}share of M1's {of} that M2 also makes", fontsize="medium")

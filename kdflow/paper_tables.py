@@ -1,5 +1,5 @@
 """The papers' result tables next to kdflow's: one row per score the paper reports (reference/paper_results.csv),
-with kdflow's value for it, the difference and where kdflow's value comes from.
+with kdflow's value for it, the difference (for scores) and where kdflow's value comes from.
 
 A table spec (config ``paper_tables.tables.<id>``) names the paper table (``source``, ``table``) and says how its
 names map onto kdflow's: ``teacher`` (the kdflow teacher of the paper's teacher rows), ``experiments`` (searched in
@@ -195,14 +195,20 @@ def paper_table(
         })
     table = pd.DataFrame(records)
     _fill_averages(table)
-    table["difference"] = table["kdflow"] - table["paper"]
+    table["difference"] = (table["kdflow"] - table["paper"]).where(is_score(table))
     table["seeds"] = table["seeds"].astype("Int64")
     return table[COLUMNS]
 
 
+def is_score(table: pd.DataFrame) -> pd.Series:
+    """Which rows are scores: not the model sizes and CPU speeds of thesis Table 5.2, which depend on the hardware
+    and the implementation, so that kdflow − paper means nothing for them."""
+    return ~table.metric.isin(INFERENCE_METRICS)
+
+
 def _fill_averages(table: pd.DataFrame) -> None:
     """kdflow's value of each average row: GLUE's average of the scores the paper averages, all of them present."""
-    scores = table[(table.task != AVERAGE_TASK) & ~table.metric.isin(INFERENCE_METRICS)]
+    scores = table[(table.task != AVERAGE_TASK) & is_score(table)]
     for index, row in table[table.task == AVERAGE_TASK].iterrows():
         parts = scores[(scores.student == row.student) & (scores.method == row.method) & (scores.split == row.split)]
         if parts.kdflow.notna().all():
@@ -211,8 +217,9 @@ def _fill_averages(table: pd.DataFrame) -> None:
             table.loc[index, "kdflow_note"] = "kdflow lacks some of the scores this averages"
 
 
-def _wide(table: pd.DataFrame, cell) -> tuple[list[str], list[list[str]]]:
-    """One row per paper student and method, one column per score: a header and rows of ``cell(row)`` texts."""
+def _wide(table: pd.DataFrame, cell, only: pd.Series | None = None) -> tuple[list[str], list[list[str]]]:
+    """One row per paper student and method, one column per score: a header and rows of ``cell(row)`` texts.
+    ``only``: a mask of the rows to show; columns are named after the whole table either way."""
     metrics_of_task = table.groupby("task").metric.nunique()
     splits_of_score = table.groupby(["task", "metric"]).split.nunique()
 
@@ -229,9 +236,10 @@ def _wide(table: pd.DataFrame, cell) -> tuple[list[str], list[list[str]]]:
             return "—"
         return row.kdflow_student if row.method == TEACHER_METHOD else f"{row.kdflow_student} / {row.kdflow_method}"
 
-    columns = list(dict.fromkeys(column(row) for row in table.itertuples()))
+    shown = table if only is None else table[only]
+    columns = list(dict.fromkeys(column(row) for row in shown.itertuples()))
     lines: dict[tuple, dict] = {}
-    for row in table.itertuples():
+    for row in shown.itertuples():
         line = lines.setdefault((row.student, row.method), {"kdflow": kdflow_name(row)})
         line[column(row)] = cell(row)
     header = ["student", "method", "kdflow", *columns]
@@ -259,19 +267,19 @@ def _notes(table: pd.DataFrame) -> list[str]:
 
 
 def paper_markdown(table: pd.DataFrame, title: str, digits: int = 2) -> str:
-    """The table as people read it: "kdflow (paper)" per cell, then kdflow − paper, then the notes."""
+    """The table as people read it: "kdflow (paper)" per cell, then kdflow − paper of the scores, then the notes."""
 
     def render(header, rows) -> str:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
 
     scores = _wide(table, _score_cell(digits))
-    differences = _wide(table, lambda r: _number(r.difference, digits, "—", signed=True))
+    differences = _wide(table, lambda r: _number(r.difference, digits, "—", signed=True), only=is_score(table))
     sections = [
         f"# {title}\n\nEach cell: kdflow (paper). kdflow: mean over seeds of the configuration selected on dev "
         "(teachers: the fine-tuned model); — : kdflow has no value (see the notes).\n\n",
         render(*scores),
-        "\n## kdflow − paper\n\n",
+        "\n## kdflow − paper, for scores\n\n",
         render(*differences),
     ]
     notes = _notes(table)

@@ -14,7 +14,7 @@ rule analyse_predictions:
             caption="../report/analysis.rst",
             category="Sučík (2020)",
             subcategory="Prediction analysis (§6.2)",
-            labels={"task": "{task}"},
+            labels={"task": "{task}", "result": "tables (Tables 6.1-6.2)"},
         ),
     log:
         "logs/analyse_predictions/{task}.log",
@@ -28,6 +28,6 @@ rule analyse_predictions:
         models=lambda w: {name: model_params(name) for name in analysis_models(w.task)},
         teacher=lambda w: config["analysis"][w.task]["teacher"],
         examples=lambda w: config["analysis"][w.task].get("examples", 10),
-        code=code_fingerprint("kdflow.analysis", "kdflow.models"),
+        code=code_fingerprint("kdflow.analysis", "kdflow.models", "kdflow.report"),
     script:
         "../scripts/analyse_predictions.py"

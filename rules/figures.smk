@@ -12,6 +12,7 @@ rule figure_pseudo_heads:
             caption="../report/figure_pseudo_heads.rst",
             category="Universal-KD (Wu et al. 2021)",
             subcategory="Figure 3",
+            labels={"figure": "pseudo-heads' distance to the gold label (left)"},
         ),
     log:
         "logs/figure_pseudo_heads.log",
@@ -37,12 +38,14 @@ rule figure_probing:
             caption="../report/figure_probing.rst",
             category="Sučík (2020)",
             subcategory="Probing (§6.1)",
+            labels={"result": "accuracy per layer (Figs. 6.1-6.2)"},
         ),
         depth=report(
             "results/figures/probing_relative_depth.png",
             caption="../report/figure_probing.rst",
             category="Sučík (2020)",
             subcategory="Probing (§6.1)",
+            labels={"result": "accuracy per relative depth (Figs. 6.1-6.2)"},
         ),
     log:
         "logs/figure_probing.log",
@@ -68,14 +71,14 @@ rule figure_analysis:
             caption="../report/figure_confidence.rst",
             category="Sučík (2020)",
             subcategory="Prediction analysis (§6.2)",
-            labels={"task": "{task}", "figure": "confidence correlation"},
+            labels={"task": "{task}", "result": "confidence correlation (Fig. 6.5)"},
         ),
         mistakes=report(
             "results/figures/mistake_overlap_{task}.png",
             caption="../report/figure_mistakes.rst",
             category="Sučík (2020)",
             subcategory="Prediction analysis (§6.2)",
-            labels={"task": "{task}", "figure": "mistake overlap"},
+            labels={"task": "{task}", "result": "mistake overlap (Fig. C.2)"},
         ),
     log:
         "logs/figure_analysis/{task}.log",
@@ -104,7 +107,10 @@ rule attention_maps:
             caption="../report/figure_attention.rst",
             category="Universal-KD (Wu et al. 2021)",
             subcategory="Figure 3",
-            labels={"task": "{task}"},
+            labels={
+                "figure": "attention over teacher layers (middle, right)",
+                "task": "{task}",
+            },
         ),
     log:
         "logs/attention_maps/{task}.log",

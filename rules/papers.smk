@@ -26,7 +26,8 @@ rule measure_inference:
 
 
 rule paper_table:
-    """One paper table: every score the paper reports, kdflow's value and the difference (CSV, Markdown, LaTeX)."""
+    """One paper table: every number the paper reports, kdflow's value and, for scores, the difference (CSV,
+    Markdown, LaTeX)."""
     input:
         unpack(paper_table_inputs),
         reference=PAPER_TABLES.get("reference", []),
@@ -53,6 +54,6 @@ rule paper_table:
     params:
         spec=lambda w: canonical(PAPER_TABLES["tables"][w.paper_table]),
         title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
-        code=code_fingerprint("kdflow.paper_tables"),
+        code=code_fingerprint("kdflow.paper_tables", "kdflow.report"),
     script:
         "../scripts/paper_table.py"

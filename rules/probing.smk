@@ -90,6 +90,7 @@ rule probing_table:
             caption="../report/probing_table.rst",
             category="Sučík (2020)",
             subcategory="Probing (§6.1)",
+            labels={"result": "accuracy per model, task and layer (table)"},
         ),
     log:
         "logs/probing_table.log",

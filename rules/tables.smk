@@ -16,6 +16,7 @@ rule teacher_table:
             "results/report/teachers.html",
             caption="../report/teachers.rst",
             category="Teachers",
+            labels={"table": "teachers and their per-layer pseudo-heads"},
         ),
     log:
         "logs/teacher_table.log",

@@ -102,6 +102,6 @@ rule transfer_statistics:
         mem_mb=4000,
         runtime=15,
     params:
-        code=code_fingerprint("kdflow.transfer"),
+        code=code_fingerprint("kdflow.transfer", "kdflow.report"),
     script:
         "../scripts/transfer_statistics.py"

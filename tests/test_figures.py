@@ -105,6 +105,18 @@ def test_confidence_and_overlap_heatmaps(analysis, tmp_path):
     assert is_png(figures.mistake_overlap_heatmap(analysis, tmp_path / "hits.png", of="hits"))
 
 
+@pytest.mark.parametrize("models", [["t", "s"], ["tiny_bert_sst2", "lstm_s_sst2", "bert_s_sst2"],
+                                    ["teacher", "universal_kd_il_student_of_sst2"]])
+def test_heatmap_labels_fit_in_the_figure(models):
+    """Thesis-style model names were clipped at the left edge when the heatmap had a fixed aspect."""
+    figure, _ = figures.heatmap(np.eye(len(models)), models, [["1"] * len(models)] * len(models), "viridis", (0, 1),
+                                "share")
+    figure.canvas.draw()
+    for axes in figure.axes:  # the heatmap and its colour bar, with their tick labels
+        box = axes.get_tightbbox()
+        assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= figure.bbox.x1 and box.y1 <= figure.bbox.y1
+
+
 def test_confidence_heatmap_with_an_undefined_correlation(analysis, tmp_path):
     constant = json.loads(json.dumps(analysis))
     constant["confidence_correlation"]["r"]["teacher"]["student"] = None  # a model with constant confidence

@@ -65,6 +65,16 @@ def test_snakefmt_is_clean():
     assert result.returncode == 0, result.stderr
 
 
+def test_every_report_item_has_labels():
+    """The report lists an item without labels by its path."""
+    for path in (REPO / "rules").glob("*.smk"):
+        text = path.read_text()
+        declarations = re.findall(r"report\((.*?)\n\s*\),", text, flags=re.S)
+        assert len(declarations) == text.count("report("), path.name
+        for declaration in declarations:
+            assert "labels=" in declaration, f"{path.name}: {declaration.strip().splitlines()[0]}"
+
+
 def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid():
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     pairs = [(teacher, task) for teacher, spec in config["teachers"].items() for task in spec["tasks"]]
