@@ -6,7 +6,8 @@ schedule, every random generator (Python, NumPy, torch CPU and CUDA, and the tra
 was when the current epoch started), the position in the data (epoch and batches done) and the results so far.
 Resuming therefore ends with the same weights and metrics as an uninterrupted run (bitwise on CPU with the same
 thread count). A job made of several training runs (a student's stages) keeps one entry per run: finished runs
-are not repeated.
+are not repeated. Jobs that work through their input in chunks (teacher labelling, sampling shards) save the
+results of the chunks done (:func:`resumable_chunks`).
 
 The file is written to a temporary name and renamed, so it is always either the previous or the new checkpoint,
 never half of one. It is keyed by the job's fingerprint (its parameters, code fingerprint and the identity of
@@ -22,12 +23,15 @@ import logging
 import os
 import random
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import torch
 
 log = logging.getLogger("kdflow")
+T, R = TypeVar("T"), TypeVar("R")
 
 
 class Checkpoint:
@@ -84,7 +88,30 @@ def _snapshot(value):
 
 
 def _position(state: dict) -> str:
-    return "finished" if state.get("finished") else f"epoch {state['epoch']} batch {state['batches_done']}"
+    if state.get("finished"):
+        return "finished"
+    if "chunks_done" in state:
+        return f"{state['chunks_done']} chunks done"
+    return f"epoch {state['epoch']} batch {state['batches_done']}"
+
+
+def resumable_chunks(chunks: Iterable[T], work: Callable[[int, T], R], checkpoint: Checkpoint | None,
+                     run: str = "chunks") -> list[R]:
+    """``work(index, chunk)`` for every chunk, in order. With a ``checkpoint``, the results so far are saved
+    whenever it is due (counting chunks as steps), and a rerun skips the chunks already done. ``work`` must
+    depend on its arguments alone (seed each chunk's randomness from its index), so that a resumed job
+    ends with the same results as an uninterrupted one."""
+    saved = checkpoint.load(run) if checkpoint is not None else None
+    results = list(saved["results"]) if saved is not None else []
+    if results:
+        log.info("resuming %s from its checkpoint: %d chunks done", run, len(results))
+    for index, chunk in enumerate(chunks):
+        if index < len(results):
+            continue
+        results.append(work(index, chunk))
+        if checkpoint is not None and checkpoint.due(index + 1):
+            checkpoint.save(run, {"finished": False, "chunks_done": len(results), "results": results})
+    return results
 
 
 def random_states() -> dict:

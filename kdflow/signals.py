@@ -21,6 +21,7 @@ from safetensors.torch import save_file
 from transformers import AutoTokenizer
 
 from kdflow.batching import batches, encode, to_device
+from kdflow.checkpoint import Checkpoint, resumable_chunks
 from kdflow.hf import load_classifier
 from kdflow.methods import TeacherSignals
 from kdflow.outputs import atomic_output
@@ -32,23 +33,24 @@ log = logging.getLogger("kdflow")
 @torch.no_grad()
 def compute_signals(
     frame: pd.DataFrame, transfer: str, teacher_dir: Path, heads_path: Path, include_layers: bool,
-    max_seq_length: int, batch_size: int, device, out_path: Path,
+    max_seq_length: int, batch_size: int, device, out_path: Path, checkpoint: Checkpoint | None = None,
 ) -> dict[str, int]:
-    """Label the transfer set ``frame`` (see :func:`kdflow.transfer.transfer_frame`) with the teacher, once."""
+    """Label the transfer set ``frame`` (see :func:`kdflow.transfer.transfer_frame`) with the teacher, once
+    (resuming from the batches a ``checkpoint`` holds)."""
     teacher_dir = Path(teacher_dir)
     tokenizer = AutoTokenizer.from_pretrained(teacher_dir / "model")
     model = load_classifier(teacher_dir / "model").to(device).eval()
     heads, pooling = load_heads(heads_path)
     heads.to(device)
     split = encode(frame, tokenizer, max_seq_length, labelled=False)
-    collected = {"logits": [], "head_logits": [], "layers": []}
-    for batch in batches(split, batch_size, regression=False):
+
+    def label(index: int, batch: dict) -> dict[str, torch.Tensor]:
         logits, pooled = teacher_outputs(model, to_device(batch, device), pooling)
-        collected["logits"].append(logits.float().cpu())
-        collected["head_logits"].append(heads(pooled).cpu())
-        if include_layers:
-            collected["layers"].append(pooled.half().cpu())
-    tensors = {name: torch.cat(parts) for name, parts in collected.items() if parts}
+        outputs = {"logits": logits.float().cpu(), "head_logits": heads(pooled).cpu()}
+        return {**outputs, "layers": pooled.half().cpu()} if include_layers else outputs
+
+    labelled = resumable_chunks(batches(split, batch_size, regression=False), label, checkpoint)
+    tensors = {name: torch.cat([outputs[name] for outputs in labelled]) for name in labelled[0]}
     tensors["idx"] = torch.tensor(frame["idx"].to_numpy())
     with atomic_output(out_path) as path:
         save_file(tensors, str(path), metadata={"transfer": transfer, "pooling": pooling})

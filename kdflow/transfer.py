@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from kdflow.checkpoint import Checkpoint, resumable_chunks
 from kdflow.data import Split, TaskData
 from kdflow.generation import SEPARATOR, SamplingSettings, encode_examples, first_token_prefixes, load_generator, sample
 from kdflow.outputs import atomic_output, write_json
@@ -37,6 +38,7 @@ log = logging.getLogger("kdflow")
 
 HYGIENE_COUNTS = ("generated", "wrong_separators", "empty", "unfinished", "in_dev_or_test", "duplicates", "kept")
 UNLABELLED = -1  # the in-memory class label of a generated example
+CHUNK_SLOTS = 16  # prefixes per sampling chunk, in sampler slots: the slots of a draining chunk idle ~1/16 of it
 
 
 def shard_size(total: int, shards: int, shard: int) -> int:
@@ -44,10 +46,14 @@ def shard_size(total: int, shards: int, shard: int) -> int:
 
 
 def sample_shard(task: TaskData, generator_dir: Path, shard: int, shards: int, total: int, seed: int, prefix: str,
-                 settings: SamplingSettings, device, out_path: Path, dtype: str = "float32") -> dict:
+                 settings: SamplingSettings, device, out_path: Path, dtype: str = "float32",
+                 checkpoint: Checkpoint | None = None) -> dict:
     """Sample shard ``shard`` of ``shards`` (its share of ``total`` sentences) with its own seed, derived from
     ``(seed, shard)``: a rerun reproduces the same sentences, and shards run as independent jobs. ``dtype``
-    bfloat16 halves a GPU's memory traffic per decoding step (the next-token softmax stays float32)."""
+    bfloat16 halves a GPU's memory traffic per decoding step (the next-token softmax stays float32).
+
+    The shard samples its prefixes in chunks of ``CHUNK_SLOTS`` x ``batch_size``, each with its own seed, so
+    that a ``checkpoint`` can hold the chunks done and a killed shard resumes with the same sentences."""
     started = time.perf_counter()
     model, tokenizer = load_generator(generator_dir)
     model.to(device, getattr(torch, dtype))
@@ -60,8 +66,15 @@ def sample_shard(task: TaskData, generator_dir: Path, shard: int, shards: int, t
         prefixes = [[tokenizer.bos_token_id]] * count
     else:
         raise ValueError(f"unknown prefix mode {prefix!r}: use first_token or bos")
-    torch_rng = torch.Generator(device=device).manual_seed(int(rng.integers(2**62)))
-    outputs = sample(model, prefixes, tokenizer.eos_token_id, settings, torch_rng, device)
+    chunk = CHUNK_SLOTS * settings.batch_size
+    chunks = [prefixes[start:start + chunk] for start in range(0, len(prefixes), chunk)]
+    seeds = rng.integers(2**62, size=len(chunks))
+
+    def sample_chunk(index: int, chunk_prefixes: list[list[int]]) -> list[tuple[list[int], bool]]:
+        generator = torch.Generator(device=device).manual_seed(int(seeds[index]))
+        return sample(model, chunk_prefixes, tokenizer.eos_token_id, settings, generator, device)
+
+    outputs = [output for done in resumable_chunks(chunks, sample_chunk, checkpoint) for output in done]
     frame = decode_samples(outputs, tokenizer)
     with atomic_output(out_path) as path:
         frame.to_parquet(path, index=False)

@@ -1,11 +1,13 @@
 """Rule sample_transfer_shard: one seeded shard of generated sentences."""
 
+from kdflow.checkpoint import job_checkpoint
 from kdflow.data import TaskData
 from kdflow.generation import SamplingSettings
 from kdflow.runtime import rule_job, select_device
 from kdflow.transfer import sample_shard
 
 with rule_job(snakemake):
+    checkpoint = job_checkpoint(snakemake)
     sampling = snakemake.params.sampling
     sample_shard(
         TaskData.load(snakemake.input.data),
@@ -19,4 +21,6 @@ with rule_job(snakemake):
         select_device(snakemake.params.device),
         snakemake.output[0],
         sampling["dtype"],
+        checkpoint,
     )
+    checkpoint.remove()

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from kdflow.checkpoint import Checkpoint, job_fingerprint
+from kdflow.checkpoint import Checkpoint, job_fingerprint, resumable_chunks
 from kdflow.outputs import atomic_output, write_json
 from kdflow.training import Hyperparameters, train
 
@@ -154,3 +154,23 @@ def test_outputs_are_replaced_whole_or_not_at_all(tmp_path):
             (temporary / "weights").write_text(version)
     assert (model / "weights").read_text() == "new"
     assert sorted(p.name for p in metrics.parent.iterdir()) == ["metrics.json", "model"]  # no temporaries left
+
+
+def test_chunked_work_resumes_after_the_chunks_saved(tmp_path):
+    """Teacher labelling and sampling shards: chunks done before the last save are not redone."""
+    calls = []
+
+    def work(index, chunk):
+        calls.append(index)
+        if calls == [0, 1, 2, 3]:  # the first pass is killed in chunk 3, before its save
+            raise Interrupted
+        return [2 * x for x in chunk]
+
+    chunks = [[i, i + 1] for i in range(6)]
+    path = tmp_path / "job.ckpt"
+    with pytest.raises(Interrupted):
+        resumable_chunks(chunks, work, Checkpoint(path, "job", every_minutes=None, every_steps=2))
+    calls.clear()
+    results = resumable_chunks(chunks, work, Checkpoint(path, "job", every_minutes=None, every_steps=2))
+    assert results == [[2 * i, 2 * i + 2] for i in range(6)]
+    assert calls == [2, 3, 4, 5]  # saved after chunks 0-1

@@ -11,7 +11,9 @@ from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
 from conftest import DEMO_VOCAB
+from kdflow import transfer
 from kdflow.batching import batches, encode
+from kdflow.checkpoint import Checkpoint
 from kdflow.data import TaskData, prepare_task
 from kdflow.distill import distill
 from kdflow.generation import (
@@ -142,6 +144,36 @@ def test_a_shard_is_reproduced_by_its_seed_and_shards_differ(separable, trained_
     assert [shard_size(40, 3, i) for i in range(3)] == [14, 13, 13]
     sample_shard(separable, generator_dir, 0, 3, 40, 7, "bos", settings, CPU, tmp_path / "bf16.parquet", "bfloat16")
     assert len(pd.read_parquet(tmp_path / "bf16.parquet")) == 14
+
+
+def test_a_killed_shard_resumes_from_its_chunks_with_the_same_sentences(separable, trained_generator, tmp_path,
+                                                                       monkeypatch):
+    generator_dir = trained_generator[0] / "model"
+    settings = SamplingSettings(max_length=24, batch_size=1)  # chunks of CHUNK_SLOTS = 16 prefixes: 3 chunks
+
+    def shard(name, checkpoint=None):
+        sample_shard(separable, generator_dir, 0, 1, 40, 7, "first_token", settings, CPU, tmp_path / name,
+                     checkpoint=checkpoint)
+        return pd.read_parquet(tmp_path / name)
+
+    uninterrupted = shard("uninterrupted.parquet")
+    calls = []
+
+    def killed_in_the_third_chunk(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return sample(*args)
+
+    monkeypatch.setattr(transfer, "sample", killed_in_the_third_chunk)
+    path = tmp_path / "shard.ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        shard("killed.parquet", Checkpoint(path, "shard", every_minutes=None, every_steps=1))
+    assert not (tmp_path / "killed.parquet").exists()
+    calls.clear()
+    resumed = shard("resumed.parquet", Checkpoint(path, "shard", every_minutes=None, every_steps=1))
+    assert len(calls) == 1  # the third chunk alone
+    pd.testing.assert_frame_equal(resumed, uninterrupted)
 
 
 @pytest.fixture
