@@ -38,7 +38,7 @@ log = logging.getLogger("kdflow")
 
 HYGIENE_COUNTS = ("generated", "wrong_separators", "empty", "unfinished", "in_dev_or_test", "duplicates", "kept")
 UNLABELLED = -1  # the in-memory class label of a generated example
-CHUNK_SLOTS = 16  # prefixes per sampling chunk, in sampler slots: the slots of a draining chunk idle ~1/16 of it
+CHUNK_SLOTS = 16  # prefixes per sampling chunk, in sampler slots (a draining chunk leaves slots idle: keep it long)
 
 
 def shard_size(total: int, shards: int, shard: int) -> int:
