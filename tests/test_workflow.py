@@ -281,19 +281,45 @@ def test_broken_data_fails_with_one_clear_line(tmp_path):
 
 
 def test_slurm_profile_dry_run_gives_gpu_rules_a_gpu():
-    """`snakemake --profile slurm -n` from the repository root: GPU rules on the GPU partition with a GPU."""
-    targets = ["results/tables/teachers.csv", "results/selection/thesis_table52_lstm_s.json"]
+    """`snakemake --profile slurm -n` from the repository root: GPU rules on the GPU partition with a GPU, CPU
+    rules on the CPU partition without; many short jobs in group jobs, never GPU and CPU jobs together."""
+    takd_student = "results/students/universal_kd_table4/rte/distilroberta/takd/bs32_beta0.5_lr2e-05/seed1/metrics.json"
+    targets = ["results/tables/teachers.csv", "results/selection/thesis_table52_lstm_s.json", takd_student,
+               "results/probing/scores/bert_large/Length.json", "results/inference/bert_large_cola.json"]
     result = snakemake("-n", "--profile", "slurm", *targets)
-    jobs = re.findall(r"\nrule (\w+):\n(?:.*\n)*?    resources: (.*)\n", result.stdout)
+    jobs = re.findall(r"\n *rule (\w+):\n(?:.*\n)*? +resources: (.*)\n", result.stdout)  # group members indented
     assert Counter(rule for rule, _ in jobs) == Counter(
         prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1,
-        compute_teacher_signals=3, distill_student=9, select_students=1,
+        compute_teacher_signals=3 + 1, distill_student=9 + 2, compute_assistant_signals=1, select_students=1,
         finetune_generator=3, sample_transfer_shard=120, build_augmented_transfer_set=3,
+        download_probing_task=10, encode_probing_tasks=1, probe_model=1, measure_inference=1,
     )
     gpu_rules = ("finetune_teacher", "train_pseudo_heads", "compute_teacher_signals", "distill_student",
-                 "finetune_generator", "sample_transfer_shard")
+                 "compute_assistant_signals", "finetune_generator", "sample_transfer_shard", "encode_probing_tasks",
+                 "probe_model")
     for rule, resources in jobs:
         on_gpu = rule in gpu_rules
         assert ("gpu=1" in resources) == on_gpu, (rule, resources)
         assert f"slurm_partition={'gpu' if on_gpu else 'cpu'}" in resources
         assert "slurm_account=" in resources and "runtime=" in resources and "mem_mb=" in resources
+    # Students in twos per experiment, task, student and method (three seeds of lstm_s on 3 tasks; the TAKD
+    # student and its assistant), each model's probes, an experiment's selection, the tables.
+    groups = group_members(result.stdout)
+    assert Counter(group.split("_")[0] for group, _ in groups) == Counter(
+        students=3 * 2 + 2, probes=1, selection=1, summaries=1
+    )
+    assert {(group.split("_")[0], rule) for group, rules in groups for rule in rules} == {
+        ("students", "distill_student"), ("probes", "probe_model"), ("selection", "select_students"),
+        ("summaries", "teacher_table"),
+    }
+
+
+def group_members(dry_run_output):
+    """The group jobs of a dry run, each as (group id, the rules of its jobs)."""
+    groups = []
+    for line in dry_run_output.splitlines():
+        if group := re.search(r"Group job (\w+) ", line):
+            groups.append((group[1], set()))
+        elif member := re.match(r" +rule (\w+):", line):
+            groups[-1][1].add(member[1])
+    return groups
