@@ -2,8 +2,9 @@
 preemption or a crash resumes where it stopped instead of starting again.
 
 A checkpoint holds everything the rest of a run depends on: the weights, the optimiser and learning-rate
-schedule, every random generator (Python, NumPy, torch CPU and CUDA, and the training loop's shuffler as it
-was when the current epoch started), the position in the data (epoch and batches done) and the results so far.
+schedule, every random generator (Python, NumPy, torch CPU and CUDA, of every rank in a data-parallel job;
+the training loop's shuffler as it was when the current epoch started), the position in the data (epoch and
+batches done) and the results so far.
 Resuming therefore ends with the same weights and metrics as an uninterrupted run (bitwise on CPU with the same
 thread count). A job made of several training runs (a student's stages) keeps one entry per run: finished runs
 are not repeated. Jobs that work through their input in chunks (teacher labelling, sampling shards) save the
