@@ -1,9 +1,14 @@
 """Data-parallel training (kdflow.parallel) in 2 CPU processes over gloo: the same weights as one process on the
 same global batches, rank 0 alone writes, a resumed run ends like an uninterrupted one, a failing rank fails
-the job instead of hanging it, and a teacher fine-tuned through the rule's entry point matches one process."""
+the job instead of hanging it, a teacher fine-tuned through the rule's entry point matches one process; and the
+workflow gives a teacher's GPUs to its fine-tuning only."""
 
 import json
+import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,6 +22,7 @@ from kdflow.checkpoint import Checkpoint
 from kdflow.parallel import run_processes
 from kdflow.training import Hyperparameters, train
 
+REPO = Path(__file__).resolve().parents[1]
 CPU = torch.device("cpu")
 HP = Hyperparameters(learning_rate=1e-2, batch_size=8, epochs=2, max_grad_norm=0.5, seed=3, log_every=1000)
 X = torch.randn(64, 5, generator=torch.Generator().manual_seed(0))
@@ -167,3 +173,17 @@ def test_a_teacher_fine_tuned_in_two_processes_matches_one_process(separable, tm
     assert text.count("epoch 1 done") == 1 and "[rank 0]" in text and "[rank 1]" not in text
     together = json.loads((tmp_path / "ranks" / "metrics.json").read_text())
     assert together["scores"]["dev"] == pytest.approx(alone["scores"]["dev"])
+
+
+def test_a_teachers_gpus_go_to_its_fine_tuning_and_one_to_its_other_jobs(tmp_path):
+    two_gpus = tmp_path / "two_gpus.yaml"  # merged into the demo's config
+    two_gpus.write_text("teachers:\n  tiny_bert:\n    resources: {gpu: 2}\n")
+    targets = ["results/pseudo_heads/tiny_bert/sst2/metrics.json", "results/signals/tiny_bert/sst2/train.safetensors"]
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--configfile", "demo/config.yaml", str(two_gpus),
+         "--replace-workflow-config", *targets],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=True,
+    )
+    jobs = dict(re.findall(r"\nrule (\w+):\n(?:.*\n)*?    resources: (.*)\n", result.stdout))
+    assert "gpu=2" in jobs["finetune_teacher"]
+    assert "gpu=1" in jobs["train_pseudo_heads"] and "gpu=1" in jobs["compute_teacher_signals"]
