@@ -2,8 +2,9 @@
 preemption or a crash resumes where it stopped instead of starting again.
 
 A checkpoint holds everything the rest of a run depends on: the weights, the optimiser and learning-rate
-schedule, every random generator (Python, NumPy, torch CPU and CUDA, and the training loop's shuffler as it
-was when the current epoch started), the position in the data (epoch and batches done) and the results so far.
+schedule, every random generator (Python, NumPy, torch CPU and CUDA, of every rank in a data-parallel job;
+the training loop's shuffler as it was when the current epoch started), the position in the data (epoch and
+batches done) and the results so far.
 Resuming therefore ends with the same weights and metrics as an uninterrupted run (bitwise on CPU with the same
 thread count). A job made of several training runs (a student's stages) keeps one entry per run: finished runs
 are not repeated. Jobs that work through their input in chunks (teacher labelling, sampling shards) save the
@@ -17,6 +18,7 @@ deleted once the job's outputs are written.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -35,7 +37,10 @@ T, R = TypeVar("T"), TypeVar("R")
 
 
 class Checkpoint:
-    """The checkpoint file of one job: ``due()`` says when to save, ``save``/``load`` one run's entry."""
+    """The checkpoint file of one job: ``due()`` says when to save, ``save``/``load`` one run's entry.
+
+    The file is read on first use, not on construction: a checkpoint handed to the worker processes of a
+    data-parallel job (:mod:`kdflow.parallel`) is read by each of them rather than copied through a pipe."""
 
     def __init__(self, path: str | Path, fingerprint: str, every_minutes: float | None = 10.0,
                  every_steps: int | None = None):
@@ -44,14 +49,17 @@ class Checkpoint:
         self.every_seconds = None if every_minutes is None else every_minutes * 60
         self.every_steps = every_steps
         self.last_saved = time.monotonic()
-        self.runs: dict[str, dict] = {}
-        if self.path.exists():
-            stored = torch.load(self.path, map_location="cpu", weights_only=True)
-            if stored.get("fingerprint") == fingerprint:
-                self.runs = stored["runs"]
-                log.info("checkpoint %s found: runs %s", self.path, {k: _position(v) for k, v in self.runs.items()})
-            else:
-                log.info("checkpoint %s belongs to other settings, code or inputs: starting afresh", self.path)
+
+    @functools.cached_property
+    def runs(self) -> dict[str, dict]:
+        if not self.path.exists():
+            return {}
+        stored = torch.load(self.path, map_location="cpu", weights_only=True)
+        if stored.get("fingerprint") != self.fingerprint:
+            log.info("checkpoint %s belongs to other settings, code or inputs: starting afresh", self.path)
+            return {}
+        log.info("checkpoint %s found: runs %s", self.path, {k: _position(v) for k, v in stored["runs"].items()})
+        return stored["runs"]
 
     def due(self, step: int) -> bool:
         """Whether a checkpoint is due after optimiser step ``step`` (every N steps, or every M minutes)."""

@@ -14,14 +14,19 @@ import torch
 log = logging.getLogger("kdflow")
 
 
-def setup_logging(path: str | None = None) -> None:
-    """Send kdflow's log records (and warnings) to ``path`` (the rule's log file) and to stderr."""
+def setup_logging(path: str | None = None, level: int = logging.INFO, tag: str = "", append: bool = False) -> None:
+    """Send kdflow's log records (and warnings) from ``level`` up to ``path`` (the rule's log file, emptied
+    first unless ``append``) and to stderr, each line marked with ``tag`` if given (a process's rank)."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if path:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        handlers.append(logging.FileHandler(path, mode="w"))
+        if not append:
+            open(path, "w").close()
+        # Append mode even for the first process: the ranks of a multi-GPU job write to the same file.
+        handlers.append(logging.FileHandler(path, mode="a"))
+    marker = f"[{tag}] " if tag else ""
     logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True
+        level=level, format=f"%(asctime)s %(levelname)s {marker}%(message)s", handlers=handlers, force=True
     )
     logging.captureWarnings(True)
 

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 from transformers import AutoTokenizer, BertTokenizer
 
-from kdflow import metrics
+from kdflow import metrics, parallel
 from kdflow.losses import task_loss
 from kdflow.batching import EncodedSplit, batches, encode
 from kdflow.checkpoint import Checkpoint
@@ -64,9 +64,11 @@ def evaluate_split(model, split: EncodedSplit, task: TaskData, hp: Hyperparamete
 
 
 def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device: torch.device,
-             checkpoint: Checkpoint | None = None) -> dict:
+             checkpoint: Checkpoint | None = None) -> dict | None:
     """Fine-tune a teacher on ``task`` and write ``model/``, ``predictions.parquet`` and ``metrics.json``
-    (resuming from ``checkpoint`` if it holds this job's interrupted run)."""
+    (resuming from ``checkpoint`` if it holds this job's interrupted run). Every rank of a data-parallel job
+    (:func:`kdflow.parallel.run_processes`) calls it; rank 0 writes the outputs and returns the report, the
+    other ranks return None once trained."""
     started = time.perf_counter()
     regression = task.meta["regression"]
     seed_everything(hp.seed)
@@ -95,6 +97,8 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
         device,
         checkpoint=checkpoint,
     )
+    if not parallel.is_main():
+        return None
     model.load_state_dict(result.best_state)
 
     out_dir = Path(out_dir)

@@ -1,6 +1,8 @@
 """The one training loop of kdflow: AdamW, linear warm-up then linear decay, per-epoch dev evaluation and
 best-dev checkpoint selection. Teachers, pseudo-heads and students differ only in the ``loss`` they pass in.
-Given a :class:`~kdflow.checkpoint.Checkpoint`, a run saves its state periodically and resumes from it.
+Given a :class:`~kdflow.checkpoint.Checkpoint`, a run saves its state periodically and resumes from it. Run by
+every rank of a data-parallel job (:mod:`kdflow.parallel`), it trains one model on the ranks' shares of each
+batch; in one process the ``parallel`` calls do what a single process does.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from kdflow import parallel
 from kdflow.batching import to_device
 from kdflow.checkpoint import Checkpoint, random_states, restore_random_states
 
@@ -109,6 +112,10 @@ def train(
     after every epoch, and a run found there continues from its position: the epoch's batches are rebuilt
     from the shuffler's state at the epoch's start and those already trained on are skipped. A finished run
     restores its final weights and returns its result without training.
+
+    In a data-parallel job every rank calls ``train`` alike: ``hp.batch_size`` is the global batch, every rank
+    builds the same batches, trains on its share of each and gets the gradient of the whole batch; rank 0's
+    dev scores and checkpoint timing are every rank's, and rank 0 alone writes the checkpoint.
     """
     model.to(device)
     steps_per_epoch = -(-n_train // hp.batch_size)
@@ -117,6 +124,7 @@ def train(
     shuffler = np.random.default_rng(hp.seed)
     result = TrainResult()
     step, first_epoch, batches_done, running, elapsed = 0, 1, 0, [], 0.0
+    parallel.seed_ranks_apart(hp.seed)
     saved = checkpoint.load(run) if checkpoint is not None else None
     if saved is not None:
         model.load_state_dict(saved["model"])
@@ -127,17 +135,22 @@ def train(
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
         shuffler.bit_generator.state = saved["epoch_shuffler"]
-        restore_random_states(saved["random"])
+        if parallel.rank() < len(saved["random"]):  # the saving run's ranks; a rank beyond keeps its new seed
+            restore_random_states(saved["random"][parallel.rank()])
         step, first_epoch, batches_done = saved["step"], saved["epoch"], saved["batches_done"]
         running, elapsed = saved["running"], saved["seconds"]
         log.info("resuming run %s from its checkpoint: epoch %d, batch %d (step %d)", run, first_epoch,
                  batches_done, step)
+    parallel.copy_main_weights(model)
 
     def save(epoch: int, batches: int, epoch_shuffler: dict, seconds: float, finished: bool = False) -> None:
+        generators = None if finished else parallel.gather(random_states())  # every rank's
+        if not parallel.is_main():
+            return
         state = {"finished": finished, "model": model.state_dict(), "result": vars(result)}
         if not finished:
             state.update(optimizer=optimizer.state_dict(), scheduler=scheduler.state_dict(),
-                         epoch_shuffler=epoch_shuffler, random=random_states(), step=step, epoch=epoch,
+                         epoch_shuffler=epoch_shuffler, random=generators, step=step, epoch=epoch,
                          batches_done=batches, running=running, seconds=seconds)
         checkpoint.save(run, state)
 
@@ -150,16 +163,15 @@ def train(
         for position, batch in enumerate(train_batches(shuffler)):
             if position < batches_done:
                 continue  # trained on before the checkpoint
-            loss = loss_fn(model, to_device(batch, device))
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            loss = parallel.backward(loss_fn, model, batch, device)
             if hp.max_grad_norm:
                 nn.utils.clip_grad_norm_(model.parameters(), hp.max_grad_norm)
             optimizer.step()
             scheduler.step()
             step += 1
-            seen += len(next(iter(batch.values())))  # every entry has one row per example
-            running.append(loss.item())
+            seen += parallel.batch_rows(batch)
+            running.append(loss)
             if step % hp.log_every == 0:
                 rate = seen / (time.perf_counter() - started)
                 log.info(
@@ -167,9 +179,9 @@ def train(
                     epoch, step, steps_per_epoch * hp.epochs, np.mean(running[-hp.log_every:]),
                     scheduler.get_last_lr()[0], rate,
                 )
-            if checkpoint is not None and checkpoint.due(step):
+            if checkpoint is not None and parallel.from_main(checkpoint.due(step)):  # ranks' clocks differ
                 save(epoch, position + 1, epoch_shuffler, elapsed + time.perf_counter() - started)
-        scores = evaluate(model)
+        scores = parallel.from_main(evaluate(model))  # ranks select alike even if their floats differ
         record = {"epoch": epoch, "train_loss": float(np.mean(running)),
                   "seconds": elapsed + time.perf_counter() - started}
         record.update({f"dev_{name}": value for name, value in scores.items()})

@@ -113,6 +113,17 @@ def teacher_resource(name):
     return configured_resource(lambda w: config["teachers"][w.teacher], name)
 
 
+def one_process_gpu(resource):
+    """A ``gpu`` resource capped at one, for jobs that run in one process: of a teacher's jobs, only
+    fine-tuning uses several GPUs (kdflow.parallel); the others would hold the rest idle.
+    """
+
+    def capped(wildcards, attempt):
+        return min(1, resource(wildcards, attempt))
+
+    return capped
+
+
 def generation_resource(name):
     """Generator fine-tuning and sampling shards."""
     return configured_resource(lambda w: config["generation"], name)

@@ -11,7 +11,7 @@ rule compute_teacher_signals:
         "../envs/kdflow.yaml"
     threads: teacher_resource("threads")
     resources:
-        gpu=teacher_resource("gpu"),
+        gpu=one_process_gpu(teacher_resource("gpu")),
         mem_mb=teacher_resource("mem_mb"),
         runtime=teacher_resource("runtime"),
     params:

@@ -38,7 +38,7 @@ rule train_pseudo_heads:
         "../envs/kdflow.yaml"
     threads: teacher_resource("threads")
     resources:
-        gpu=teacher_resource("gpu"),
+        gpu=one_process_gpu(teacher_resource("gpu")),
         mem_mb=teacher_resource("mem_mb"),
         runtime=teacher_resource("runtime"),
     params:

@@ -1,22 +1,33 @@
-"""Rule finetune_teacher: fine-tune one teacher on one task."""
+"""Rule finetune_teacher: fine-tune one teacher on one task, data-parallel over the job's GPUs if it has several."""
 
 from pathlib import Path
 
 from kdflow.checkpoint import job_checkpoint
 from kdflow.data import TaskData
+from kdflow.parallel import process_count, run_processes
 from kdflow.runtime import rule_job, select_device
 from kdflow.teacher import finetune
 from kdflow.training import Hyperparameters
 
-with rule_job(snakemake):
-    checkpoint = job_checkpoint(snakemake)
-    settings = snakemake.params.settings
-    finetune(
-        TaskData.load(snakemake.input.data),
-        settings["spec"],
-        Hyperparameters.from_dict(settings["hyperparameters"]),
-        Path(snakemake.output.metrics).parent,
-        select_device(snakemake.params.device),
-        checkpoint,
-    )
-    checkpoint.remove()
+# Worker processes start by running this file again (spawn), under another name: only the job's own process
+# runs the job.
+if __name__ == "__main__":
+    with rule_job(snakemake):
+        checkpoint = job_checkpoint(snakemake)
+        settings = snakemake.params.settings
+        device = select_device(snakemake.params.device)
+        run_processes(
+            finetune,
+            dict(
+                task=TaskData.load(snakemake.input.data),
+                spec=settings["spec"],
+                hp=Hyperparameters.from_dict(settings["hyperparameters"]),
+                out_dir=Path(snakemake.output.metrics).parent,
+                checkpoint=checkpoint,
+            ),
+            process_count(device, snakemake.resources.gpu),
+            device,
+            log_path=snakemake.log[0],
+            threads=snakemake.threads,
+        )
+        checkpoint.remove()

@@ -1,0 +1,189 @@
+"""Data-parallel training (kdflow.parallel) in 2 CPU processes over gloo: the same weights as one process on the
+same global batches, rank 0 alone writes, a resumed run ends like an uninterrupted one, a failing rank fails
+the job instead of hanging it, a teacher fine-tuned through the rule's entry point matches one process; and the
+workflow gives a teacher's GPUs to its fine-tuning only."""
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+from torch.multiprocessing import ProcessRaisedException
+
+from kdflow import parallel
+from kdflow.checkpoint import Checkpoint
+from kdflow.parallel import run_processes
+from kdflow.training import Hyperparameters, train
+
+REPO = Path(__file__).resolve().parents[1]
+CPU = torch.device("cpu")
+HP = Hyperparameters(learning_rate=1e-2, batch_size=8, epochs=2, max_grad_norm=0.5, seed=3, log_every=1000)
+X = torch.randn(64, 5, generator=torch.Generator().manual_seed(0))
+Y = (X[:, 0] > 0).long()
+# 64 rows split 4 + 4 in every batch; 61 leave a last batch of 5 (3 + 2); 57 one of 1 (rank 1 gets no row).
+SIZES = (64, 61, 57)
+
+
+class Interrupted(Exception):
+    pass
+
+
+class RecordingCheckpoint(Checkpoint):
+    """A checkpoint that leaves a mark of every rank that saves it."""
+
+    def save(self, run, state):
+        (self.path.parent / f"saved-by-rank{parallel.rank()}").touch()
+        super().save(run, state)
+
+
+def fit(n: int, dropout: float, device=CPU, checkpoint=None, interrupt_at=None):
+    """Train a fresh model on the first ``n`` examples; ``interrupt_at`` raises at that call of the loss."""
+    torch.manual_seed(1)
+    net, calls = nn.Sequential(nn.Linear(5, 16), nn.Dropout(dropout), nn.ReLU(), nn.Linear(16, 2)), [0]
+
+    def loss_fn(net, batch):
+        calls[0] += 1
+        if calls[0] == interrupt_at:
+            raise Interrupted
+        return nn.functional.cross_entropy(net(batch["x"]), batch["y"])
+
+    def batches(rng):
+        order = rng.permutation(n)
+        for start in range(0, n, HP.batch_size):
+            index = order[start:start + HP.batch_size]
+            yield {"x": X[index], "y": Y[index]}
+
+    def evaluate(net):
+        net.eval()
+        with torch.no_grad():
+            return {"accuracy": float((net(X[:n]).argmax(1) == Y[:n]).float().mean())}
+
+    result = train(net, loss_fn, batches, n, evaluate, "accuracy", HP, device, checkpoint=checkpoint)
+    return net.state_dict(), result
+
+
+def train_on_each_rank(out, device):
+    """Every rank: the runs without dropout, then with dropout an uninterrupted run, and one interrupted at
+    step 5 (saved at step 3) then resumed from its checkpoint by fresh objects that read the file."""
+    parallel.seed_ranks_apart(0)
+    results = {"draw": torch.rand(4), "plain": {n: fit(n, dropout=0.0, device=device) for n in SIZES}}
+    results["dropout"] = fit(64, dropout=0.3, device=device)
+    (out / "checkpoint").mkdir(exist_ok=True)
+
+    def checkpoint():
+        return RecordingCheckpoint(out / "checkpoint" / "job.ckpt", "job", every_minutes=None, every_steps=3)
+
+    try:
+        fit(64, dropout=0.3, device=device, checkpoint=checkpoint(), interrupt_at=5)
+    except Interrupted:
+        pass
+    results["resumed"] = fit(64, dropout=0.3, device=device, checkpoint=checkpoint())
+    torch.save(results, out / f"rank{parallel.rank()}.pt")
+    fail_on_rank_1(device)
+
+
+def fail_on_rank_1(device):
+    def loss_fn(net, batch):
+        if parallel.rank() == 1:  # while rank 0 waits for its gradients
+            raise RuntimeError("rank 1 broke")
+        return net(batch["x"]).sum()
+
+    net = nn.Linear(5, 1)
+    train(net, loss_fn, lambda rng: [{"x": X[:8]}] * 4, 32, lambda net: {"score": 0.0}, "score", HP, device)
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    """One launch serves the tests below, as starting processes takes most of their time: the ranks train, save
+    what they hold, then rank 1 fails while rank 0 waits for it."""
+    out = tmp_path_factory.mktemp("ranks")
+    started = time.perf_counter()
+    with pytest.raises(ProcessRaisedException) as failure:
+        run_processes(train_on_each_rank, {"out": out}, processes=2, device=CPU)
+    ended = time.perf_counter() - started
+    results = [torch.load(out / f"rank{rank}.pt", weights_only=False) for rank in (0, 1)]
+    return results, out, {"error": str(failure.value), "seconds": ended}
+
+
+def assert_equal_states(a, b):
+    for name, value in a.items():
+        assert torch.equal(value, b[name]), name
+
+
+def scores(result):
+    return [{k: v for k, v in record.items() if k != "seconds"} for record in result.history]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_two_ranks_train_like_one_process_on_the_same_global_batches(ranks, n):
+    (rank0, rank1), _, _ = ranks
+    weights, result = rank0["plain"][n]
+    assert_equal_states(weights, rank1["plain"][n][0])  # the ranks hold one model
+    alone, alone_result = fit(n, dropout=0.0)
+    for name, value in alone.items():
+        torch.testing.assert_close(weights[name], value, atol=1e-5, rtol=0)
+    assert [record["train_loss"] for record in result.history] == pytest.approx(
+        [record["train_loss"] for record in alone_result.history], abs=1e-6)
+    assert result.best_epoch == alone_result.best_epoch == rank1["plain"][n][1].best_epoch
+
+
+def test_ranks_draw_their_own_dropout_masks(ranks):
+    (rank0, rank1), _, _ = ranks
+    assert not torch.equal(rank0["draw"], rank1["draw"])
+    assert_equal_states(rank0["dropout"][0], rank1["dropout"][0])  # yet train one model
+
+
+def test_rank_0_alone_writes_the_checkpoint_and_a_resumed_run_ends_like_an_uninterrupted_one(ranks):
+    (rank0, rank1), out, _ = ranks
+    assert sorted(p.name for p in (out / "checkpoint").iterdir()) == ["job.ckpt", "saved-by-rank0"]
+    for rank in (rank0, rank1):
+        assert_equal_states(rank["resumed"][0], rank0["dropout"][0])  # bitwise: gloo on CPU is deterministic
+        assert scores(rank["resumed"][1]) == scores(rank0["dropout"][1])
+
+
+def test_a_failing_rank_fails_the_job_instead_of_hanging_it(ranks):
+    _, _, launch = ranks
+    assert "RuntimeError: rank 1 broke" in launch["error"]
+    assert launch["seconds"] < 60  # rank 0, stuck in the all-reduce, was stopped
+
+
+def test_a_teacher_fine_tuned_in_two_processes_matches_one_process(separable, tmp_path):
+    # Imported here: the worker processes of the other tests import this module, and need no transformers.
+    from conftest import TEACHER_HP, TINY_BERT
+    from kdflow.teacher import finetune
+
+    spec = {**TINY_BERT, "architecture": {**TINY_BERT["architecture"], "hidden_dropout_prob": 0.0,
+                                          "attention_probs_dropout_prob": 0.0}}
+    hp = Hyperparameters(**{**TEACHER_HP, "epochs": 1, "max_train_examples": 128})  # batches of 16: 8 per rank
+    alone = finetune(separable, spec, hp, tmp_path / "alone", CPU)
+    log = tmp_path / "job.log"
+    run_processes(finetune, dict(task=separable, spec=spec, hp=hp, out_dir=tmp_path / "ranks"), processes=2,
+                  device=CPU, log_path=str(log))
+    assert sorted(p.name for p in (tmp_path / "ranks").iterdir()) == ["metrics.json", "model", "predictions.parquet"]
+    a, b = (pd.read_parquet(tmp_path / d / "predictions.parquet") for d in ("alone", "ranks"))
+    np.testing.assert_allclose(np.stack(b.logits), np.stack(a.logits), atol=1e-4)
+    text = log.read_text()
+    assert text.count("epoch 1 done") == 1 and "[rank 0]" in text and "[rank 1]" not in text
+    together = json.loads((tmp_path / "ranks" / "metrics.json").read_text())
+    assert together["scores"]["dev"] == pytest.approx(alone["scores"]["dev"])
+
+
+def test_a_teachers_gpus_go_to_its_fine_tuning_and_one_to_its_other_jobs(tmp_path):
+    two_gpus = tmp_path / "two_gpus.yaml"  # merged into the demo's config
+    two_gpus.write_text("teachers:\n  tiny_bert:\n    resources: {gpu: 2}\n")
+    targets = ["results/pseudo_heads/tiny_bert/sst2/metrics.json", "results/signals/tiny_bert/sst2/train.safetensors"]
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--configfile", "demo/config.yaml", str(two_gpus),
+         "--replace-workflow-config", *targets],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=True,
+    )
+    jobs = dict(re.findall(r"\nrule (\w+):\n(?:.*\n)*?    resources: (.*)\n", result.stdout))
+    assert "gpu=2" in jobs["finetune_teacher"]
+    assert "gpu=1" in jobs["train_pseudo_heads"] and "gpu=1" in jobs["compute_teacher_signals"]
