@@ -33,6 +33,7 @@ from kdflow.generation import SamplingSettings, sample  # noqa: E402
 from kdflow.pseudo_heads import LayerHeads  # noqa: E402
 from kdflow.signals import compute_signals  # noqa: E402
 from kdflow.teacher import build_teacher  # noqa: E402
+from kdflow.transfer import CHUNK_SLOTS  # noqa: E402
 
 GENERATORS = {"tiny": (4, 256, 4), "small": (12, 768, 12), "medium": (24, 1024, 16)}  # layers, width, heads
 TEACHERS = {"minilm": (6, 384, 12, 1536), "base": (12, 768, 12, 3072), "large": (24, 1024, 16, 4096)}
@@ -87,6 +88,15 @@ def main() -> None:
     batched = len(results) / (time.perf_counter() - started)
     mean_tokens = sum(len(tokens) for tokens, _ in results) / len(results)
 
+    # Sampling shards sample chunk by chunk (the unit of their checkpoints): a chunk's last slots drain idle.
+    chunk = CHUNK_SLOTS * args.batch_size
+    sync(device)
+    started = time.perf_counter()
+    for start in range(0, len(prefixes), chunk):
+        sample(model, prefixes[start:start + chunk], EOS, settings, torch.Generator(device).manual_seed(start), device)
+    sync(device)
+    chunked = len(prefixes) / (time.perf_counter() - started)
+
     sync(device)
     started = time.perf_counter()
     for prefix in prefixes[: args.one_at_a_time]:
@@ -97,6 +107,7 @@ def main() -> None:
 
     print(f"\n{'sampler':<38}{'sentences/s':>12}{'800k sentences':>16}")
     for name, rate in ((f"batched KV cache, {args.batch_size} slots, refill", batched),
+                       (f"  the same in chunks of {chunk} (shards)", chunked),
                        ("one at a time, generate()", single)):
         print(f"{name:<38}{rate:>12.1f}{SENTENCES / rate / 3600:>14.1f} h")
     print(f"speed-up {batched / single:.1f}x; mean {mean_tokens:.1f} tokens per sequence; "
