@@ -1,10 +1,8 @@
 """Ingestion: every reader on the shipped fixtures, the hub path on a stand-in, and broken inputs."""
 
-import json
 import sys
 import types
 
-import pandas as pd
 import pytest
 
 from conftest import demo_task_dir

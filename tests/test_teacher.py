@@ -11,9 +11,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from conftest import TEACHER_HP, TINY_BERT
 from kdflow.batching import batches, encode
-from kdflow.data import TaskData, prepare_task
 from kdflow.pseudo_heads import LayerHeads, gold_distance, heads_loss, layer_features, train_pseudo_heads
-from kdflow.tasks import get_task
 from kdflow.teacher import finetune, logits_of
 from kdflow.training import Hyperparameters, adamw, linear_warmup_decay, subset_indices
 
