@@ -22,7 +22,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import random
 import time
 from collections.abc import Callable, Iterable
@@ -31,6 +30,8 @@ from typing import TypeVar
 
 import numpy as np
 import torch
+
+from kdflow.outputs import atomic_output
 
 log = logging.getLogger("kdflow")
 T, R = TypeVar("T"), TypeVar("R")
@@ -72,10 +73,8 @@ class Checkpoint:
 
     def save(self, run: str, state: dict) -> None:
         self.runs[run] = _snapshot(state)  # later saves rewrite every run: keep this one's values as of now
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        torch.save({"fingerprint": self.fingerprint, "runs": self.runs}, temporary)
-        os.replace(temporary, self.path)  # atomic: readers see the old or the new checkpoint, never a torn one
+        with atomic_output(self.path) as temporary:  # the old or the new checkpoint, never a torn one
+            torch.save({"fingerprint": self.fingerprint, "runs": self.runs}, temporary)
         self.last_saved = time.monotonic()
         log.info("checkpoint saved: %s %s", run, _position(state))
 
@@ -166,7 +165,6 @@ def job_checkpoint(snakemake) -> Checkpoint:
                 **snakemake.config.get("checkpoints", {})}
     log_path = Path(snakemake.log[0])
     relative = log_path.relative_to("logs") if log_path.parts[0] == "logs" else log_path
-    params = {name: value for name, value in snakemake.params.items()}
-    return Checkpoint(Path(settings["dir"]) / relative.with_suffix(".ckpt"),
-                      job_fingerprint({"rule": snakemake.rule, **params}, list(snakemake.input)),
+    fingerprint = job_fingerprint({"rule": snakemake.rule, **dict(snakemake.params.items())}, list(snakemake.input))
+    return Checkpoint(Path(settings["dir"]) / relative.with_suffix(".ckpt"), fingerprint,
                       settings["every_minutes"], settings["every_steps"])
