@@ -25,12 +25,13 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kdflow.batching import batches, encode, to_device  # noqa: E402
-from kdflow.methods import Shapes, TeacherSignals, build_method  # noqa: E402
-from kdflow.pseudo_heads import LayerHeads, teacher_outputs  # noqa: E402
-from kdflow.students import StudentContext, build_student  # noqa: E402
-from kdflow.teacher import build_teacher  # noqa: E402
-from kdflow.training import adamw  # noqa: E402
+from kdflow.distillation.methods.registry import Shapes, build_method
+from kdflow.students.registry import StudentContext, build_student  # noqa: E402
+from kdflow.teachers.finetune import build_teacher  # noqa: E402
+from kdflow.teachers.pseudo_heads import LayerHeads, teacher_outputs  # noqa: E402
+from kdflow.training.batching import batches, to_device, tokenize  # noqa: E402
+from kdflow.training.loop import adamw  # noqa: E402
+from kdflow.transfer.signals import TeacherSignals  # noqa: E402
 
 SIZES = {  # (layers, hidden, heads, intermediate)
     "tiny": (4, 128, 2, 512),
@@ -75,7 +76,7 @@ def main() -> None:
     frame = pd.read_csv(REPO / "demo/data/glue/SST-2/train.tsv", sep="\t", quoting=3)
     frame = pd.DataFrame({"text_a": frame["sentence"], "text_b": None, "label": frame["label"]})
     frame = frame.sample(args.examples, replace=True, random_state=0).reset_index(drop=True)
-    split = encode(frame, tokenizer, PAD_TO, labelled=True)
+    split = tokenize(frame, tokenizer, PAD_TO, labelled=True)
     lengths = np.array([len(ids) for ids in split.input_ids])
     print(f"teacher {args.teacher_size} ({layers}x{hidden}), student bert_k k={args.student_layers}, "
           f"{args.examples} examples of {lengths.mean():.1f} tokens on average (max {lengths.max()}), "
@@ -85,7 +86,7 @@ def main() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    # The cache: one teacher pass over the transfer set (kdflow.signals does this once per teacher and task).
+    # The cache: one teacher pass over the transfer set (kdflow.transfer.labelling does this once per teacher and task).
     sync()
     started = time.perf_counter()
     cached = {"logits": [], "head_logits": [], "layers": []}

@@ -17,7 +17,7 @@ Printed: wall time, epochs run, time per epoch and the configuration-epochs trai
 the speed-up, and per configuration the dev/test accuracy and epochs of both modes. The batched grid keeps
 computing configurations that have already stopped (their results stay frozen) until the last one stops; the
 sequential runs stop each configuration on its own, so they train fewer configuration-epochs in total. Given
-the seed both modes should select the same configuration with the same test accuracies (kdflow.probing's
+the seed both modes should select the same configuration with the same test accuracies (kdflow.probing.probe's
 docstring); the largest per-configuration difference is printed. Agreement is exact only as far as the stacked
 and the single-configuration matmuls round alike; a last-bit difference can grow over an epoch or more and move
 a dev accuracy, and with it an early-stopping decision.
@@ -37,7 +37,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kdflow.probing import ProbeSettings, probe  # noqa: E402
+from kdflow.probing.probe import ProbeSettings, probe  # noqa: E402
 
 
 def synthetic_encodings(n: int, dim: int, classes: int, label_noise: float, seed: int,

@@ -28,6 +28,6 @@ rule analyse_predictions:
         models=lambda w: {name: model_params(name) for name in analysis_models(w.task)},
         teacher=lambda w: config["analysis"][w.task]["teacher"],
         examples=lambda w: config["analysis"][w.task].get("examples", 10),
-        code=code_fingerprint("kdflow.analysis", "kdflow.models", "kdflow.report"),
+        code=code_of("analyse_predictions.py"),
     script:
         "../scripts/analyse_predictions.py"

@@ -13,7 +13,7 @@ os.environ.update(
     )
 )
 
-from kdflow.config import (
+from kdflow.workflow.config import (
     assistant_run,
     augmented_jobs,
     canonical,
@@ -28,17 +28,25 @@ from kdflow.config import (
     signal_needs,
     student_jobs,
     student_settings,
-    transfer_of,
     teacher_jobs,
     teacher_settings,
+    transfer_of,
 )
-from kdflow.models import reference_kind
-from kdflow.paper_tables import input_files, read_reference, title_of
-from kdflow.probing import PROBING_TASKS
-from kdflow.provenance import code_fingerprint
-from kdflow.tasks import GLUE_FILES, TASKS
+from kdflow.core.model_references import reference_kind
+from kdflow.reporting.paper_tables import input_files, read_reference, title_of
+from kdflow.probing.senteval import PROBING_TASKS
+from kdflow.workflow.provenance import script_fingerprint
+from kdflow.core.tasks import GLUE_FILES, TASKS
 
 GLUE_TASKS = {task for task, _ in GLUE_FILES}
+
+
+def code_of(script):
+    """The fingerprint of the code a rule's script runs (the script and its kdflow import closure), a param of
+    every rule so that editing that code reruns exactly the rule's jobs (kdflow.workflow.provenance).
+    """
+    return script_fingerprint(os.path.join(workflow.basedir, "scripts", script))
+
 
 validate(config, schema="../schemas/config.schema.yaml")
 check_references(config)
@@ -115,7 +123,7 @@ def teacher_resource(name):
 
 def one_process_gpu(resource):
     """A ``gpu`` resource capped at one, for jobs that run in one process: of a teacher's jobs, only
-    fine-tuning uses several GPUs (kdflow.parallel); the others would hold the rest idle.
+    fine-tuning uses several GPUs (kdflow.training.parallel); the others would hold the rest idle.
     """
 
     def capped(wildcards, attempt):

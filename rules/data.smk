@@ -14,6 +14,6 @@ rule prepare_task:
         runtime=30,
     params:
         source_dir=source_dir_param,
-        code=code_fingerprint("kdflow.data"),
+        code=code_of("prepare_task.py"),
     script:
         "../scripts/prepare_task.py"

@@ -23,7 +23,7 @@ rule figure_pseudo_heads:
         mem_mb=2000,
         runtime=10,
     params:
-        code=code_fingerprint("kdflow.figures"),
+        code=code_of("figure_pseudo_heads.py"),
     script:
         "../scripts/figure_pseudo_heads.py"
 
@@ -56,7 +56,7 @@ rule figure_probing:
         mem_mb=2000,
         runtime=10,
     params:
-        code=code_fingerprint("kdflow.figures"),
+        code=code_of("figure_probing.py"),
     script:
         "../scripts/figure_probing.py"
 
@@ -89,7 +89,7 @@ rule figure_analysis:
         mem_mb=2000,
         runtime=10,
     params:
-        code=code_fingerprint("kdflow.figures"),
+        code=code_of("figure_analysis.py"),
     script:
         "../scripts/figure_analysis.py"
 
@@ -127,8 +127,6 @@ rule attention_maps:
         examples=10,
         seed=0,
         device=config["device"],
-        code=code_fingerprint(
-            "kdflow.attention_maps", "kdflow.figures", "kdflow.models"
-        ),
+        code=code_of("attention_maps.py"),
     script:
         "../scripts/attention_maps.py"

@@ -1,4 +1,4 @@
-# The papers' tables with kdflow's numbers beside them (reference/paper_results.csv; kdflow.paper_tables), and
+# The papers' tables with kdflow's numbers beside them (reference/paper_results.csv; kdflow.reporting.paper_tables), and
 # the model sizes and CPU speeds thesis Table 5.2 reports.
 
 
@@ -20,7 +20,7 @@ rule measure_inference:
     params:
         model=lambda w: model_params(w.model),
         batch_size=256,
-        code=code_fingerprint("kdflow.inference", "kdflow.models"),
+        code=code_of("measure_inference.py"),
     script:
         "../scripts/measure_inference.py"
 
@@ -54,6 +54,6 @@ rule paper_table:
     params:
         spec=lambda w: canonical(PAPER_TABLES["tables"][w.paper_table]),
         title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
-        code=code_fingerprint("kdflow.paper_tables", "kdflow.report"),
+        code=code_of("paper_table.py"),
     script:
         "../scripts/paper_table.py"

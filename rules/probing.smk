@@ -16,6 +16,8 @@ rule download_probing_task:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        code=code_of("download_probing_task.py"),
     script:
         "../scripts/download_probing_task.py"
 
@@ -44,7 +46,7 @@ rule encode_probing_tasks:
         model=lambda w: model_params(w.model),
         settings=probing_settings(config) if PROBING_CONFIG else {},
         device=config["device"],
-        code=code_fingerprint("kdflow.encodings", "kdflow.models"),
+        code=code_of("encode_probing_tasks.py"),
     script:
         "../scripts/encode_probing_tasks.py"
 
@@ -69,7 +71,7 @@ rule probe_model:
     params:
         probe=probing_settings(config)["probe"] if PROBING_CONFIG else {},
         device=config["device"],
-        code=code_fingerprint("kdflow.probing"),
+        code=code_of("probe_model.py"),
     script:
         "../scripts/probe_model.py"
 
@@ -102,6 +104,6 @@ rule probing_table:
         runtime=10,
     params:
         models=PROBING_CONFIG.get("models", []),
-        code=code_fingerprint("kdflow.probing"),
+        code=code_of("probing_table.py"),
     script:
         "../scripts/probing_table.py"

@@ -18,7 +18,7 @@ rule compute_teacher_signals:
         include_layers=signal_layers_param,
         settings=teacher_params,
         device=config["device"],
-        code=code_fingerprint("kdflow.signals"),
+        code=code_of("compute_teacher_signals.py"),
     script:
         "../scripts/compute_teacher_signals.py"
 
@@ -43,7 +43,7 @@ rule distill_student:
     params:
         settings=student_params,
         device=config["device"],
-        code=code_fingerprint("kdflow.distill"),
+        code=code_of("distill_student.py"),
     script:
         "../scripts/distill_student.py"
 
@@ -70,7 +70,7 @@ rule compute_assistant_signals:
     params:
         settings=student_params,
         device=config["device"],
-        code=code_fingerprint("kdflow.signals"),
+        code=code_of("compute_assistant_signals.py"),
     script:
         "../scripts/compute_assistant_signals.py"
 
@@ -101,7 +101,7 @@ rule select_students:
         runtime=5,
     params:
         runs=experiment_runs_param,
-        code=code_fingerprint("kdflow.selection", "kdflow.tables"),
+        code=code_of("select_students.py"),
     script:
         "../scripts/select_students.py"
 
@@ -132,6 +132,6 @@ rule glue_submission:
             config="{config}",
             seed="{seed}",
         ),
-        code=code_fingerprint("kdflow.submission"),
+        code=code_of("glue_submission.py"),
     script:
         "../scripts/glue_submission.py"

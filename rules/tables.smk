@@ -28,6 +28,6 @@ rule teacher_table:
         runtime=10,
     params:
         jobs=teacher_jobs(config),
-        code=code_fingerprint("kdflow.tables"),
+        code=code_of("teacher_table.py"),
     script:
         "../scripts/teacher_table.py"

@@ -18,7 +18,7 @@ rule finetune_teacher:
     params:
         settings=teacher_params,
         device=config["device"],
-        code=code_fingerprint("kdflow.teacher"),
+        code=code_of("finetune_teacher.py"),
     script:
         "../scripts/finetune_teacher.py"
 
@@ -44,6 +44,6 @@ rule train_pseudo_heads:
     params:
         settings=heads_params,
         device=config["device"],
-        code=code_fingerprint("kdflow.pseudo_heads"),
+        code=code_of("train_pseudo_heads.py"),
     script:
         "../scripts/train_pseudo_heads.py"

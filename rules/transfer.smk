@@ -18,7 +18,7 @@ rule finetune_generator:
     params:
         settings=lambda w: generator_settings(config),
         device=config["device"],
-        code=code_fingerprint("kdflow.generation"),
+        code=code_of("finetune_generator.py"),
     script:
         "../scripts/finetune_generator.py"
 
@@ -42,7 +42,7 @@ rule sample_transfer_shard:
     params:
         sampling=lambda w: sampling_settings(config),
         device=config["device"],
-        code=code_fingerprint("kdflow.generation", "kdflow.transfer"),
+        code=code_of("sample_transfer_shard.py"),
     script:
         "../scripts/sample_transfer_shard.py"
 
@@ -70,7 +70,7 @@ rule build_augmented_transfer_set:
         runtime=30,
     params:
         keep_unfinished=lambda w: sampling_settings(config)["keep_unfinished"],
-        code=code_fingerprint("kdflow.transfer"),
+        code=code_of("build_augmented_transfer_set.py"),
     script:
         "../scripts/build_augmented_transfer_set.py"
 
@@ -102,6 +102,6 @@ rule transfer_statistics:
         mem_mb=4000,
         runtime=15,
     params:
-        code=code_fingerprint("kdflow.transfer", "kdflow.report"),
+        code=code_of("transfer_statistics.py"),
     script:
         "../scripts/transfer_statistics.py"

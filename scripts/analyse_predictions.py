@@ -3,11 +3,11 @@
 import json
 from pathlib import Path
 
-from kdflow.analysis import analyse, analysis_markdown, load_predictions
-from kdflow.data import TaskData
-from kdflow.models import predictions_path
-from kdflow.report import write_document
-from kdflow.runtime import rule_job
+from kdflow.analysis.predictions import analyse, analysis_markdown, load_predictions
+from kdflow.core.data import TaskData
+from kdflow.core.runtime import rule_job
+from kdflow.distillation.named_models import predictions_path
+from kdflow.reporting.rendering import write_document
 
 with rule_job(snakemake):
     task = TaskData.load(snakemake.input.data)

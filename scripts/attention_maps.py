@@ -4,10 +4,10 @@ same examples, as JSON and as one figure (Universal-KD Fig. 3)."""
 import json
 from pathlib import Path
 
-from kdflow.attention_maps import attention_weights
-from kdflow.figures import attention_figure
-from kdflow.models import selected_run_dir
-from kdflow.runtime import rule_job, select_device
+from kdflow.analysis.attention_maps import attention_weights
+from kdflow.core.runtime import rule_job, select_device
+from kdflow.distillation.named_models import selected_run_dir
+from kdflow.reporting.figures import attention_figure
 
 with rule_job(snakemake):
     params = snakemake.params

@@ -1,8 +1,8 @@
 """Rule build_augmented_transfer_set: train + generated shards, with hygiene."""
 
-from kdflow.data import TaskData
-from kdflow.runtime import rule_job
-from kdflow.transfer import build_augmented
+from kdflow.core.data import TaskData
+from kdflow.core.runtime import rule_job
+from kdflow.transfer.augmentation import build_augmented
 
 with rule_job(snakemake):
     build_augmented(

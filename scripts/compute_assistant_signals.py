@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from kdflow.data import TaskData
-from kdflow.runtime import rule_job, select_device
-from kdflow.signals import compute_assistant_signals
-from kdflow.transfer import transfer_frame
+from kdflow.core.data import TaskData
+from kdflow.core.runtime import rule_job, select_device
+from kdflow.distillation.assistant import compute_assistant_signals
+from kdflow.transfer.frames import transfer_frame
 
 with rule_job(snakemake):
     task = TaskData.load(snakemake.input.data)

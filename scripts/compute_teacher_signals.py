@@ -2,11 +2,11 @@
 
 from pathlib import Path
 
-from kdflow.checkpoint import job_checkpoint
-from kdflow.data import TaskData
-from kdflow.runtime import rule_job, select_device
-from kdflow.signals import compute_signals
-from kdflow.transfer import transfer_frame
+from kdflow.core.data import TaskData
+from kdflow.core.runtime import rule_job, select_device
+from kdflow.training.checkpoint import job_checkpoint
+from kdflow.transfer.frames import transfer_frame
+from kdflow.transfer.labelling import compute_signals
 
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)

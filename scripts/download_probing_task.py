@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from kdflow.probing import download_probing_file
-from kdflow.runtime import rule_job
+from kdflow.core.runtime import rule_job
+from kdflow.probing.senteval import download_probing_file
 
 with rule_job(snakemake):
     download_probing_file(Path(snakemake.output[0]).name, snakemake.output[0])

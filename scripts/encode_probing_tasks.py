@@ -3,11 +3,11 @@
 import json
 import logging
 
-from kdflow.data import TaskData
-from kdflow.encodings import write_encodings
-from kdflow.models import load_model
-from kdflow.probing import read_probing_file
-from kdflow.runtime import rule_job, select_device
+from kdflow.core.data import TaskData
+from kdflow.core.runtime import rule_job, select_device
+from kdflow.distillation.named_models import load_model
+from kdflow.probing.encodings import write_encodings
+from kdflow.probing.senteval import read_probing_file
 
 with rule_job(snakemake):
     params, settings = snakemake.params.model, snakemake.params.settings

@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from kdflow.figures import confidence_heatmap, mistake_overlap_heatmap
-from kdflow.runtime import rule_job
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.figures import confidence_heatmap, mistake_overlap_heatmap
 
 with rule_job(snakemake):
     analysis = json.loads(Path(snakemake.input[0]).read_text())

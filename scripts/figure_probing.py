@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from kdflow.figures import probing_figure
-from kdflow.runtime import rule_job
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.figures import probing_figure
 
 with rule_job(snakemake):
     table = pd.read_csv(snakemake.input[0])

@@ -2,11 +2,11 @@
 
 from pathlib import Path
 
-from kdflow.checkpoint import job_checkpoint
-from kdflow.data import TaskData
-from kdflow.generation import finetune_generator
-from kdflow.runtime import rule_job, select_device
-from kdflow.training import Hyperparameters
+from kdflow.core.data import TaskData
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.runtime import rule_job, select_device
+from kdflow.training.checkpoint import job_checkpoint
+from kdflow.transfer.generation import finetune_generator
 
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)

@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-from kdflow.checkpoint import job_checkpoint
-from kdflow.data import TaskData
-from kdflow.parallel import process_count, run_processes
-from kdflow.runtime import rule_job, select_device
-from kdflow.teacher import finetune
-from kdflow.training import Hyperparameters
+from kdflow.core.data import TaskData
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.runtime import rule_job, select_device
+from kdflow.teachers.finetune import finetune
+from kdflow.training.checkpoint import job_checkpoint
+from kdflow.training.parallel import process_count, run_processes
 
 # Worker processes start by running this file again (spawn), under another name: only the job's own process
 # runs the job.

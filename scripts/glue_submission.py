@@ -2,8 +2,8 @@
 
 import logging
 
-from kdflow.runtime import rule_job
-from kdflow.submission import write_submissions
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.submission import write_submissions
 
 with rule_job(snakemake):
     written = write_submissions(snakemake.input.selection, snakemake.params.run_dir, snakemake.output[0])

@@ -1,8 +1,14 @@
 """Rule paper_table: one paper table with kdflow's numbers beside the paper's."""
 
-from kdflow.paper_tables import load_inputs, paper_markdown, paper_table, read_reference, write_paper_table
-from kdflow.report import write_document
-from kdflow.runtime import rule_job
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.paper_tables import (
+    load_inputs,
+    paper_markdown,
+    paper_table,
+    read_reference,
+    write_paper_table,
+)
+from kdflow.reporting.rendering import write_document
 
 with rule_job(snakemake):
     spec, reference = snakemake.params.spec, read_reference(snakemake.input.reference)

@@ -1,8 +1,8 @@
 """Rule prepare_task: raw task files (or the hub) -> results/data/{task}/{split}.parquet + meta.json."""
 
-from kdflow.data import prepare_task
-from kdflow.runtime import log, rule_job
-from kdflow.tasks import get_task
+from kdflow.core.data import prepare_task
+from kdflow.core.runtime import log, rule_job
+from kdflow.core.tasks import get_task
 
 with rule_job(snakemake):
     source = snakemake.params.source_dir

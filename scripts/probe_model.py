@@ -3,8 +3,9 @@
 import json
 from pathlib import Path
 
-from kdflow.probing import ProbeSettings, probe_encodings, read_probing_file
-from kdflow.runtime import rule_job, select_device
+from kdflow.core.runtime import rule_job, select_device
+from kdflow.probing.probe import ProbeSettings, probe_encodings
+from kdflow.probing.senteval import read_probing_file
 
 with rule_job(snakemake):
     device = str(select_device(snakemake.params.device))

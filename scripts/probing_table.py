@@ -4,9 +4,9 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from kdflow.probing import probing_markdown, probing_table
-from kdflow.report import write_document
-from kdflow.runtime import rule_job
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.rendering import write_document
+from kdflow.reporting.tables import probing_markdown, probing_table
 
 with rule_job(snakemake):
     results = defaultdict(list)

@@ -1,10 +1,10 @@
 """Rule sample_transfer_shard: one seeded shard of generated sentences."""
 
-from kdflow.checkpoint import job_checkpoint
-from kdflow.data import TaskData
-from kdflow.generation import SamplingSettings
-from kdflow.runtime import rule_job, select_device
-from kdflow.transfer import sample_shard
+from kdflow.core.data import TaskData
+from kdflow.core.runtime import rule_job, select_device
+from kdflow.training.checkpoint import job_checkpoint
+from kdflow.transfer.augmentation import sample_shard
+from kdflow.transfer.generation import SamplingSettings
 
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)

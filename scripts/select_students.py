@@ -4,10 +4,10 @@ experiment's table of the selected students."""
 import json
 from pathlib import Path
 
-from kdflow.report import write_document
-from kdflow.runtime import rule_job
-from kdflow.selection import select_experiment
-from kdflow.tables import experiment_markdown, experiment_table
+from kdflow.core.runtime import rule_job
+from kdflow.distillation.selection import select_experiment
+from kdflow.reporting.rendering import write_document
+from kdflow.reporting.tables import experiment_markdown, experiment_table
 
 with rule_job(snakemake):
     runs = snakemake.params.runs

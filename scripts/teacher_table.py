@@ -1,7 +1,7 @@
 """Rule teacher_table: teachers and per-layer pseudo-heads per task -> CSV and Markdown."""
 
-from kdflow.runtime import rule_job
-from kdflow.tables import teacher_table, write_table
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.tables import teacher_table, write_table
 
 with rule_job(snakemake):
     table = teacher_table(snakemake.params.jobs, snakemake.input.teachers, snakemake.input.heads)

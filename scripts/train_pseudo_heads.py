@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from kdflow.checkpoint import job_checkpoint
-from kdflow.data import TaskData
-from kdflow.pseudo_heads import train_pseudo_heads
-from kdflow.runtime import rule_job, select_device
+from kdflow.core.data import TaskData
+from kdflow.core.runtime import rule_job, select_device
+from kdflow.teachers.pseudo_heads import train_pseudo_heads
+from kdflow.training.checkpoint import job_checkpoint
 
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)

@@ -5,10 +5,11 @@ from pathlib import Path
 
 from safetensors.torch import load_file
 
-from kdflow.data import TaskData
-from kdflow.report import write_document
-from kdflow.runtime import rule_job
-from kdflow.transfer import statistics_markdown, transfer_frame, transfer_statistics
+from kdflow.core.data import TaskData
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.rendering import write_document
+from kdflow.transfer.augmentation import statistics_markdown, transfer_statistics
+from kdflow.transfer.frames import transfer_frame
 
 with rule_job(snakemake):
     task = TaskData.load(snakemake.input.data)

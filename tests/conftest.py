@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from kdflow.data import TaskData, prepare_task
-from kdflow.tasks import get_task
-from kdflow.teacher import finetune
-from kdflow.training import Hyperparameters
+from kdflow.core.data import TaskData, prepare_task
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.tasks import get_task
+from kdflow.teachers.finetune import finetune
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_DATA = REPO / "demo" / "data"

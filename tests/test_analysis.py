@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kdflow import analysis
-from kdflow.analysis import column
+from kdflow.analysis import predictions as analysis
+from kdflow.analysis.predictions import column
 
 # Six dev examples; per model (prediction, confidence). Binary logits are log-probabilities, so the softmax
 # gives back exactly the confidence written here.

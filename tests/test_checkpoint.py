@@ -8,9 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from kdflow.checkpoint import Checkpoint, job_fingerprint, resumable_chunks
-from kdflow.outputs import atomic_output, write_json
-from kdflow.training import Hyperparameters, train
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.io import atomic_output, write_json
+from kdflow.training.checkpoint import Checkpoint, job_fingerprint, resumable_chunks
+from kdflow.training.loop import train
 
 HP = Hyperparameters(learning_rate=1e-2, batch_size=8, epochs=3, seed=3, log_every=1000)
 X = torch.randn(60, 5, generator=torch.Generator().manual_seed(0))

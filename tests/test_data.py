@@ -4,10 +4,10 @@ import sys
 import types
 
 import pytest
-
 from conftest import demo_task_dir
-from kdflow.data import DataError, TaskData, prepare_task, read_hub
-from kdflow.tasks import TASKS, get_task
+
+from kdflow.core.data import DataError, TaskData, prepare_task, read_hub
+from kdflow.core.tasks import TASKS, get_task
 
 DEMO_TASKS = ["cola", "sst2", "mrpc", "stsb", "rte", "sara"]
 

@@ -7,18 +7,20 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import TINY_BERT
 from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
-from conftest import TINY_BERT
-from kdflow.batching import batches, encode
-from kdflow.distill import distill, load_distilled
-from kdflow.hf import load_classifier, model_inputs
-from kdflow.methods import available_methods
-from kdflow.pseudo_heads import load_heads, teacher_outputs, train_pseudo_heads
-from kdflow.signals import SignalCache, compute_assistant_signals, compute_signals
-from kdflow.transfer import transfer_frame
-from kdflow.training import Hyperparameters
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.distillation.assistant import compute_assistant_signals
+from kdflow.distillation.distill import distill, load_distilled
+from kdflow.distillation.methods.registry import available_methods
+from kdflow.teachers.pseudo_heads import load_heads, teacher_outputs, train_pseudo_heads
+from kdflow.training.batching import batches, tokenize
+from kdflow.training.hf_models import load_classifier, model_inputs
+from kdflow.transfer.frames import transfer_frame
+from kdflow.transfer.labelling import compute_signals
+from kdflow.transfer.signals import SignalCache
 
 CPU = torch.device("cpu")
 HEADS = dict(learning_rate=1e-2, batch_size=32, epochs=2, warmup_ratio=0.0, weight_decay=0.0, seed=0, max_seq_length=32)
@@ -64,7 +66,7 @@ def test_signals_match_a_direct_teacher_forward_pass(teacher, separable):
 
     model = load_classifier(teacher_dir / "model").eval()
     heads, pooling = load_heads(heads_path)
-    split = encode(train, AutoTokenizer.from_pretrained(teacher_dir / "model"), 32, False)
+    split = tokenize(train, AutoTokenizer.from_pretrained(teacher_dir / "model"), 32, False)
     batch = next(batches(split, 8, False))  # unshuffled: the first 8 rows
     with torch.no_grad():
         direct = model(**model_inputs(model, batch)).logits
@@ -109,7 +111,7 @@ def test_two_stage_schedule_switches_weights_and_keeps_the_best_dev_state(teache
     reloaded = load_distilled(tmp_path, teacher[0], separable.num_labels)  # the saved state is the best one
     dev = separable.split("dev")
     tokenizer_dir = teacher[0] / "model"
-    split = encode(dev, AutoTokenizer.from_pretrained(tokenizer_dir), 32, True)
+    split = tokenize(dev, AutoTokenizer.from_pretrained(tokenizer_dir), 32, True)
     with torch.no_grad():
         logits = torch.cat([reloaded(b).logits for b in batches(split, 64, False)])
     accuracy = (logits.argmax(-1).numpy() == split.labels).mean()
@@ -126,7 +128,7 @@ def test_takd_learns_from_its_assistants_logits(teacher, separable, tmp_path):
     assert set(cached) == {"logits", "idx"}  # an assistant has no pseudo-heads: logit methods only
 
     assistant = load_distilled(assistant_dir, teacher[0], separable.num_labels)
-    train = encode(separable.split("train"), AutoTokenizer.from_pretrained(teacher[0] / "model"), 32, False)
+    train = tokenize(separable.split("train"), AutoTokenizer.from_pretrained(teacher[0] / "model"), 32, False)
     with torch.no_grad():
         direct = torch.cat([assistant(b).logits for b in batches(train, 64, False)])
     torch.testing.assert_close(cached["logits"], direct)

@@ -1,5 +1,5 @@
-"""The papers' figures (kdflow.figures) and the layer-attention weights behind Universal-KD Fig. 3
-(kdflow.attention_maps), recomputed from real tiny runs."""
+"""The papers' figures (kdflow.reporting.figures) and the layer-attention weights behind Universal-KD Fig. 3
+(kdflow.analysis.attention_maps), recomputed from real tiny runs."""
 
 import json
 
@@ -10,19 +10,20 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
-from kdflow import figures
-from kdflow.analysis import analyse
-from kdflow.attention_maps import attention_weights
-from kdflow.batching import batches, encode
-from kdflow.distill import distill, layer_widths, load_distilled
-from kdflow.hf import load_classifier
-from kdflow.methods import Shapes, TeacherSignals, build_method
-from kdflow.pseudo_heads import load_heads, teacher_outputs, train_pseudo_heads
-from kdflow.runtime import UserError
-from kdflow.signals import compute_signals
-from kdflow.tables import teacher_table
-from kdflow.training import Hyperparameters
-from kdflow.transfer import transfer_frame
+from kdflow.analysis.attention_maps import attention_weights
+from kdflow.analysis.predictions import analyse
+from kdflow.core.errors import UserError
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.distillation.distill import distill, layer_widths, load_distilled
+from kdflow.distillation.methods.registry import Shapes, build_method
+from kdflow.reporting import figures
+from kdflow.reporting.tables import teacher_table
+from kdflow.teachers.pseudo_heads import load_heads, teacher_outputs, train_pseudo_heads
+from kdflow.training.batching import batches, tokenize
+from kdflow.training.hf_models import load_classifier
+from kdflow.transfer.frames import transfer_frame
+from kdflow.transfer.labelling import compute_signals
+from kdflow.transfer.signals import TeacherSignals
 
 CPU = torch.device("cpu")
 HEADS = dict(learning_rate=1e-2, batch_size=32, epochs=2, warmup_ratio=0.0, weight_decay=0.0, seed=0, max_seq_length=32)
@@ -162,7 +163,7 @@ def recomputed(runs, separable, method, idx):
     heads, pooling = load_heads(runs["heads"])
     dev = separable.split("dev")
     tokenizer = AutoTokenizer.from_pretrained(runs["teacher"] / "model")
-    batch = next(batches(encode(dev[dev["idx"] == idx], tokenizer, 32, True), 1, False))
+    batch = next(batches(tokenize(dev[dev["idx"] == idx], tokenizer, 32, True), 1, False))
     logits, pooled = teacher_outputs(teacher_model, batch, pooling)
     teacher = TeacherSignals(logits, heads(pooled), pooled.half().float())  # the cache keeps layers in float16
     student = load_distilled(runs["root"] / method, runs["teacher"], separable.num_labels)

@@ -7,8 +7,8 @@ import torch
 from torch import nn
 from transformers import BertConfig, BertForSequenceClassification
 
-from kdflow.inference import measure, non_embedding_parameters, time_inference
-from kdflow.students import StudentContext, build_student
+from kdflow.analysis.inference import measure, non_embedding_parameters, time_inference
+from kdflow.students.registry import StudentContext, build_student
 
 
 class VocabularyOfSize:

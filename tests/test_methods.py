@@ -6,9 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from kdflow.losses import kd_loss, layer_attention, soft_kl
-from kdflow.methods import Shapes, TeacherSignals, available_methods, build_method, buckets, skip_mapping
-from kdflow.students import StudentOutput
+from kdflow.distillation.methods.registry import (
+    Shapes,
+    available_methods,
+    buckets,
+    build_method,
+    skip_mapping,
+)
+from kdflow.students.registry import StudentOutput
+from kdflow.training.losses import kd_loss, layer_attention, soft_kl
+from kdflow.transfer.signals import TeacherSignals
 
 
 def shapes(student_widths=(2, 2), teacher_layers=2, teacher_width=2, num_labels=2, regression=False):

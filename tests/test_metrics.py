@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from kdflow import metrics
+from kdflow.core import metrics
 
 
 def test_accuracy_and_micro_f1():

@@ -1,4 +1,4 @@
-"""Named models (kdflow.models), their per-layer encodings (kdflow.encodings) and the report's HTML pages."""
+"""Named models (kdflow.distillation.named_models), their per-layer encodings (kdflow.probing.encodings) and the report's HTML pages."""
 
 import json
 
@@ -6,14 +6,20 @@ import numpy as np
 import pytest
 import torch
 
-from kdflow.config import check_references
-from kdflow.encodings import encode_sentences, encoding_layers, read_layer, write_encodings
-from kdflow.models import load_model, reference_kind, selected_run, student_model
-from kdflow.probing import ProbingData, ProbingSplit
-from kdflow.pseudo_heads import pool_layers
-from kdflow.report import markdown_to_html
-from kdflow.runtime import UserError
-from kdflow.students import StudentContext, build_student
+from kdflow.core.errors import UserError
+from kdflow.core.model_references import reference_kind
+from kdflow.distillation.named_models import load_model, selected_run, student_model
+from kdflow.probing.encodings import (
+    encode_sentences,
+    encoding_layers,
+    read_layer,
+    write_encodings,
+)
+from kdflow.probing.senteval import ProbingData, ProbingSplit
+from kdflow.reporting.rendering import markdown_to_html
+from kdflow.students.registry import StudentContext, build_student
+from kdflow.teachers.pseudo_heads import pool_layers
+from kdflow.workflow.config import check_references
 
 SENTENCES = ["good movie", "a bad , bad film with a long and winding plot", "story", "good music scene ending"]
 

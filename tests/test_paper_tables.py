@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from kdflow.paper_tables import (
+from kdflow.reporting.paper_tables import (
     input_files,
     kdflow_score,
     load_inputs,

@@ -1,4 +1,4 @@
-"""Data-parallel training (kdflow.parallel) in 2 CPU processes over gloo: the same weights as one process on the
+"""Data-parallel training (kdflow.training.parallel) in 2 CPU processes over gloo: the same weights as one process on the
 same global batches, rank 0 alone writes, a resumed run ends like an uninterrupted one, a failing rank fails
 the job instead of hanging it, a teacher fine-tuned through the rule's entry point matches one process; and the
 workflow gives a teacher's GPUs to its fine-tuning only."""
@@ -17,10 +17,11 @@ import torch
 from torch import nn
 from torch.multiprocessing import ProcessRaisedException
 
-from kdflow import parallel
-from kdflow.checkpoint import Checkpoint
-from kdflow.parallel import run_processes
-from kdflow.training import Hyperparameters, train
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.training import parallel
+from kdflow.training.checkpoint import Checkpoint
+from kdflow.training.loop import train
+from kdflow.training.parallel import run_processes
 
 REPO = Path(__file__).resolve().parents[1]
 CPU = torch.device("cpu")
@@ -157,7 +158,8 @@ def test_a_failing_rank_fails_the_job_instead_of_hanging_it(ranks):
 def test_a_teacher_fine_tuned_in_two_processes_matches_one_process(separable, tmp_path):
     # Imported here: the worker processes of the other tests import this module, and need no transformers.
     from conftest import TEACHER_HP, TINY_BERT
-    from kdflow.teacher import finetune
+
+    from kdflow.teachers.finetune import finetune
 
     spec = {**TINY_BERT, "architecture": {**TINY_BERT["architecture"], "hidden_dropout_prob": 0.0,
                                           "attention_probs_dropout_prob": 0.0}}

@@ -4,9 +4,18 @@ import numpy as np
 import pytest
 import torch
 
-from kdflow.probing import (PROBING_TASKS, ProbeSettings, ProbingData, ProbingDataError, ProbingSplit,
-                            load_probing_task, majority_baseline, morphology_baseline, morphology_guess, probe,
-                            read_probing_file)
+from kdflow.probing.probe import ProbeSettings, probe
+from kdflow.probing.senteval import (
+    PROBING_TASKS,
+    ProbingData,
+    ProbingDataError,
+    ProbingSplit,
+    load_probing_task,
+    majority_baseline,
+    morphology_baseline,
+    morphology_guess,
+    read_probing_file,
+)
 
 DEMO_PROBING = Path(__file__).resolve().parents[1] / "demo" / "data" / "probing"
 FAST = ProbeSettings(max_epochs=40)

@@ -11,7 +11,6 @@ import time
 
 import pytest
 import yaml
-
 from test_workflow import DEMO, copy_repo, snakemake
 
 TEACHER = "results/teachers/tiny_bert/sst2"

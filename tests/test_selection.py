@@ -6,9 +6,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kdflow.selection import select, select_experiment
-from kdflow.submission import write_submissions
-from kdflow.tables import experiment_markdown, experiment_table
+from kdflow.distillation.selection import select, select_experiment
+from kdflow.reporting.submission import write_submissions
+from kdflow.reporting.tables import experiment_markdown, experiment_table
 
 
 def run(config, seed, dev, test):

@@ -10,7 +10,6 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import REPO
 from test_workflow import copy_repo
 

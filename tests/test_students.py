@@ -7,15 +7,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import DEMO_VOCAB, TINY_BERT
 from torch import nn
 from transformers import AutoModel, AutoModelForSequenceClassification, BertTokenizer
 
-from conftest import DEMO_VOCAB, TINY_BERT
-from kdflow.batching import collate, encode
-from kdflow.hf import model_inputs
-from kdflow.students import StudentContext, build_student
 from kdflow.students.embeddings import read_word_vectors
-from kdflow.teacher import build_teacher
+from kdflow.students.registry import StudentContext, build_student
+from kdflow.teachers.finetune import build_teacher
+from kdflow.training.batching import collate, tokenize
+from kdflow.training.hf_models import model_inputs
 
 NUM_LABELS = 3
 TINY_ROBERTA = {**TINY_BERT["architecture"], "model_type": "roberta", "max_position_embeddings": 66, "pad_token_id": 0}
@@ -72,7 +72,7 @@ def context(tokenizer, teacher_dir):
 
 
 def batch_of(frame, tokenizer):
-    split = encode(frame, tokenizer, max_length=32, labelled=True)
+    split = tokenize(frame, tokenizer, max_length=32, labelled=True)
     return collate(split, np.arange(len(frame)), regression=False)
 
 

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from kdflow.tables import markdown, teacher_table, write_table
+from kdflow.reporting.tables import markdown, teacher_table, write_table
 
 
 def _write(path, payload):

@@ -6,14 +6,21 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import TEACHER_HP, TINY_BERT
 from safetensors.torch import load_file
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from conftest import TEACHER_HP, TINY_BERT
-from kdflow.batching import batches, encode
-from kdflow.pseudo_heads import LayerHeads, gold_distance, heads_loss, layer_features, train_pseudo_heads
-from kdflow.teacher import finetune, logits_of
-from kdflow.training import Hyperparameters, adamw, linear_warmup_decay, subset_indices
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.teachers.finetune import finetune, logits_of
+from kdflow.teachers.pseudo_heads import (
+    LayerHeads,
+    gold_distance,
+    heads_loss,
+    layer_features,
+    train_pseudo_heads,
+)
+from kdflow.training.batching import batches, tokenize
+from kdflow.training.loop import adamw, linear_warmup_decay, subset_indices
 
 CPU = torch.device("cpu")
 HP = TEACHER_HP
@@ -37,7 +44,7 @@ def test_saved_teacher_reproduces_its_predictions(trained_teacher, separable):
     assert predictions.loc[predictions.split == "test", "label"].isna().all()
     model = AutoModelForSequenceClassification.from_pretrained(out / "model").eval()
     tokenizer = AutoTokenizer.from_pretrained(out / "model")
-    dev = encode(separable.split("dev"), tokenizer, HP["max_seq_length"], labelled=True)
+    dev = tokenize(separable.split("dev"), tokenizer, HP["max_seq_length"], labelled=True)
     with torch.no_grad():
         logits = torch.cat([logits_of(model)(b) for b in batches(dev, 64, regression=False)]).numpy()
     saved = np.stack(predictions.loc[predictions.split == "dev", "logits"].to_numpy())
@@ -85,13 +92,13 @@ def test_pseudo_heads_on_every_layer(trained_teacher, separable, tmp_path):
 
 
 def test_layer_features_match_a_direct_forward_pass():
-    from kdflow.teacher import build_teacher
+    from kdflow.teachers.finetune import build_teacher
 
     torch.manual_seed(0)
     model, tokenizer = build_teacher(TINY_BERT, 2)
     model.eval()
     frame = pd.DataFrame({"text_a": ["a good movie", "bad"], "text_b": [None, None], "label": [1, 0]})
-    split = encode(frame, tokenizer, 32, labelled=True)
+    split = tokenize(frame, tokenizer, 32, labelled=True)
     for pooling in ("cls", "mean"):
         out = np.zeros((2, 2, 32), dtype=np.float32)
         layer_features(model, split, pooling, batch_size=2, device=CPU, out=out)  # padded batch

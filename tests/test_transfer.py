@@ -7,27 +7,39 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import DEMO_VOCAB
 from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
-from conftest import DEMO_VOCAB
-from kdflow import transfer
-from kdflow.batching import batches, encode
-from kdflow.checkpoint import Checkpoint
-from kdflow.data import TaskData, prepare_task
-from kdflow.distill import distill
-from kdflow.generation import (
-    SEPARATOR, SamplingSettings, build_generator, encode_examples, finetune_generator, first_token_prefixes, sample,
+from kdflow.core.data import TaskData, prepare_task
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.tasks import get_task
+from kdflow.distillation.distill import distill
+from kdflow.teachers.pseudo_heads import train_pseudo_heads
+from kdflow.training.batching import batches, tokenize
+from kdflow.training.checkpoint import Checkpoint
+from kdflow.training.hf_models import load_classifier, model_inputs
+from kdflow.training.losses import task_loss
+from kdflow.transfer import augmentation
+from kdflow.transfer.augmentation import (
+    build_augmented,
+    decode_samples,
+    distinct_n,
+    sample_shard,
+    shard_size,
+    transfer_statistics,
 )
-from kdflow.hf import load_classifier, model_inputs
-from kdflow.losses import task_loss
-from kdflow.pseudo_heads import train_pseudo_heads
-from kdflow.signals import compute_signals
-from kdflow.tasks import get_task
-from kdflow.training import Hyperparameters
-from kdflow.transfer import (
-    build_augmented, decode_samples, distinct_n, sample_shard, shard_size, transfer_frame, transfer_statistics,
+from kdflow.transfer.frames import transfer_frame
+from kdflow.transfer.generation import (
+    SEPARATOR,
+    SamplingSettings,
+    build_generator,
+    encode_examples,
+    finetune_generator,
+    first_token_prefixes,
+    sample,
 )
+from kdflow.transfer.labelling import compute_signals
 
 CPU = torch.device("cpu")
 TINY_GPT2 = {"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 64}
@@ -165,7 +177,7 @@ def test_a_killed_shard_resumes_from_its_chunks_with_the_same_sentences(separabl
             raise KeyboardInterrupt
         return sample(*args)
 
-    monkeypatch.setattr(transfer, "sample", killed_in_the_third_chunk)
+    monkeypatch.setattr(augmentation, "sample", killed_in_the_third_chunk)
     path = tmp_path / "shard.ckpt"
     with pytest.raises(KeyboardInterrupt):
         shard("killed.parquet", Checkpoint(path, "shard", every_minutes=None, every_steps=1))
@@ -256,7 +268,7 @@ def test_teacher_labels_of_the_augmented_set_match_a_direct_forward_pass(separab
     assert signals["logits"].shape == (len(frame), 2) and signals["head_logits"].shape[0] == len(frame)
     model = load_classifier(teacher_dir / "model").eval()
     generated = frame[frame["origin"] == "generated"].iloc[:16]
-    split = encode(generated, AutoTokenizer.from_pretrained(teacher_dir / "model"), 32, False)
+    split = tokenize(generated, AutoTokenizer.from_pretrained(teacher_dir / "model"), 32, False)
     with torch.no_grad():
         direct = model(**model_inputs(model, next(batches(split, 16, False)))).logits
     torch.testing.assert_close(signals["logits"][torch.as_tensor(generated.index.tolist())], direct, atol=1e-5, rtol=1e-4)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import REPO
-from kdflow.methods import available_methods
+
+from kdflow.distillation.methods.registry import available_methods
 
 DEMO = ["--configfile", "demo/config.yaml", "--replace-workflow-config"]
 

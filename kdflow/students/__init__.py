@@ -1,58 +1,8 @@
-"""The student registry: every student architecture is one module here that registers a builder.
+"""Students: one module per architecture, each registering a builder in :mod:`kdflow.students.registry`.
 
-A student is an ``nn.Module`` whose ``forward(batch)`` takes the batch dictionary of :mod:`kdflow.batching`
-(``input_ids``, ``attention_mask``, ``token_type_ids``; sentence pairs arrive as one sequence) and returns a
-:class:`StudentOutput`: the logits and one pooled representation per layer, which is what every distillation
-method of :mod:`kdflow.methods` needs (PKD and ALP-KD match layer representations, Universal-KD puts pseudo
-classifiers on them). Adding a student is one file with a ``@register("name")`` builder plus a config entry.
+Adding a student is one module here with a ``@register("name")`` builder, imported below, plus a config entry.
+Importing anything of this package imports every member, so the registry is always full, and a rule's code
+fingerprint (:mod:`kdflow.workflow.provenance`) covers every student its script could build.
 """
 
-from __future__ import annotations
-
-from collections.abc import Callable
-from dataclasses import dataclass
-from importlib import import_module
-
-import torch
-from torch import nn
-
-
-@dataclass
-class StudentOutput:
-    logits: torch.Tensor  # [B, C] (C = 1 for regression)
-    layers: list[torch.Tensor]  # one pooled representation [B, H_j] per layer, bottom to top
-
-
-@dataclass
-class StudentContext:
-    """What a builder may use: the task's output size, the teacher's tokenizer and its fine-tuned directory."""
-
-    num_labels: int
-    tokenizer: object
-    teacher_dir: str | None = None
-
-
-Builder = Callable[[dict, StudentContext], nn.Module]
-STUDENTS: dict[str, Builder] = {}
-_MODULES = ("transformer", "recurrent", "convolutional")
-
-
-def register(name: str) -> Callable[[Builder], Builder]:
-    def decorate(builder: Builder) -> Builder:
-        if name in STUDENTS:
-            raise ValueError(f"student {name!r} is registered twice")
-        STUDENTS[name] = builder
-        return builder
-
-    return decorate
-
-
-def build_student(spec: dict, context: StudentContext) -> nn.Module:
-    """Build the student described by ``spec`` (``{"type": <registered name>, ...its options}``)."""
-    for module in _MODULES:
-        import_module(f"{__name__}.{module}")
-    spec = dict(spec)
-    kind = spec.pop("type")
-    if kind not in STUDENTS:
-        raise KeyError(f"unknown student type {kind!r}; known: {', '.join(sorted(STUDENTS))}")
-    return STUDENTS[kind](spec, context)
+from kdflow.students import convolutional, recurrent, transformer  # noqa: F401  (they register themselves)

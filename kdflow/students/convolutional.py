@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kdflow.students import StudentContext, register
 from kdflow.students.embeddings import AttentionPooledStudent, options, token_embedding
+from kdflow.students.registry import StudentContext, register
 
 
 class GatedConvLayer(nn.Module):

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 from transformers import AutoModel
 
-from kdflow.students import StudentContext, StudentOutput
+from kdflow.students.registry import StudentContext, StudentOutput
 
 log = logging.getLogger("kdflow")
 

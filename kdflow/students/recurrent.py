@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from kdflow.students import StudentContext, StudentOutput, register
 from kdflow.students.embeddings import AttentionPooledStudent, options, token_embedding
+from kdflow.students.registry import StudentContext, StudentOutput, register
 
 
 def packed_lstm(lstm: nn.LSTM, states: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -20,9 +20,9 @@ from transformers import (
     BertForSequenceClassification,
 )
 
-from kdflow.hf import build_classifier, model_inputs
-from kdflow.students import StudentContext, StudentOutput, register
 from kdflow.students.embeddings import options, teacher_model_dir, token_embedding
+from kdflow.students.registry import StudentContext, StudentOutput, register
+from kdflow.training.hf_models import build_classifier, model_inputs
 
 
 class HFStudent(nn.Module):
@@ -91,7 +91,7 @@ def bert_k(spec: dict, context: StudentContext) -> nn.Module:
 def hf(spec: dict, context: StudentContext) -> nn.Module:
     """Any Hugging Face encoder with a fresh classification head: ``model`` (hub name or directory, e.g.
     ``distilroberta-base``, Universal-KD §5.2) or ``architecture`` (``model_type`` plus config fields) for a random
-    init over the teacher's tokenizer, as :func:`kdflow.teacher.build_teacher` does."""
+    init over the teacher's tokenizer, as :func:`kdflow.teachers.finetune.build_teacher` does."""
     opts = options(spec, {"model": None, "architecture": None}, "hf")
     if bool(opts["model"]) == bool(opts["architecture"]):
         raise ValueError("hf needs exactly one of `model` (a checkpoint) and `architecture` (a config)")

@@ -1,0 +1,2 @@
+"""Stage 0, the foundations every stage uses: tasks, prepared data, metrics, atomic outputs, errors, process
+set-up."""

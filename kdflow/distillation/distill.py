@@ -1,0 +1,161 @@
+"""Student training: a registered student, a registered method and cached teacher signals, trained by the one
+training loop of :mod:`kdflow.training.loop` through a schedule of stages.
+
+A schedule is a list of stages, each with its epochs and the loss weights it sets, e.g. Universal-KD §4.2 and
+Appendix A: ``[{epochs: 20}, {epochs: 10, weights: {alpha: 1, beta: 0, gamma: 0}}]`` (stage 1 with the
+method's own weights, stage 2 cross-entropy only). Every stage gets a fresh optimiser and learning-rate
+schedule. The checkpoint with the best dev score over all stages is kept (dev only, never test).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+from transformers import AutoTokenizer
+
+from kdflow.core import metrics
+from kdflow.core.data import TaskData
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.io import atomic_output, write_json
+from kdflow.core.runtime import seed_everything
+from kdflow.distillation.methods.registry import Shapes, build_method, method_class
+from kdflow.students.registry import StudentContext, build_student
+from kdflow.training.batching import batches, tokenize
+from kdflow.training.checkpoint import Checkpoint
+from kdflow.training.loop import predict, subset_indices, train
+from kdflow.training.predictions import prediction_table
+from kdflow.transfer.frames import transfer_frame
+from kdflow.transfer.signals import SignalCache
+
+log = logging.getLogger("kdflow")
+
+
+def layer_widths(student: nn.Module, sample: dict) -> tuple[int, ...]:
+    student.eval()
+    with torch.no_grad():
+        return tuple(h.shape[-1] for h in student(sample).layers)
+
+
+def load_distilled(run_dir: Path, teacher_dir: Path, num_labels: int) -> nn.Module:
+    """A trained student from its run directory (``metrics.json`` holds its spec, ``model.safetensors`` the
+    best-dev weights of student and method), in eval mode."""
+    run_dir = Path(run_dir)
+    spec = json.loads((run_dir / "metrics.json").read_text())["student"]
+    tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
+    student = build_student(spec, StudentContext(num_labels, tokenizer, str(teacher_dir)))
+    state = load_file(str(run_dir / "model.safetensors"))
+    student.load_state_dict({k.removeprefix("student."): v for k, v in state.items() if k.startswith("student.")})
+    return student.eval()
+
+
+def distill(
+    task: TaskData,
+    augmented: Path | None,
+    teacher_dir: Path,
+    signals_path: Path,
+    student_spec: dict,
+    method_name: str,
+    method_options: dict,
+    stages: list[dict],
+    hp: Hyperparameters,
+    out_dir: Path,
+    device: torch.device,
+    checkpoint: Checkpoint | None = None,
+) -> dict:
+    """Train one student on a transfer set of ``task`` (train, or the ``augmented`` set's file) with ``method``;
+    write weights, predictions and metrics. Generated examples have no gold label: they add nothing to the
+    hard-label term (see :func:`kdflow.training.losses.task_loss`) and learn from the teacher alone."""
+    started = time.perf_counter()
+    seed_everything(hp.seed)
+    regression, metric_names = task.meta["regression"], task.meta["metrics"]
+    tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
+    student = build_student(student_spec, StudentContext(task.num_labels, tokenizer, str(teacher_dir)))
+
+    frames = {name: transfer_frame(task, augmented) if name == "train" else task.split(name)
+              for name in task.meta["splits"]}
+    cache = SignalCache(signals_path, device, frames["train"]["idx"].to_numpy(), method_class(method_name).needs)
+    rows = subset_indices(len(frames["train"]), hp.max_train_examples, hp.seed)  # train position -> signal row
+    frames["train"] = frames["train"].iloc[rows].reset_index(drop=True)
+    rows = torch.as_tensor(rows, device=device)
+    encoded = {name: tokenize(f, tokenizer, hp.max_seq_length, name == "train" or task.is_labelled(name))
+               for name, f in frames.items()}
+    train_split, dev_split = encoded["train"], encoded["dev"]
+
+    widths = layer_widths(student, next(batches(train_split, 2, regression)))
+    shapes = Shapes(widths, cache.teacher_layers, cache.teacher_width, task.num_labels, regression)
+    missing = sorted(method_class(method_name).needs - cache.available)
+    if missing:
+        raise ValueError(f"{method_name} needs the teacher's {', '.join(missing)}, which {signals_path} does not hold "
+                         "(hidden-space signals are cached only when the config gives the teacher a method that needs them)")
+    method = build_method(method_name, shapes, method_options)
+    model = nn.ModuleDict({"student": student, "method": method}).to(device)
+    log.info("student %s (%.2fM parameters, layers %s) with %s %s", student_spec["type"],
+             sum(p.numel() for p in student.parameters()) / 1e6, widths, method_name, method.options)
+
+    def loss_fn(model, batch):
+        output = model["student"](batch)
+        return model["method"](output, cache[rows[batch["index"]]], batch["labels"])["loss"]
+
+    def student_logits(split):
+        model.eval()
+        return predict(lambda batch: model["student"](batch).logits, batches(split, hp.eval_batch_size, regression), device)
+
+    def evaluate(model):
+        return metrics.score_logits(metric_names, student_logits(dev_split), dev_split.labels, regression)
+
+    history, best = [], None
+    for number, stage in enumerate(stages, start=1):
+        method.set_weights(**stage.get("weights", {}))
+        stage_hp = Hyperparameters(**{**vars(hp), "epochs": stage.get("epochs", hp.epochs)})
+        log.info("stage %d: %d epochs, weights %s", number, stage_hp.epochs, method.weights)
+        result = train(
+            model, loss_fn,
+            lambda rng: batches(train_split, hp.batch_size, regression, shuffle=True, generator=rng),
+            len(train_split), evaluate, metric_names[0], stage_hp, device,
+            on_epoch_start=lambda epoch, epochs=stage_hp.epochs: method.start_epoch(epoch, epochs),
+            checkpoint=checkpoint, run=f"stage{number}",
+        )
+        history += [{"stage": number, **record} for record in result.history]
+        if best is None or result.best_score > best["score"]:
+            best = {"stage": number, "epoch": result.best_epoch, "score": result.best_score, "state": result.best_state}
+    model.load_state_dict(best["state"])
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_output(out_dir / "model.safetensors") as path:
+        save_file({k: v.contiguous() for k, v in best["state"].items()}, str(path))
+    scores, tables = {}, []
+    for name, split in encoded.items():
+        if name == "train":
+            continue
+        logits = student_logits(split)
+        if split.labels is not None:
+            scores[name] = metrics.score_logits(metric_names, logits, split.labels, regression)
+        tables.append(prediction_table(name, frames[name], logits, split, regression, task.meta["labels"]))
+    with atomic_output(out_dir / "predictions.parquet") as path:
+        pd.concat(tables, ignore_index=True).to_parquet(path, index=False)
+    report = {
+        "task": task.meta["task"],
+        "transfer": {"set": "train" if augmented is None else "augmented", "examples": len(frames["train"]),
+                     "generated": int((frames["train"]["origin"] == "generated").sum())},
+        "student": student_spec,
+        "method": method_name,
+        "method_options": method.options,
+        "stages": stages,
+        "best": {"stage": best["stage"], "epoch": best["epoch"]},
+        "scores": scores,
+        "parameters_millions": sum(p.numel() for p in student.parameters()) / 1e6,
+        "history": history,
+        "hyperparameters": vars(hp),
+        "seconds": time.perf_counter() - started,
+    }
+    write_json(out_dir / "metrics.json", report, default=str)
+    log.info("student done: %s", json.dumps(scores))
+    return report

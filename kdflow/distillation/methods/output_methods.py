@@ -1,0 +1,154 @@
+"""Distillation in output space through pseudo classifiers: Universal-KD (Wu et al. 2021), its Table 6 variant,
+MHKD and DIH as Universal-KD compares them.
+
+Teacher pseudo classifiers ``f_i^t = σ(W_i^t h_i^t)`` (Eq. 3) are trained once per teacher by the
+``train_pseudo_heads`` rule; their logits arrive cached as ``teacher.head_logits`` [B, N, C] for the teacher's
+layers 1..N. Student pseudo classifiers are linear heads on the student's layer representations, owned by the
+method and trained only through the distillation loss (no CE on them, §4.1), except for MHKD.
+
+Regression (STS-B): outputs are scalars, so the "distributions" are the outputs themselves, the attention score
+is their product and KL becomes the squared error (kdflow's reading; the paper only writes the classification
+case).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from kdflow.distillation.methods.registry import Method, register, skip_mapping
+from kdflow.training.losses import kd_loss, layer_attention, task_loss
+
+
+class OutputSpaceMethod(Method):
+    needs = frozenset({"logits", "head_logits"})
+    provides = ("kd", "inter")
+    # Universal-KD §4.2, stage 1: alpha = 0, beta in {0.2, 0.5, 0.7}, gamma = 1 - beta.
+    defaults = {"alpha": 0.0, "beta": 0.5, "gamma": None, "temperature": 1.0}
+    complement = {"gamma": "beta"}
+
+    def distribution(self, logits: torch.Tensor) -> torch.Tensor:
+        """σ(z / T), or the raw output for regression."""
+        return logits if self.shapes.regression else F.softmax(logits / self.options["temperature"], -1)
+
+    def divergence(self, target: torch.Tensor, student_logits: torch.Tensor) -> torch.Tensor:
+        """T² KL(target || σ(z_s/T)) per example (and layer): [..., C] -> [...]; squared error for regression."""
+        if self.shapes.regression:
+            return (target - student_logits).pow(2).sum(-1)
+        t = self.options["temperature"]
+        log_q = F.log_softmax(student_logits / t, -1)
+        return t * t * (torch.xlogy(target, target) - target * log_q).sum(-1)
+
+    def kd(self, student, teacher) -> torch.Tensor:
+        return kd_loss(student.logits, teacher.logits, self.options["temperature"], self.shapes.regression)
+
+    def student_heads(self, layer_indices: list[int]) -> nn.ModuleList:
+        """Linear pseudo classifiers on the given student layers (0-based)."""
+        widths = self.shapes.student_widths
+        return nn.ModuleList(nn.Linear(widths[j], self.shapes.num_labels) for j in layer_indices)
+
+
+class UniversalKD(OutputSpaceMethod):
+    """Universal-KD for intermediate layers (Eq. 4-7): a pseudo classifier on each student layer j = 1..M-1;
+    ``λ_ij = softmax_i(f_i^t · f_j^s)`` over the N teacher pseudo classifiers (Eq. 4), the aggregate
+    ``F^t(j) = Σ_i λ_ij f_i^t`` (Eq. 5), ``l(j) = KL(F^t(j) || f_j^s)`` (Eq. 6) and ``L = Σ_j l(j)`` (Eq. 7),
+    a batch mean. The total is Eq. 10; stage 1 of §4.2 is ``alpha = 0, beta ∈ {0.2, 0.5, 0.7},
+    gamma = 1 - beta`` (the defaults here), stage 2 is cross-entropy only. Gradients flow through λ (it depends
+    on the student, as in ALP-KD); ``detach_attention`` stops them."""
+
+    defaults = {**OutputSpaceMethod.defaults, "detach_attention": False}
+
+    def __init__(self, shapes, **options):
+        super().__init__(shapes, **options)
+        if shapes.student_layers < 2:
+            raise ValueError(f"{self.name} needs a student with at least 2 layers (its top layer is not matched)")
+        self.heads = self.student_heads(list(range(shapes.student_layers - 1)))
+
+    def attention(self, student_probs: torch.Tensor, teacher_probs: torch.Tensor) -> torch.Tensor:
+        query = student_probs.detach() if self.options["detach_attention"] else student_probs
+        return layer_attention(query, teacher_probs)
+
+    def terms(self, student, teacher, labels):
+        student_logits = torch.stack([head(h) for head, h in zip(self.heads, student.layers[:-1])], dim=1)
+        teacher_probs = self.distribution(teacher.head_logits)  # [B, N, C]
+        weights = self.attention(self.distribution(student_logits), teacher_probs)  # [B, M-1, N]
+        aggregate = torch.einsum("bmn,bnc->bmc", weights, teacher_probs)  # F^t(j)
+        inter = self.divergence(aggregate, student_logits).sum(1).mean()
+        return {"kd": self.kd(student, teacher), "inter": inter}
+
+
+@register("universal_kd_il")
+class UniversalKDIntermediate(UniversalKD):
+    __doc__ = UniversalKD.__doc__
+
+
+@register("universal_kd_ca")
+class UniversalKDCrossArchitecture(UniversalKD):
+    __doc__ = UniversalKD.__doc__ + """
+    Cross-architecture (Eq. 9): the same loss, with the student's layers coming from a BiLSTM or gated CNN;
+    output space makes layers of different architectures comparable."""
+
+
+@register("universal_kd_cg")
+class UniversalKDCapacityGap(OutputSpaceMethod):
+    """Universal-KD for the capacity gap (Eq. 8): the teacher's pseudo classifiers act as pseudo teacher
+    assistants, aggregated by the attention of the student's *output* distribution over them,
+    ``L = KL(F^t(M) || f_M^s)`` with ``F^t(M) = Σ_i λ_iM f_i^t``."""
+
+    def terms(self, student, teacher, labels):
+        teacher_probs = self.distribution(teacher.head_logits)
+        student_probs = self.distribution(student.logits)[:, None]  # [B, 1, C]
+        weights = layer_attention(student_probs, teacher_probs)
+        aggregate = torch.einsum("bmn,bnc->bmc", weights, teacher_probs)[:, 0]
+        return {"kd": self.kd(student, teacher), "inter": self.divergence(aggregate, student.logits).mean()}
+
+
+@register("universal_kd_att_on_losses")
+class UniversalKDAttentionOnLosses(OutputSpaceMethod):
+    """Universal-KD's Table 6 variant (§5.6, "Universal-KD▲"): the attention weights weigh the losses instead
+    of the distributions, ``L = Σ_i λ_iM KL(f_i^t || f_M^s)``."""
+
+    def terms(self, student, teacher, labels):
+        teacher_probs = self.distribution(teacher.head_logits)
+        weights = layer_attention(self.distribution(student.logits)[:, None], teacher_probs)[:, 0]  # [B, N]
+        per_head = self.divergence(teacher_probs, student.logits[:, None])  # [B, N]
+        return {"kd": self.kd(student, teacher), "inter": (weights * per_head).sum(1).mean()}
+
+
+@register("dih")
+class DIH(OutputSpaceMethod):
+    """DIH (Asadian and Salehi-Abari 2021) as Universal-KD compares it (§4.1, Table 4): uniform distillation
+    from every teacher pseudo classifier into the student's output, ``L = mean_i T² KL(f_i^t || f_M^s)``. (The
+    DIH code also repeats the CE term once per head; kdflow counts CE once, weighted by ``alpha``.)"""
+
+    def terms(self, student, teacher, labels):
+        per_head = self.divergence(self.distribution(teacher.head_logits), student.logits[:, None])
+        return {"kd": self.kd(student, teacher), "inter": per_head.mean()}
+
+
+@register("mhkd")
+class MHKD(OutputSpaceMethod):
+    """MHKD (Wang et al. 2020) as Universal-KD re-implemented it: pseudo classifiers on selected student layers,
+    each distilled from one teacher pseudo classifier (PKD-skip mapping by default, ``mapping`` to override)
+    and, unlike Universal-KD, also trained with cross-entropy on the gold labels:
+    ``L = Σ_j [KL(f_A(j)^t || f_j^s) + CE(f_j^s, y)]``."""
+
+    defaults = {**OutputSpaceMethod.defaults, "mapping": None}
+
+    def __init__(self, shapes, **options):
+        super().__init__(shapes, **options)
+        mapping = self.options["mapping"] or skip_mapping(shapes.teacher_layers, shapes.student_layers)
+        if len(mapping) != shapes.student_layers - 1 or not all(1 <= k <= shapes.teacher_layers for k in mapping):
+            raise ValueError(f"mhkd mapping {mapping} must give one teacher layer in 1..{shapes.teacher_layers} "
+                             f"for each of the student's {shapes.student_layers - 1} intermediate layers")
+        self.mapping = [k - 1 for k in mapping]
+        self.heads = self.student_heads(list(range(shapes.student_layers - 1)))
+
+    def terms(self, student, teacher, labels):
+        inter = 0.0
+        for j, (head, k) in enumerate(zip(self.heads, self.mapping)):
+            logits = head(student.layers[j])
+            target = self.distribution(teacher.head_logits[:, k])
+            inter = inter + self.divergence(target, logits).mean() + task_loss(logits, labels, self.shapes.regression)
+        return {"kd": self.kd(student, teacher), "inter": inter}

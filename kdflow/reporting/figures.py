@@ -1,0 +1,247 @@
+"""The papers' figures as PNG files, drawn from kdflow's result tables.
+
+* :func:`pseudo_head_figure`: Universal-KD Fig. 3 (left), per teacher layer, as means over dev;
+* :func:`attention_figure`: Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3, per example;
+* :func:`probing_figure`: thesis Figs. 6.1 and 6.2;
+* :func:`confidence_heatmap` and :func:`mistake_overlap_heatmap`: thesis Figs. 6.5 and C.2.
+
+Figures are built on :class:`matplotlib.figure.Figure` with an Agg canvas of their own, never through pyplot, so
+importing this module changes no global matplotlib state. Colours are colour-blind safe: the Okabe-Ito palette
+for lines, viridis/cividis for magnitudes and ColorBrewer's RdBu for signed correlations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from kdflow.probing.senteval import PROBING_TASKS
+
+DPI = 150
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+BASELINES = {"majority": ("majority class", "#7f7f7f", "--"), "morphology": ("morphology guess", "#000000", "-.")}
+
+
+def line_style(number: int) -> dict:
+    """Colour and marker of the ``number``-th line; past the palette, the dash pattern changes too."""
+    colours = len(OKABE_ITO)
+    return {"color": OKABE_ITO[number % colours], "marker": MARKERS[number % len(MARKERS)],
+            "linestyle": ("-", "--", ":")[number // colours % 3], "markersize": 4}
+
+
+def new_figure(width: float, height: float) -> Figure:
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def save(figure: Figure, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=DPI)
+    return path
+
+
+def legend_below(figure: Figure, handles: Sequence, columns: int = 3) -> None:
+    figure.legend(handles=handles, loc="outside lower center", ncols=min(columns, len(handles)), fontsize="small",
+                  frameon=False)
+
+
+# --- Universal-KD Fig. 3 ----------------------------------------------------------------------------------------
+
+
+def pseudo_head_figure(table: pd.DataFrame, path) -> Path:
+    """Universal-KD Fig. 3 (left) averaged over dev: per teacher layer, the pseudo-head's mean distance to the
+    gold label and (second panel) its dev score on the task's main metric, one line per teacher and task; the
+    teacher's own dev score is the dotted line of the same colour. ``table``: :func:`kdflow.reporting.tables.teacher_table`
+    (``results/tables/teachers.csv``)."""
+    heads = table[table["component"] == "pseudo_head"]
+    if heads.empty:
+        raise ValueError("the teacher table has no pseudo-head rows")
+    teachers = table[(table["component"] == "teacher") & (table["split"] == "dev")]
+    figure = new_figure(11, 5)
+    distance_axes, score_axes = figure.subplots(1, 2)
+    handles = []
+    for number, ((teacher, task), rows) in enumerate(heads.groupby(["teacher", "task"], sort=False)):
+        metric = rows["metric"].iloc[0]  # teacher_table lists the task's main metric first
+        rows = rows[rows["metric"] == metric].sort_values("layer")
+        layers = rows["layer"].astype(float)
+        style = line_style(number)
+        label = f"{teacher} · {task} ({metric})"
+        handles += distance_axes.plot(layers, pd.to_numeric(rows["gold_distance"]), label=label, **style)
+        score_axes.plot(layers, pd.to_numeric(rows["value"]), **style)
+        own = teachers[(teachers["teacher"] == teacher) & (teachers["task"] == task) & (teachers["metric"] == metric)]
+        if not own.empty:
+            score_axes.axhline(float(own["value"].iloc[0]), color=style["color"], linestyle=":", linewidth=1)
+    handles.append(Line2D([], [], color="#7f7f7f", linestyle=":", label="teacher itself (dev)"))
+    distance_axes.set(xlabel="teacher layer", title="Pseudo-head distance to the gold label (dev)",
+                      ylabel="mean distance to gold label\n(L2 of probabilities; |error| for regression)")
+    score_axes.set(xlabel="teacher layer", ylabel="dev score (main metric, ×100)", title="Pseudo-head dev score")
+    for axes in (distance_axes, score_axes):
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.grid(alpha=0.3)
+    legend_below(figure, handles)
+    return save(figure, path)
+
+
+def attention_figure(weights: Mapping | Sequence[Mapping], path, title: str | None = None) -> Path:
+    """Universal-KD Fig. 3 as one image: ``weights`` is one record of
+    :func:`kdflow.analysis.attention_maps.attention_weights` or several (e.g. a Universal-KD(IL) and an ALP student of
+    the same task), drawn side by side as heatmaps (rows = examples, columns = teacher layers) on one colour
+    scale. When every record covers the same examples and has gold distances, a first panel shows the
+    teacher's pseudo-head distances to the gold label for those examples (Fig. 3, left)."""
+    records = [weights] if isinstance(weights, Mapping) else list(weights)
+    if not records:
+        raise ValueError("no attention records to draw")
+    first = records[0]
+    same_examples = all(record["idx"] == first["idx"] for record in records)
+    panels = [("distance", first)] * (same_examples and first.get("gold_distance") is not None)
+    panels += [("attention", record) for record in records]
+    rows = max(len(record["idx"]) for record in records)
+    figure = new_figure(2.6 + 3.2 * len(panels), 1.8 + 0.32 * rows)
+    grid = figure.subplots(1, len(panels), sharey=same_examples, squeeze=False)[0]
+    attention_axes, top = [], max(np.max(record["weights"]) for record in records)
+    for number, (axes, (kind, record)) in enumerate(zip(grid, panels)):
+        if kind == "distance":
+            shown = axes.imshow(np.array(record["gold_distance"]), cmap="cividis_r", aspect="auto", vmin=0)
+            figure.colorbar(shown, ax=axes, label="distance to gold (lower: closer)")
+            axes.set_title("pseudo-head distance to gold")
+        else:
+            image = axes.imshow(np.array(record["weights"]), cmap="viridis", aspect="auto", vmin=0, vmax=top)
+            attention_axes.append(axes)
+            axes.set_title(f"{record['method']}\nstudent layer {record['student_layer']} of {record['student_layers']}")
+        axes.set_xticks(range(len(record["teacher_layers"])), [str(layer) for layer in record["teacher_layers"]])
+        axes.set_xlabel("teacher layer")
+        examples = [f"{idx}: {shorten(text)}" for idx, text in zip(record["idx"], record["texts"])]
+        axes.set_yticks(range(len(examples)), examples)
+        axes.tick_params(labelleft=number == 0 or not same_examples, labelsize="small")
+    figure.colorbar(image, ax=attention_axes, label="attention weight")
+    grid[0].set_ylabel("example (idx: text)")
+    figure.suptitle(title or f"Attention over teacher layers ({first['task']}, {first['split']})")
+    return save(figure, path)
+
+
+def shorten(text: str, length: int = 40) -> str:
+    return text if len(text) <= length else text[: length - 1] + "…"
+
+
+# --- thesis Figs. 6.1 and 6.2 -----------------------------------------------------------------------------------
+
+
+def probing_figure(table: pd.DataFrame, path, model_names: Mapping[str, str] | None = None,
+                   relative_depth: bool = False) -> Path:
+    """Thesis Figs. 6.1/6.2: probing test accuracy per layer (0 = embeddings, "E"), one panel per probing task
+    and one line per model, with the majority-class and (Tense, SubjNumber, ObjNumber) morphology-guess
+    baselines as horizontal lines. ``table``: ``results/tables/probing.csv`` (:func:`kdflow.reporting.tables.probing_table`).
+    ``model_names`` maps the models to show, in order, to their labels (default: all, as named).
+    ``relative_depth`` puts layer / number of layers on x, to compare a 24-layer teacher with a 5-layer student."""
+    probes = table[table["kind"] == "probe"]
+    names = dict(model_names) if model_names else {model: model for model in dict.fromkeys(probes["model"])}
+    probes = probes[probes["model"].isin(names)]
+    baselines = table[table["kind"] != "probe"].groupby(["task", "kind"], sort=False)["test_accuracy"].mean()
+    present = set(probes["task"]) | set(baselines.index.get_level_values("task"))
+    tasks = [task for task in PROBING_TASKS if task in present] + sorted(present - set(PROBING_TASKS))
+    if not tasks:
+        raise ValueError("the probing table has no results to draw")
+    depth = probes.groupby("model")["layer"].max().astype(float).clip(lower=1)
+
+    columns = min(5, len(tasks))
+    figure = new_figure(2.8 * columns, 2.5 * math.ceil(len(tasks) / columns) + 0.9)
+    grid = figure.subplots(math.ceil(len(tasks) / columns), columns, squeeze=False).ravel()
+    handles = {}
+    for axes, task in zip(grid, tasks):
+        for number, (model, label) in enumerate(names.items()):
+            rows = probes[(probes["model"] == model) & (probes["task"] == task)].sort_values("layer")
+            if rows.empty:
+                continue
+            x = rows["layer"].astype(float) / (depth[model] if relative_depth else 1)
+            handles[label] = axes.plot(x, rows["test_accuracy"].astype(float), label=label, **line_style(number))[0]
+        for kind, (label, colour, dashes) in BASELINES.items():
+            if (task, kind) in baselines.index:
+                handles[label] = axes.axhline(baselines[task, kind], color=colour, linestyle=dashes, linewidth=1,
+                                              label=label)
+        axes.set_title(task, fontsize="medium")
+        axes.grid(alpha=0.3)
+        if relative_depth:
+            axes.set_xlim(-0.05, 1.05)
+        else:
+            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+            axes.xaxis.set_major_formatter(FuncFormatter(lambda x, _: "E" if x == 0 else f"{x:g}"))
+    for axes in grid[len(tasks):]:
+        axes.set_visible(False)
+    for axes in grid[::columns]:
+        axes.set_ylabel("test accuracy (%)")
+    for axes in grid[max(len(tasks) - columns, 0) : len(tasks)]:  # the lowest panel of each column
+        axes.set_xlabel("layer / layers (0 = embeddings)" if relative_depth else "layer (E = embeddings)")
+    figure.suptitle("Probing accuracy per layer (SentEval)")
+    legend_below(figure, list(handles.values()), columns=6)
+    return save(figure, path)
+
+
+# --- thesis Figs. 6.5 and C.2 -----------------------------------------------------------------------------------
+
+
+def matrix(nested: Mapping, models: Sequence[str]) -> np.ndarray:
+    """``nested[row][column]`` as a float array; None becomes NaN."""
+    return np.array([[np.nan if nested[a][b] is None else nested[a][b] for b in models] for a in models], dtype=float)
+
+
+def heatmap(values: np.ndarray, labels: Sequence[str], texts: list[list[str]], colours: str,
+            limits: tuple[float, float], colour_label: str) -> tuple[Figure, Axes]:
+    """An annotated heatmap of ``values`` (rows and columns both ``labels``) on a figure of its own; NaN cells are
+    grey. The axes have no fixed aspect, whose shrinking constrained layout does not foresee (it clipped long tick
+    labels); the figure grows with the longest label instead, so that cells stay about square."""
+    label = 0.08 * max(map(len, labels))  # a label's length in inches, in the default font size
+    figure = new_figure(1.4 + label + 0.9 * len(labels), 0.9 + 0.5 * label + 0.9 * len(labels))
+    axes = figure.subplots()
+    cmap = matplotlib.colormaps[colours].with_extremes(bad="#dddddd")
+    image = axes.imshow(values, cmap=cmap, vmin=limits[0], vmax=limits[1], aspect="auto")
+    for (row, column), text in np.ndenumerate(np.array(texts, dtype=object)):
+        value = values[row, column]
+        red, green, blue, _ = cmap(image.norm(value)) if not np.isnan(value) else (1, 1, 1, 1)
+        dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+        axes.text(column, row, text, ha="center", va="center", fontsize="small", color="white" if dark else "black")
+    axes.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    axes.set_yticks(range(len(labels)), labels)
+    figure.colorbar(image, ax=axes, label=colour_label)
+    return figure, axes
+
+
+def confidence_heatmap(analysis: Mapping, path) -> Path:
+    """Thesis Fig. 6.5: Pearson r between every two models' prediction confidences on dev, * for p < 0.05.
+    ``analysis``: :func:`kdflow.analysis.predictions.analyse`'s result."""
+    models, correlation = analysis["models"], analysis["confidence_correlation"]
+    r, p = matrix(correlation["r"], models), matrix(correlation["p"], models)
+    texts = [["—" if np.isnan(r[i, j]) else f"{r[i, j]:.2f}" + ("*" if i != j and p[i, j] < 0.05 else "")
+              for j in range(len(models))] for i in range(len(models))]
+    figure, _ = heatmap(r, models, texts, "RdBu_r", (-1, 1), "Pearson r")
+    task = f"{analysis['task']}: " if analysis.get("task") else ""
+    figure.suptitle(f"{task}correlation of confidences (n = {correlation['n']}; * p < 0.05)", fontsize="medium")
+    return save(figure, path)
+
+
+def mistake_overlap_heatmap(analysis: Mapping, path, of: str = "mistakes") -> Path:
+    """Thesis Fig. C.2: the share of the row model's mistakes (``of="hits"``: hits) that the column model also
+    makes, in % with the count, an asymmetric matrix. ``analysis``: :func:`kdflow.analysis.predictions.analyse`'s result."""
+    if of not in ("mistakes", "hits"):
+        raise ValueError("of must be 'mistakes' or 'hits'")
+    models, overlap = analysis["models"], analysis[f"{of[:-1]}_overlap"]
+    share, count = 100 * matrix(overlap["fraction_of_row"], models), matrix(overlap["count"], models)
+    texts = [["—" if np.isnan(s) else f"{s:.0f}%\n({c:.0f})" for s, c in zip(shares, counts)]
+             for shares, counts in zip(share, count)]
+    figure, axes = heatmap(share, models, texts, "viridis", (0, 100), f"% of M1's {of}")
+    axes.set(xlabel="M2 (column)", ylabel="M1 (row)")
+    task = f"{analysis['task']}: " if analysis.get("task") else ""
+    figure.suptitle(f"{task}share of M1's {of} that M2 also makes", fontsize="medium")
+    return save(figure, path)

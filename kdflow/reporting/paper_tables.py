@@ -1,0 +1,324 @@
+"""The papers' result tables next to kdflow's: one row per score the paper reports (reference/paper_results.csv),
+with kdflow's value for it, the difference (for scores) and where kdflow's value comes from.
+
+A table spec (config ``paper_tables.tables.<id>``) names the paper table (``source``, ``table``) and says how its
+names map onto kdflow's: ``teacher`` (the kdflow teacher of the paper's teacher rows), ``experiments`` (searched in
+order for the students' scores), ``students`` (paper student -> kdflow student), ``methods`` (paper method ->
+kdflow method entry; unlisted methods keep their name), ``student_methods`` (per paper student, over ``methods``:
+the thesis's LSTM_S "kd" is kdflow's ``mse_logits``), ``inference`` (paper student -> task -> the named model of
+config ``models`` whose size and CPU speed fill the thesis's Table 5.2 columns), ``tasks`` (the tasks kdflow runs
+for this table; default: all of the paper's) and ``title``.
+
+kdflow's values: a student's is its experiment's mean over seeds of the configuration selected on dev, with the
+std and number of seeds; a teacher's is its single fine-tuned model. A paper's average is kdflow's average over the
+same scores (per task the mean of its metrics, then the mean over tasks: GLUE's rule, which is how Universal-KD's
+Table 3 averages its 12 test scores) when kdflow has all of them. GLUE test scores need the GLUE server, so kdflow
+never has them; their rows point to the submission files instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kdflow.core.tasks import GLUE_FILES
+
+TEACHER_METHOD = "teacher"
+AVERAGE_TASK = "average"
+INFERENCE_METRICS = ("params_millions_non_embedding", "ms_per_example_cpu")  # kdflow.analysis.inference.measure's keys
+TEACHER_METRICS = "results/teachers/{teacher}/{task}/metrics.json"
+EXPERIMENT_TABLE = "results/tables/experiments/{experiment}.csv"
+INFERENCE = "results/inference/{model}.json"
+GLUE_SUBMISSION = "results/glue_submission/{experiment}/"
+# The papers' MNLI test scores are matched/mismatched accuracies; kdflow keeps mismatched as its own split. Their
+# plain MNLI dev accuracy is the matched one, which is kdflow's `dev`.
+MNLI_SPLIT_SUFFIX = {"accuracy_matched": "", "accuracy_mismatched": "_mismatched"}
+SHORT_METRICS = {"params_millions_non_embedding": "params (M)", "ms_per_example_cpu": "ms/example (CPU)"}
+COLUMNS = ["source", "table", "teacher", "student", "method", "task", "metric", "split", "paper", "kdflow",
+           "difference", "kdflow_std", "seeds", "kdflow_student", "kdflow_method", "kdflow_from", "paper_note",
+           "kdflow_note"]
+
+
+def read_reference(path) -> pd.DataFrame:
+    """The papers' scores; ``table`` stays text ("2", "5.2") and missing notes are empty strings."""
+    return pd.read_csv(path, dtype={"table": str}).fillna({"note": ""})
+
+
+def table_rows(reference: pd.DataFrame, spec: dict) -> pd.DataFrame:
+    """The reference rows of the spec's paper table, checking that the spec's names exist in it: a misspelt
+    student or method would otherwise leave its cells silently empty."""
+    rows = reference[(reference.source == spec["source"]) & (reference.table == str(spec["table"]))]
+    if rows.empty:
+        raise ValueError(f"reference has no rows for {spec['source']} Table {spec['table']}")
+    students, methods = set(rows.student), set(rows.method)
+    named = {
+        "students": (spec.get("students", {}), students),
+        "methods": (spec.get("methods", {}), methods),
+        "student_methods": (spec.get("student_methods", {}), students),
+        "inference": (spec.get("inference", {}), students),
+    }
+    named |= {f"student_methods of {s}": (m, methods) for s, m in spec.get("student_methods", {}).items()}
+    for key, (mapping, known) in named.items():
+        unknown = sorted(set(mapping) - known)
+        if unknown:
+            raise ValueError(f"{key} names {unknown}, not in {spec['source']} Table {spec['table']}: {sorted(known)}")
+    return rows.reset_index(drop=True)
+
+
+def kdflow_score(task: str, metric: str, split: str) -> tuple[str, str]:
+    """(split, metric) under which kdflow stores the paper's score of ``task``."""
+    if task == "mnli" and metric in MNLI_SPLIT_SUFFIX:
+        return split + MNLI_SPLIT_SUFFIX[metric], "accuracy"
+    return split, metric
+
+
+def _plan(row, spec: dict) -> dict:
+    """Where kdflow's value for one paper row comes from (``kind``: average, teacher, experiment, inference or
+    missing), under which kdflow names, and why it is missing when it must be."""
+    teacher_row = row.method == TEACHER_METHOD
+    if teacher_row:
+        student, method = spec["teacher"], TEACHER_METHOD
+    else:
+        student = spec.get("students", {}).get(row.student)
+        overrides = spec.get("student_methods", {}).get(row.student, {})
+        method = overrides.get(row.method, spec.get("methods", {}).get(row.method, row.method))
+    plan = dict(kind="missing", kdflow_student=student, kdflow_method=method, kdflow_from=None, note="")
+    tasks = spec.get("tasks")
+    if row.task == AVERAGE_TASK:
+        return {**plan, "kind": "average"}
+    if tasks is not None and row.task not in tasks:
+        return {**plan, "note": "kdflow does not run this task for this table (spec `tasks`)"}
+    if row.metric in INFERENCE_METRICS:
+        model = spec.get("inference", {}).get(row.student, {}).get(row.task)
+        if model is None:
+            return {**plan, "note": "no model is measured for it (spec `inference`)"}
+        return {**plan, "kind": "inference", "kdflow_from": model}
+    if (row.task, kdflow_score(row.task, row.metric, row.split)[0]) in GLUE_FILES:
+        files = ", ".join(GLUE_SUBMISSION.format(experiment=e) for e in spec["experiments"])
+        where = "" if teacher_row else f" (the students' submission files: {files})"
+        return {**plan, "note": f"GLUE test labels are private: only the GLUE server scores test predictions{where}"}
+    if teacher_row:
+        return {**plan, "kind": "teacher", "kdflow_from": "teacher"}
+    if student is None:
+        return {**plan, "note": f"no kdflow student for {row.student} (spec `students`)"}
+    return {**plan, "kind": "experiment"}
+
+
+def required_inputs(spec: dict, reference: pd.DataFrame) -> dict[str, list[str]]:
+    """What kdflow must produce for the spec's table: the spec teacher's tasks, the experiments and the measured
+    models (config ``models``) its cells read; rows kdflow cannot fill need nothing."""
+    planned = [(row.task, _plan(row, spec)) for row in table_rows(reference, spec).itertuples()]
+    return {
+        "teacher_tasks": list(dict.fromkeys(task for task, plan in planned if plan["kind"] == "teacher")),
+        "experiments": list(spec["experiments"]) if any(p["kind"] == "experiment" for _, p in planned) else [],
+        "inference_models": list(dict.fromkeys(p["kdflow_from"] for _, p in planned if p["kind"] == "inference")),
+    }
+
+
+def input_files(spec: dict, reference: pd.DataFrame) -> dict[str, list[str]]:
+    """The files of :func:`required_inputs`, in its order (Snakemake rule inputs)."""
+    needed = required_inputs(spec, reference)
+    return {
+        "teacher_metrics": [TEACHER_METRICS.format(teacher=spec["teacher"], task=t) for t in needed["teacher_tasks"]],
+        "experiment_tables": [EXPERIMENT_TABLE.format(experiment=e) for e in needed["experiments"]],
+        "inference": [INFERENCE.format(model=m) for m in needed["inference_models"]],
+    }
+
+
+def load_inputs(spec: dict, reference: pd.DataFrame, files: Mapping[str, list]) -> dict:
+    """Read the files of :func:`input_files` (``files`` as it returns them) into :func:`paper_table`'s inputs."""
+    needed = required_inputs(spec, reference)
+
+    def read_json(paths):
+        return [json.loads(Path(path).read_text()) for path in paths]
+
+    return {
+        "teacher_metrics": dict(zip(needed["teacher_tasks"], read_json(files["teacher_metrics"]), strict=True)),
+        "experiment_tables": dict(
+            zip(needed["experiments"], map(pd.read_csv, files["experiment_tables"]), strict=True)
+        ),
+        "inference": dict(zip(needed["inference_models"], read_json(files["inference"]), strict=True)),
+    }
+
+
+def paper_table(
+    reference: pd.DataFrame,
+    spec: dict,
+    teacher_metrics: Mapping[str, dict],
+    experiment_tables: Mapping[str, pd.DataFrame],
+    inference: Mapping[str, dict],
+) -> pd.DataFrame:
+    """Every paper row of the spec's table with kdflow's value (NaN where it has none, with the reason in
+    ``kdflow_note``). ``teacher_metrics``: task -> the spec teacher's metrics.json; ``experiment_tables``:
+    experiment -> its table of selected students; ``inference``: model -> :func:`kdflow.analysis.inference.measure`."""
+    students = {}
+    for experiment in (e for e in spec["experiments"] if e in experiment_tables):
+        for score in experiment_tables[experiment].itertuples():
+            key = (score.task, score.student, score.method, score.split, score.metric)
+            students.setdefault(key, (score.mean, score.std, score.seeds, experiment))
+
+    def value(row, plan) -> dict:
+        split, metric = kdflow_score(row.task, row.metric, row.split)
+        if plan["kind"] == "teacher":
+            found = teacher_metrics[row.task]["scores"].get(split, {}).get(metric)
+            if found is None:
+                return {"kdflow_note": f"the teacher has no {split} {metric}"}
+            return {"kdflow": 100 * found, "seeds": 1}
+        if plan["kind"] == "inference":
+            return {"kdflow": inference[plan["kdflow_from"]][metric]}
+        if plan["kind"] == "experiment":
+            key = (row.task, plan["kdflow_student"], plan["kdflow_method"], split, metric)
+            if key not in students:
+                return {"kdflow_note": f"not in the tables of experiments {', '.join(spec['experiments'])}"}
+            mean, std, seeds, experiment = students[key]
+            return {"kdflow": mean, "kdflow_std": std, "seeds": seeds, "kdflow_from": experiment}
+        return {"kdflow_note": plan["note"]}
+
+    rows = table_rows(reference, spec)
+    records = []
+    for row in rows.itertuples():
+        plan = _plan(row, spec)
+        records.append({
+            **row._asdict(),
+            "paper": row.value,
+            "paper_note": row.note,
+            **{key: plan[key] for key in ("kdflow_student", "kdflow_method", "kdflow_from")},
+            "kdflow": np.nan,
+            "kdflow_std": np.nan,
+            "seeds": pd.NA,
+            "kdflow_note": "",
+            **value(row, plan),
+        })
+    table = pd.DataFrame(records)
+    _fill_averages(table)
+    table["difference"] = (table["kdflow"] - table["paper"]).where(is_score(table))
+    table["seeds"] = table["seeds"].astype("Int64")
+    return table[COLUMNS]
+
+
+def is_score(table: pd.DataFrame) -> pd.Series:
+    """Which rows are scores: not the model sizes and CPU speeds of thesis Table 5.2, which depend on the hardware
+    and the implementation, so that kdflow − paper means nothing for them."""
+    return ~table.metric.isin(INFERENCE_METRICS)
+
+
+def _fill_averages(table: pd.DataFrame) -> None:
+    """kdflow's value of each average row: GLUE's average of the scores the paper averages, all of them present."""
+    scores = table[(table.task != AVERAGE_TASK) & is_score(table)]
+    for index, row in table[table.task == AVERAGE_TASK].iterrows():
+        parts = scores[(scores.student == row.student) & (scores.method == row.method) & (scores.split == row.split)]
+        if parts.kdflow.notna().all():
+            table.loc[index, "kdflow"] = parts.groupby("task").kdflow.mean().mean()
+        else:
+            table.loc[index, "kdflow_note"] = "kdflow lacks some of the scores this averages"
+
+
+def _wide(table: pd.DataFrame, cell, only: pd.Series | None = None) -> tuple[list[str], list[list[str]]]:
+    """One row per paper student and method, one column per score: a header and rows of ``cell(row)`` texts.
+    ``only``: a mask of the rows to show; columns are named after the whole table either way."""
+    metrics_of_task = table.groupby("task").metric.nunique()
+    splits_of_score = table.groupby(["task", "metric"]).split.nunique()
+
+    def column(row) -> str:
+        label = [row.task]
+        if metrics_of_task[row.task] > 1:
+            label.append(SHORT_METRICS.get(row.metric, row.metric))
+        if splits_of_score[row.task, row.metric] > 1:
+            label.append(row.split)
+        return " ".join(label)
+
+    def kdflow_name(row) -> str:
+        if pd.isna(row.kdflow_student):
+            return "—"
+        return row.kdflow_student if row.method == TEACHER_METHOD else f"{row.kdflow_student} / {row.kdflow_method}"
+
+    shown = table if only is None else table[only]
+    columns = list(dict.fromkeys(column(row) for row in shown.itertuples()))
+    lines: dict[tuple, dict] = {}
+    for row in shown.itertuples():
+        line = lines.setdefault((row.student, row.method), {"kdflow": kdflow_name(row)})
+        line[column(row)] = cell(row)
+    header = ["student", "method", "kdflow", *columns]
+    return header, [[s, m, line["kdflow"], *(line.get(c, "") for c in columns)] for (s, m), line in lines.items()]
+
+
+def _number(value, digits: int, missing: str, signed: bool = False) -> str:
+    if pd.isna(value):
+        return missing
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _score_cell(digits: int):
+    return lambda row: f"{_number(row.kdflow, digits, '—')} ({row.paper:g})"
+
+
+def _notes(table: pd.DataFrame) -> list[str]:
+    """Each distinct note once, with the students and methods it is about."""
+    notes = []
+    for column, whose in (("paper_note", "paper"), ("kdflow_note", "kdflow")):
+        for note, rows in table[table[column] != ""].groupby(column, sort=False):
+            about = dict.fromkeys(f"{row.student} / {row.method}" for row in rows.itertuples())
+            notes.append(f"{whose}: {note} ({', '.join(about)})")
+    return notes
+
+
+def paper_markdown(table: pd.DataFrame, title: str, digits: int = 2) -> str:
+    """The table as people read it: "kdflow (paper)" per cell, then kdflow − paper of the scores, then the notes."""
+
+    def render(header, rows) -> str:
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
+
+    scores = _wide(table, _score_cell(digits))
+    differences = _wide(table, lambda r: _number(r.difference, digits, "—", signed=True), only=is_score(table))
+    sections = [
+        f"# {title}\n\nEach cell: kdflow (paper). kdflow: mean over seeds of the configuration selected on dev "
+        "(teachers: the fine-tuned model); — : kdflow has no value (see the notes).\n\n",
+        render(*scores),
+        "\n## kdflow − paper, for scores\n\n",
+        render(*differences),
+    ]
+    notes = _notes(table)
+    if notes:
+        sections += ["\n## Notes\n\n", "".join(f"- {note}\n" for note in notes)]
+    return "".join(sections)
+
+
+LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "—": "---",
+                 "−": "$-$"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(LATEX_SPECIAL.get(char, char) for char in text)
+
+
+def paper_latex(table: pd.DataFrame, title: str, digits: int = 2) -> str:
+    """A booktabs tabular of "kdflow (paper)" cells (``---``: kdflow has no value), written directly rather
+    than through pandas' Styler, which needs jinja2."""
+    header, rows = _wide(table, _score_cell(digits))
+    lines = [
+        f"% {latex_escape(title)}: kdflow (paper); --- : no kdflow value",
+        r"\begin{tabular}{lll" + "r" * (len(header) - 3) + "}",
+        r"\toprule",
+        " & ".join(map(latex_escape, header)) + r" \\",
+        r"\midrule",
+        *(" & ".join(map(latex_escape, row)) + r" \\" for row in rows),
+        r"\bottomrule",
+        r"\end{tabular}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_paper_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path) -> None:
+    table.to_csv(csv_path, index=False, float_format="%.4f")
+    Path(markdown_path).write_text(paper_markdown(table, title))
+    Path(latex_path).write_text(paper_latex(table, title))
+
+
+def title_of(spec: dict) -> str:
+    return spec.get("title") or f"{spec['source']} Table {spec['table']}"

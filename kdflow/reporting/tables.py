@@ -1,0 +1,139 @@
+"""Result tables: tidy CSV for machines, Markdown for people. Scores are x100 as in the papers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from kdflow.probing.senteval import PROBING_TASKS
+from kdflow.reporting.rendering import write_document
+
+
+def _load(path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def teacher_table(jobs, teacher_metrics, head_metrics) -> pd.DataFrame:
+    """One row per (teacher, task, component, layer, split, metric): the teacher itself on every labelled
+    evaluation split, and each pseudo-head on dev (with its mean distance to the gold label)."""
+    rows = []
+    for (teacher, task), teacher_path, heads_path in zip(jobs, teacher_metrics, head_metrics):
+        report = _load(teacher_path)
+        for split, scores in report["scores"].items():
+            for metric, value in scores.items():
+                rows.append(dict(teacher=teacher, task=task, component="teacher", layer=pd.NA, split=split,
+                                 metric=metric, value=100 * value, gold_distance=pd.NA))
+        for layer in _load(heads_path)["layers"]:
+            for metric in report["scores"]["dev"]:
+                rows.append(dict(teacher=teacher, task=task, component="pseudo_head", layer=layer["layer"],
+                                 split="dev", metric=metric, value=100 * layer[metric],
+                                 gold_distance=layer["gold_distance"]))
+    table = pd.DataFrame(rows)
+    table["layer"] = table["layer"].astype("Int64")
+    return table
+
+
+def markdown(frame: pd.DataFrame, digits: int = 1) -> str:
+    """A GitHub-flavoured Markdown table; missing values are shown as an em dash."""
+
+    def cell(value) -> str:
+        if value is None or value is pd.NA or (isinstance(value, float) and pd.isna(value)):
+            return "—"
+        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
+def _wide(rows: pd.DataFrame, index: list[str], columns: str) -> pd.DataFrame:
+    """Pivot ``value`` to one column per ``columns`` entry, keeping rows and columns in order of appearance."""
+    order = list(dict.fromkeys(zip(*(rows[name] for name in index))))
+    wide = rows.pivot_table(index=index, columns=columns, values="value").reindex(order)
+    return wide[list(dict.fromkeys(rows[columns]))]
+
+
+def teacher_markdown(table: pd.DataFrame) -> str:
+    summary = _wide(table[table.component == "teacher"], ["teacher", "task", "metric"], "split")
+    sections = ["# Teachers\n\n", markdown(summary.reset_index())]
+    heads = table[table.component == "pseudo_head"]
+    for teacher, rows in heads.groupby("teacher", sort=False):
+        wide = _wide(rows, ["task", "metric"], "layer")
+        wide.columns = [f"L{layer}" for layer in wide.columns]
+        sections += [f"\n# Pseudo-heads of {teacher} (dev, per layer)\n\n", markdown(wide.reset_index())]
+    return "".join(sections)
+
+
+def write_table(table: pd.DataFrame, csv_path, markdown_path, html_path=None) -> None:
+    table.to_csv(csv_path, index=False, float_format="%.4f")
+    write_document(teacher_markdown(table), markdown_path, html_path)
+
+
+def experiment_table(selection: dict) -> pd.DataFrame:
+    """One row per (task, student, method, split, metric) of the configuration selected on dev: mean and std
+    over seeds, x100 (``selection`` as written by :func:`kdflow.distillation.selection.select_experiment`)."""
+    rows = []
+    for selection in selection["selections"]:
+        key = {name: selection[name] for name in ("task", "student", "method")}
+        for split, metrics in selection["scores"].items():
+            for metric, stats in metrics.items():
+                rows.append(dict(**key, split=split, metric=metric, mean=100 * stats["mean"], std=100 * stats["std"],
+                                 seeds=stats["n"], selected=selection["selected"]))
+    return pd.DataFrame(rows)
+
+
+def experiment_markdown(name: str, table: pd.DataFrame) -> str:
+    table = table.assign(score=[f"{m:.1f} ± {s:.1f}" for m, s in zip(table["mean"], table["std"])])
+    sections = [f"# Experiment {name}\n\nMean ± std over seeds of the configuration selected on dev.\n"]
+    for split, rows in table.groupby("split", sort=False):
+        wide = rows.pivot_table(index=["student", "method"], columns=["task", "metric"], values="score",
+                                aggfunc="first", sort=False)
+        wide.columns = [f"{task} {metric}" for task, metric in wide.columns]
+        sections += [f"\n## {split}\n\n", markdown(wide.reset_index())]
+    return "".join(sections)
+
+
+# Probing (thesis §6.1).
+
+
+def probing_table(results: dict[str, list[dict]]) -> pd.DataFrame:
+    """Tidy table of ``{model: [probe_encodings results]}``: one row per model, task and layer (``kind`` probe),
+    plus one row per task and baseline (``kind`` and ``model`` = majority | morphology). Accuracies x100."""
+    rows, baselines = [], {}
+    for model, tasks in results.items():
+        for result in tasks:
+            for layer in result["layers"]:
+                rows.append(dict(model=model, task=result["task"], layer=layer["layer"], kind="probe",
+                                 test_accuracy=100 * layer["test_accuracy"], dev_accuracy=100 * layer["dev_accuracy"],
+                                 hidden_size=layer["selected"]["hidden_size"], dropout=layer["selected"]["dropout"]))
+            for name, accuracy in result["baselines"].items():
+                baselines[result["task"], name] = accuracy
+    for (task, name), accuracy in baselines.items():
+        rows.append(dict(model=name, task=task, layer=pd.NA, kind=name, test_accuracy=100 * accuracy,
+                         dev_accuracy=float("nan"), hidden_size=pd.NA, dropout=float("nan")))
+    table = pd.DataFrame(rows)
+    table["layer"] = table["layer"].astype("Int64")
+    table["hidden_size"] = table["hidden_size"].astype("Int64")
+    return table
+
+
+def probing_markdown(table: pd.DataFrame) -> str:
+    """Per model and task, the test accuracy of the layer best on dev (layer in parentheses; choosing it on test
+    would flatter the model), the baselines, then every layer's test accuracy per model."""
+    probes = table[table.kind == "probe"]
+    tasks = [task for task in PROBING_TASKS if task in set(table.task)]
+    best = probes.loc[probes.groupby(["model", "task"], sort=False)["dev_accuracy"].idxmax()]
+    summary = {model: {task: "—" for task in tasks} for model in dict.fromkeys(probes.model)}
+    for row in best.itertuples():
+        summary[row.model][row.task] = f"{row.test_accuracy:.1f} (L{row.layer})"
+    for row in table[table.kind != "probe"].itertuples():
+        summary.setdefault(f"baseline: {row.kind}", {task: "—" for task in tasks})[row.task] = f"{row.test_accuracy:.1f}"
+    frame = pd.DataFrame([{"model": model, **cells} for model, cells in summary.items()])
+    sections = ["# Probing (SentEval; test accuracy, %)\n\nBest layer chosen on dev accuracy.\n\n", markdown(frame)]
+    for model, rows in probes.groupby("model", sort=False):
+        wide = rows.pivot_table(index="layer", columns="task", values="test_accuracy", sort=False)
+        wide = wide[[task for task in tasks if task in wide.columns]]
+        sections += [f"\n## {model}: test accuracy per layer (0 = embeddings)\n\n", markdown(wide.reset_index())]
+    return "".join(sections)

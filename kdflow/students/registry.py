@@ -1,0 +1,55 @@
+"""The student registry: every student architecture is one module of :mod:`kdflow.students` that registers a
+builder here (the package imports every member, so importing any of it fills the registry).
+
+A student is an ``nn.Module`` whose ``forward(batch)`` takes the batch dictionary of :mod:`kdflow.training.batching`
+(``input_ids``, ``attention_mask``, ``token_type_ids``; sentence pairs arrive as one sequence) and returns a
+:class:`StudentOutput`: the logits and one pooled representation per layer, which is what every distillation
+method of :mod:`kdflow.distillation.methods` needs (PKD and ALP-KD match layer representations, Universal-KD puts pseudo
+classifiers on them). Adding a student is one file with a ``@register("name")`` builder plus a config entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class StudentOutput:
+    logits: torch.Tensor  # [B, C] (C = 1 for regression)
+    layers: list[torch.Tensor]  # one pooled representation [B, H_j] per layer, bottom to top
+
+
+@dataclass
+class StudentContext:
+    """What a builder may use: the task's output size, the teacher's tokenizer and its fine-tuned directory."""
+
+    num_labels: int
+    tokenizer: object
+    teacher_dir: str | None = None
+
+
+Builder = Callable[[dict, StudentContext], nn.Module]
+STUDENTS: dict[str, Builder] = {}
+
+
+def register(name: str) -> Callable[[Builder], Builder]:
+    def decorate(builder: Builder) -> Builder:
+        if name in STUDENTS:
+            raise ValueError(f"student {name!r} is registered twice")
+        STUDENTS[name] = builder
+        return builder
+
+    return decorate
+
+
+def build_student(spec: dict, context: StudentContext) -> nn.Module:
+    """Build the student described by ``spec`` (``{"type": <registered name>, ...its options}``)."""
+    spec = dict(spec)
+    kind = spec.pop("type")
+    if kind not in STUDENTS:
+        raise KeyError(f"unknown student type {kind!r}; known: {', '.join(sorted(STUDENTS))}")
+    return STUDENTS[kind](spec, context)

@@ -1,0 +1,127 @@
+"""Teacher fine-tuning: any Hugging Face encoder (hub name, local directory, or a configuration for a randomly
+initialised model) with a sequence-classification head, trained with cross-entropy (MSE for STS-B).
+
+Defaults follow the papers (see config.yaml): BERT-large as in the thesis Table 4.1 (AdamW 5e-5, 10% linear
+warm-up then linear decay, batch 36, 3 epochs, 10 for Sara). The model of the best dev epoch is kept; its dev
+logits and test predictions are written for the students and for GLUE submissions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from kdflow.core import metrics
+from kdflow.core.data import TaskData
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.io import atomic_output, write_json
+from kdflow.core.runtime import seed_everything
+from kdflow.training import parallel
+from kdflow.training.batching import EncodedSplit, batches, tokenize
+from kdflow.training.checkpoint import Checkpoint
+from kdflow.training.hf_models import build_classifier, build_tokenizer, model_inputs
+from kdflow.training.loop import predict, subset_indices, train
+from kdflow.training.losses import task_loss
+from kdflow.training.predictions import prediction_table
+
+log = logging.getLogger("kdflow")
+
+
+def build_teacher(spec: dict, num_labels: int):
+    """A (model, tokenizer) pair from a teacher spec: ``model`` (hub name or directory) to load pre-trained
+    weights, or ``architecture`` (``model_type`` plus config fields) and ``tokenizer`` for a random init."""
+    tokenizer = build_tokenizer(spec)
+    return build_classifier(spec.get("model"), spec.get("architecture"), tokenizer, num_labels), tokenizer
+
+
+def logits_of(model):
+    def forward(batch):
+        return model(**model_inputs(model, batch)).logits
+
+    return forward
+
+
+def evaluate_split(model, split: EncodedSplit, task: TaskData, hp: Hyperparameters, device) -> tuple[np.ndarray, dict]:
+    model.eval()
+    regression = task.meta["regression"]
+    logits = predict(logits_of(model), batches(split, hp.eval_batch_size, regression), device)
+    scores = metrics.score_logits(task.meta["metrics"], logits, split.labels, regression) if split.labels is not None else {}
+    return logits, scores
+
+
+def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device: torch.device,
+             checkpoint: Checkpoint | None = None) -> dict | None:
+    """Fine-tune a teacher on ``task`` and write ``model/``, ``predictions.parquet`` and ``metrics.json``
+    (resuming from ``checkpoint`` if it holds this job's interrupted run). Every rank of a data-parallel job
+    (:func:`kdflow.training.parallel.run_processes`) calls it; rank 0 writes the outputs and returns the report, the
+    other ranks return None once trained."""
+    started = time.perf_counter()
+    regression = task.meta["regression"]
+    seed_everything(hp.seed)
+    model, tokenizer = build_teacher(spec, task.num_labels)
+    log.info("teacher %s: %.1fM parameters", spec.get("model") or spec["architecture"]["model_type"], _millions(model))
+
+    frames = {name: task.split(name) for name in task.meta["splits"]}
+    keep = subset_indices(len(frames["train"]), hp.max_train_examples, hp.seed)
+    frames["train"] = frames["train"].iloc[keep].reset_index(drop=True)
+    encoded = {
+        name: tokenize(frame, tokenizer, hp.max_seq_length, task.is_labelled(name)) for name, frame in frames.items()
+    }
+    train_split, dev_split = encoded["train"], encoded["dev"]
+
+    def loss_fn(model, batch):
+        return task_loss(logits_of(model)(batch), batch["labels"], regression)
+
+    result = train(
+        model,
+        loss_fn,
+        lambda rng: batches(train_split, hp.batch_size, regression, shuffle=True, generator=rng),
+        len(train_split),
+        lambda model: evaluate_split(model, dev_split, task, hp, device)[1],
+        task.meta["metrics"][0],
+        hp,
+        device,
+        checkpoint=checkpoint,
+    )
+    if not parallel.is_main():
+        return None
+    model.load_state_dict(result.best_state)
+
+    out_dir = Path(out_dir)
+    with atomic_output(out_dir / "model") as model_dir:
+        model.save_pretrained(model_dir)
+        tokenizer.save_pretrained(model_dir)
+
+    scores, tables = {}, []
+    for name, split in encoded.items():
+        if name == "train":
+            continue
+        logits, scores[name] = evaluate_split(model, split, task, hp, device)
+        tables.append(prediction_table(name, frames[name], logits, split, regression, task.meta["labels"]))
+    with atomic_output(out_dir / "predictions.parquet") as path:
+        pd.concat(tables, ignore_index=True).to_parquet(path, index=False)
+
+    report = {
+        "task": task.meta["task"],
+        "model": spec.get("model") or "random-init:" + spec["architecture"]["model_type"],
+        "parameters_millions": _millions(model),
+        "layers": model.config.num_hidden_layers,
+        "best_epoch": result.best_epoch,
+        "scores": {name: s for name, s in scores.items() if s},
+        "history": result.history,
+        "hyperparameters": vars(hp),
+        "seconds": time.perf_counter() - started,
+    }
+    write_json(out_dir / "metrics.json", report)
+    log.info("teacher done: %s", json.dumps(report["scores"]))
+    return report
+
+
+def _millions(model) -> float:
+    return sum(p.numel() for p in model.parameters()) / 1e6

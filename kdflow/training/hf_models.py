@@ -1,0 +1,50 @@
+"""Small helpers around Hugging Face models shared by teachers, pseudo-heads, signals and students."""
+
+from __future__ import annotations
+
+import inspect
+from functools import cache
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertTokenizer
+
+INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+@cache
+def _accepted(forward_class: type) -> tuple[str, ...]:
+    parameters = inspect.signature(forward_class.forward).parameters
+    return tuple(key for key in INPUT_KEYS if key in parameters)  # DistilBERT-style models take no token types
+
+
+def model_inputs(model, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The batch entries ``model.forward`` accepts."""
+    return {key: batch[key] for key in _accepted(type(model))}
+
+
+def load_classifier(path, **kwargs):
+    """A sequence classifier in float32 (transformers 5 would otherwise keep a half-precision checkpoint's dtype)."""
+    return AutoModelForSequenceClassification.from_pretrained(path, dtype=torch.float32, **kwargs)
+
+
+def build_classifier(model: str | None, architecture: dict | None, tokenizer, num_labels: int):
+    """A sequence classifier from a checkpoint (``model``: hub name or directory) or, for a random
+    initialisation, from ``architecture`` (``model_type`` plus config fields) sized to ``tokenizer``."""
+    from transformers import AutoConfig
+
+    if model:
+        return load_classifier(model, num_labels=num_labels)
+    arch = {"pad_token_id": tokenizer.pad_token_id, **architecture}  # RoBERTa derives positions from it
+    config = AutoConfig.for_model(arch.pop("model_type"), vocab_size=len(tokenizer), num_labels=num_labels, **arch)
+    return AutoModelForSequenceClassification.from_config(config)
+
+
+def build_tokenizer(spec: dict):
+    """The checkpoint's own tokenizer, or a BERT WordPiece tokenizer over a vocabulary file (``tokenizer``)."""
+    if spec.get("tokenizer"):
+        vocab = Path(spec["tokenizer"])
+        if not vocab.is_file():
+            raise FileNotFoundError(f"tokenizer vocabulary {vocab} not found")
+        return BertTokenizer(vocab=str(vocab), do_lower_case=True)
+    return AutoTokenizer.from_pretrained(spec["model"])

@@ -1,0 +1,183 @@
+"""The one training loop of kdflow: AdamW, linear warm-up then linear decay, per-epoch dev evaluation and
+best-dev checkpoint selection. Teachers, pseudo-heads and students differ only in the ``loss`` they pass in.
+Given a :class:`~kdflow.training.checkpoint.Checkpoint`, a run saves its state periodically and resumes from it. Run by
+every rank of a data-parallel job (:mod:`kdflow.training.parallel`), it trains one model on the ranks' shares of each
+batch; in one process the ``parallel`` calls do what a single process does.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.training import parallel
+from kdflow.training.batching import to_device
+from kdflow.training.checkpoint import Checkpoint, random_states, restore_random_states
+
+log = logging.getLogger("kdflow")
+
+Batch = dict[str, torch.Tensor]
+
+
+def subset_indices(n: int, limit: int | None, seed: int) -> np.ndarray:
+    """Indices of a seeded random subset of ``limit`` of ``n`` examples, in their original order (all if None)."""
+    if limit is None or limit >= n:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
+
+
+@dataclass
+class TrainResult:
+    history: list[dict] = field(default_factory=list)  # one record per epoch: loss, dev metrics, time
+    best_epoch: int = 0
+    best_score: float = float("-inf")
+    best_state: dict[str, torch.Tensor] | None = None
+
+
+def adamw(parameters: Iterable[tuple[str, nn.Parameter]], lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW with no decay on biases and LayerNorm weights (the BERT recipe)."""
+    decay, no_decay = [], []
+    for _, param in parameters:
+        if param.requires_grad:
+            (no_decay if param.ndim < 2 else decay).append(param)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr)
+
+
+def linear_warmup_decay(optimizer: torch.optim.Optimizer, total_steps: int, warmup_ratio: float):
+    """Learning rate rises linearly over the first ``warmup_ratio`` of the steps, then decays linearly to 0."""
+    warmup = int(total_steps * warmup_ratio)
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def train(
+    model: nn.Module,
+    loss_fn: Callable[[nn.Module, Batch], torch.Tensor],
+    train_batches: Callable[[np.random.Generator], Iterable[Batch]],
+    n_train: int,
+    evaluate: Callable[[nn.Module], dict[str, float]],
+    select_metric: str,
+    hp: Hyperparameters,
+    device: torch.device,
+    on_epoch_start: Callable[[int], None] | None = None,
+    checkpoint: Checkpoint | None = None,
+    run: str = "train",
+) -> TrainResult:
+    """Train ``model`` with ``loss_fn`` on ``train_batches(rng)`` (one shuffled epoch of ``n_train`` examples,
+    batches of ``hp.batch_size``), evaluating after every epoch.
+
+    Keeps the state of the epoch with the best ``select_metric`` (a dev-set metric: selection never looks at
+    test data). Parameters with ``requires_grad=False`` (a frozen teacher) are left alone. ``on_epoch_start``
+    is called with the 1-based epoch before it starts (epoch-dependent losses such as Annealing-KD's).
+
+    With a ``checkpoint``, the run's state is saved under the name ``run`` whenever the checkpoint is due and
+    after every epoch, and a run found there continues from its position: the epoch's batches are rebuilt
+    from the shuffler's state at the epoch's start and those already trained on are skipped. A finished run
+    restores its final weights and returns its result without training.
+
+    In a data-parallel job every rank calls ``train`` alike: ``hp.batch_size`` is the global batch, every rank
+    builds the same batches, trains on its share of each and gets the gradient of the whole batch; rank 0's
+    dev scores and checkpoint timing are every rank's, and rank 0 alone writes the checkpoint.
+    """
+    model.to(device)
+    steps_per_epoch = -(-n_train // hp.batch_size)
+    optimizer = adamw(model.named_parameters(), hp.learning_rate, hp.weight_decay)
+    scheduler = linear_warmup_decay(optimizer, steps_per_epoch * hp.epochs, hp.warmup_ratio)
+    shuffler = np.random.default_rng(hp.seed)
+    result = TrainResult()
+    step, first_epoch, batches_done, running, elapsed = 0, 1, 0, [], 0.0
+    parallel.seed_ranks_apart(hp.seed)
+    saved = checkpoint.load(run) if checkpoint is not None else None
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        result = TrainResult(**saved["result"])
+        if saved["finished"]:
+            log.info("run %s finished before: weights and results restored from the checkpoint", run)
+            return result
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        shuffler.bit_generator.state = saved["epoch_shuffler"]
+        if parallel.rank() < len(saved["random"]):  # the saving run's ranks; a rank beyond keeps its new seed
+            restore_random_states(saved["random"][parallel.rank()])
+        step, first_epoch, batches_done = saved["step"], saved["epoch"], saved["batches_done"]
+        running, elapsed = saved["running"], saved["seconds"]
+        log.info("resuming run %s from its checkpoint: epoch %d, batch %d (step %d)", run, first_epoch,
+                 batches_done, step)
+    parallel.copy_main_weights(model)
+
+    def save(epoch: int, batches: int, epoch_shuffler: dict, seconds: float, finished: bool = False) -> None:
+        generators = None if finished else parallel.gather(random_states())  # every rank's
+        if not parallel.is_main():
+            return
+        state = {"finished": finished, "model": model.state_dict(), "result": vars(result)}
+        if not finished:
+            state.update(optimizer=optimizer.state_dict(), scheduler=scheduler.state_dict(),
+                         epoch_shuffler=epoch_shuffler, random=generators, step=step, epoch=epoch,
+                         batches_done=batches, running=running, seconds=seconds)
+        checkpoint.save(run, state)
+
+    for epoch in range(first_epoch, hp.epochs + 1):
+        if on_epoch_start is not None:
+            on_epoch_start(epoch)
+        model.train()
+        epoch_shuffler = shuffler.bit_generator.state  # the epoch's order is rebuilt from it on resume
+        started, seen = time.perf_counter(), 0
+        for position, batch in enumerate(train_batches(shuffler)):
+            if position < batches_done:
+                continue  # trained on before the checkpoint
+            optimizer.zero_grad(set_to_none=True)
+            loss = parallel.backward(loss_fn, model, batch, device)
+            if hp.max_grad_norm:
+                nn.utils.clip_grad_norm_(model.parameters(), hp.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            seen += parallel.batch_rows(batch)
+            running.append(loss)
+            if step % hp.log_every == 0:
+                rate = seen / (time.perf_counter() - started)
+                log.info(
+                    "epoch %d step %d/%d loss %.4f lr %.2e %.1f ex/s",
+                    epoch, step, steps_per_epoch * hp.epochs, np.mean(running[-hp.log_every:]),
+                    scheduler.get_last_lr()[0], rate,
+                )
+            if checkpoint is not None and parallel.from_main(checkpoint.due(step)):  # ranks' clocks differ
+                save(epoch, position + 1, epoch_shuffler, elapsed + time.perf_counter() - started)
+        scores = parallel.from_main(evaluate(model))  # ranks select alike even if their floats differ
+        record = {"epoch": epoch, "train_loss": float(np.mean(running)),
+                  "seconds": elapsed + time.perf_counter() - started}
+        record.update({f"dev_{name}": value for name, value in scores.items()})
+        result.history.append(record)
+        log.info("epoch %d done: train loss %.4f, dev %s", epoch, record["train_loss"], _fmt(scores))
+        if scores[select_metric] > result.best_score:
+            result.best_epoch, result.best_score = epoch, scores[select_metric]
+            result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+        batches_done, running, elapsed = 0, [], 0.0
+        if checkpoint is not None:
+            save(epoch + 1, 0, shuffler.bit_generator.state, 0.0, finished=epoch == hp.epochs)
+    log.info("best dev %s %.4f at epoch %d", select_metric, result.best_score, result.best_epoch)
+    return result
+
+
+@torch.no_grad()
+def predict(forward: Callable[[Batch], torch.Tensor], batch_iter: Iterable[Batch], device: torch.device) -> np.ndarray:
+    """Stack ``forward``'s outputs over batches (eval mode is the caller's business)."""
+    return torch.cat([forward(to_device(batch, device)).float().cpu() for batch in batch_iter]).numpy()
+
+
+def _fmt(scores: dict[str, float]) -> str:
+    return ", ".join(f"{name} {value:.4f}" for name, value in scores.items())

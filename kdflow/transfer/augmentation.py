@@ -1,0 +1,247 @@
+"""Transfer sets: the examples a student learns from, each labelled by the teacher (thesis §3.2, §4.3.2).
+
+``train`` is the task's training split. ``augmented`` is train plus sentences sampled from a fine-tuned
+generator (:mod:`kdflow.transfer.generation`), sampled in independent seeded shards and merged with hygiene:
+
+* a sequence with the wrong number of separators (a pair without one, or a single sentence with one) and an
+  empty sentence are dropped;
+* exact duplicates are dropped, including copies of a training example;
+* anything identical to a dev or test example is dropped, so that nothing of the evaluation data leaks into
+  training through the generator. "Identical" is compared case- and whitespace-insensitively, because a
+  generator's decoded text differs from the raw text in spacing (WordPiece: ``it ' s``) and, for uncased
+  vocabularies, in case.
+
+Every drop is counted. ``augmented.parquet`` has the prepared splits' columns plus ``origin`` (train or
+generated); generated examples have no gold label (null in the file; -1, or NaN for regression, in memory:
+see :func:`kdflow.training.losses.task_loss`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from kdflow.core.data import Split, TaskData
+from kdflow.core.io import atomic_output, write_json
+from kdflow.training.checkpoint import Checkpoint, resumable_chunks
+from kdflow.transfer.generation import (
+    SEPARATOR,
+    SamplingSettings,
+    encode_examples,
+    first_token_prefixes,
+    load_generator,
+    sample,
+)
+
+log = logging.getLogger("kdflow")
+
+HYGIENE_COUNTS = ("generated", "wrong_separators", "empty", "unfinished", "in_dev_or_test", "duplicates", "kept")
+CHUNK_SLOTS = 16  # prefixes per sampling chunk, in sampler slots (a draining chunk leaves slots idle: keep it long)
+
+
+def shard_size(total: int, shards: int, shard: int) -> int:
+    return total // shards + (shard < total % shards)
+
+
+def sample_shard(task: TaskData, generator_dir: Path, shard: int, shards: int, total: int, seed: int, prefix: str,
+                 settings: SamplingSettings, device, out_path: Path, dtype: str = "float32",
+                 checkpoint: Checkpoint | None = None) -> dict:
+    """Sample shard ``shard`` of ``shards`` (its share of ``total`` sentences) with its own seed, derived from
+    ``(seed, shard)``: a rerun reproduces the same sentences, and shards run as independent jobs. ``dtype``
+    bfloat16 halves a GPU's memory traffic per decoding step (the next-token softmax stays float32).
+
+    The shard samples its prefixes in chunks of ``CHUNK_SLOTS`` x ``batch_size``, each with its own seed, so
+    that a ``checkpoint`` can hold the chunks done and a killed shard resumes with the same sentences."""
+    started = time.perf_counter()
+    model, tokenizer = load_generator(generator_dir)
+    model.to(device, getattr(torch, dtype))
+    rng = np.random.default_rng([seed, shard])
+    count = shard_size(total, shards, shard)
+    if prefix == "first_token":
+        training = encode_examples(task.split("train"), tokenizer, settings.max_length)
+        prefixes = first_token_prefixes(training, count, rng)
+    elif prefix == "bos":
+        prefixes = [[tokenizer.bos_token_id]] * count
+    else:
+        raise ValueError(f"unknown prefix mode {prefix!r}: use first_token or bos")
+    chunk = CHUNK_SLOTS * settings.batch_size
+    chunks = [prefixes[start:start + chunk] for start in range(0, len(prefixes), chunk)]
+    seeds = rng.integers(2**62, size=len(chunks))
+
+    def sample_chunk(index: int, chunk_prefixes: list[list[int]]) -> list[tuple[list[int], bool]]:
+        generator = torch.Generator(device=device).manual_seed(int(seeds[index]))
+        return sample(model, chunk_prefixes, tokenizer.eos_token_id, settings, generator, device)
+
+    outputs = [output for done in resumable_chunks(chunks, sample_chunk, checkpoint) for output in done]
+    frame = decode_samples(outputs, tokenizer)
+    with atomic_output(out_path) as path:
+        frame.to_parquet(path, index=False)
+    seconds = time.perf_counter() - started
+    log.info("shard %d/%d: %d sequences (%d finished) in %.1f s, %.1f sentences/s", shard, shards, len(frame),
+             int(frame["finished"].sum()), seconds, len(frame) / seconds)
+    return {"sequences": len(frame), "seconds": seconds}
+
+
+def decode_samples(outputs: list[tuple[list[int], bool]], tokenizer) -> pd.DataFrame:
+    """Sampled token sequences to text, split on the separator: text_a, text_b (after the first separator),
+    the number of separators, whether the sequence reached eos, and its length in tokens."""
+    sep = tokenizer.convert_tokens_to_ids(SEPARATOR)
+    decode = lambda ids: tokenizer.decode(ids, skip_special_tokens=True).strip()  # noqa: E731
+    rows = []
+    for tokens, finished in outputs:
+        body = tokens[1:-1] if finished else tokens[1:]  # without bos (and eos)
+        cut = body.index(sep) if sep in body else len(body)
+        rows.append({
+            "text_a": decode(body[:cut]),
+            "text_b": decode(body[cut + 1:]) if cut < len(body) else None,
+            "separators": body.count(sep),
+            "finished": finished,
+            "tokens": len(tokens),
+        })
+    return pd.DataFrame(rows, columns=["text_a", "text_b", "separators", "finished", "tokens"])
+
+
+def match_key(text_a: pd.Series, text_b: pd.Series | None) -> pd.Series:
+    """Case- and whitespace-insensitive identity of an example (see the module docstring)."""
+    squash = lambda s: s.fillna("").str.lower().map(lambda t: re.sub(r"\s+", "", t))  # noqa: E731
+    key = squash(text_a)
+    return key if text_b is None else key + "\t" + squash(text_b)
+
+
+def build_augmented(task: TaskData, shard_paths: list[Path], keep_unfinished: bool, out_path: Path,
+                    report_path: Path) -> dict:
+    """Merge the generated shards with train into ``augmented.parquet`` under the hygiene rules, and write
+    the counts of everything dropped."""
+    pair = task.meta["pair"]
+    generated = pd.concat([pd.read_parquet(p) for p in shard_paths], ignore_index=True)
+    counts = {"generated": len(generated)}
+
+    def drop(mask: pd.Series, reason: str) -> None:
+        nonlocal generated
+        counts[reason] = int(mask.sum())
+        generated = generated[~mask]
+
+    drop(generated["separators"] != (1 if pair else 0), "wrong_separators")
+    drop((generated["text_a"].str.strip() == "") | (pair & (generated["text_b"].fillna("").str.strip() == "")), "empty")
+    if not keep_unfinished:
+        drop(~generated["finished"], "unfinished")
+    key = match_key(generated["text_a"], generated["text_b"] if pair else None)
+    evaluation = set()
+    for name in task.meta["splits"]:
+        if name != "train":
+            frame = task.split(name)
+            evaluation.update(match_key(frame["text_a"], frame["text_b"] if pair else None))
+    train = task.split("train")
+    train_keys = set(match_key(train["text_a"], train["text_b"] if pair else None))
+    drop(key.isin(evaluation), "in_dev_or_test")
+    key = key[generated.index]
+    drop(key.isin(train_keys) | key.duplicated(), "duplicates")
+    counts["kept"] = len(generated)
+
+    labelled = train.assign(origin="train")
+    generated = generated.assign(label=None, origin="generated")[["text_a", "text_b", "label", "origin"]]
+    if not pair:
+        generated["text_b"] = None
+    merged = pd.concat([labelled.drop(columns="idx"), generated], ignore_index=True)
+    merged.insert(0, "idx", np.arange(len(merged)))
+    merged = merged.astype(object).where(merged.notna(), None)  # NaN -> null in the file
+    columns = Split(merged["idx"].tolist(), merged["text_a"].tolist(), merged["text_b"].tolist(),
+                    merged["label"].tolist())  # the prepared splits' schema; label null where generated
+    table = columns.to_table(task.meta["regression"]).append_column("origin", pa.array(merged["origin"], pa.string()))
+    with atomic_output(out_path) as path:
+        pq.write_table(table, path)
+    report = {"task": task.meta["task"], "train": len(train), "total": len(merged), **counts}
+    write_json(report_path, report)
+    log.info("augmented transfer set: %s", report)
+    return report
+
+
+# Statistics for the report (thesis Table 4.5 and §4.3.2's sample sentences).
+
+
+def distinct_n(texts: list[str], n: int) -> float:
+    """Distinct-n (Li et al. 2016): unique word n-grams / all word n-grams of the corpus."""
+    grams = [tuple(words[i:i + n]) for words in (t.lower().split() for t in texts) for i in range(len(words) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else 0.0
+
+
+def length_summary(texts: pd.Series) -> dict:
+    words = texts.fillna("").str.split().str.len()
+    edges = [0, 5, 10, 20, 30, 50, 80, np.inf]
+    histogram = pd.cut(words, edges, right=False).value_counts(normalize=True, sort=False)
+    return {
+        "mean": float(words.mean()), "median": float(words.median()),
+        "p10": float(words.quantile(0.1)), "p90": float(words.quantile(0.9)), "max": int(words.max()),
+        "histogram": {f"{int(i.left)}-{'' if np.isinf(i.right) else int(i.right) - 1}": round(float(v), 4)
+                      for i, v in histogram.items()},
+    }
+
+
+def transfer_statistics(task: TaskData, frame: pd.DataFrame, teacher_logits: np.ndarray, hygiene: dict,
+                        examples: int = 20, seed: int = 0) -> dict:
+    """Generated vs real (train) sentences of an augmented transfer set: word-length distribution, distinct-n
+    (on equal-size random samples, since distinct-n falls with corpus size), the teacher's label distribution,
+    and ``examples`` random generated examples with the teacher's label."""
+    meta, rng = task.meta, np.random.default_rng(seed)
+    text = frame["text_a"] if not meta["pair"] else frame["text_a"] + " " + frame["text_b"].fillna("")
+    origins = {o: np.flatnonzero(frame["origin"].to_numpy() == o) for o in ("train", "generated")}
+    size = min(len(rows) for rows in origins.values())
+    stats = {"task": meta["task"], "hygiene": hygiene, "sizes": {o: len(r) for o, r in origins.items()}, "origins": {}}
+    for origin, rows in origins.items():
+        sample_rows = rng.choice(rows, size=size, replace=False) if size else rows[:0]
+        entry = {
+            "words": length_summary(text.iloc[rows]),
+            f"distinct_n_on_{size}": {str(n): distinct_n(text.iloc[sample_rows].tolist(), n) for n in (1, 2, 3)},
+        }
+        if meta["regression"]:
+            scores = teacher_logits[rows, 0]
+            entry["teacher_score"] = {"mean": float(scores.mean()), "std": float(scores.std())}
+        else:
+            predicted = np.bincount(teacher_logits[rows].argmax(-1), minlength=len(meta["labels"])) / max(1, len(rows))
+            entry["teacher_labels"] = dict(zip(meta["labels"], map(float, predicted)))
+        stats["origins"][origin] = entry
+    if not meta["regression"]:
+        gold = np.bincount(frame["label"].to_numpy()[origins["train"]], minlength=len(meta["labels"]))
+        stats["origins"]["train"]["gold_labels"] = dict(zip(meta["labels"], map(float, gold / gold.sum())))
+    picked = rng.choice(origins["generated"], size=min(examples, len(origins["generated"])), replace=False)
+    probs = torch.tensor(teacher_logits[picked]).softmax(-1).numpy()
+    stats["examples"] = [
+        {"text_a": frame["text_a"].iloc[i], "text_b": frame["text_b"].iloc[i] if meta["pair"] else None,
+         **({"teacher_score": float(teacher_logits[i, 0])} if meta["regression"] else
+            {"teacher_label": meta["labels"][int(p.argmax())], "confidence": float(p.max())})}
+        for i, p in zip(picked, probs)
+    ]
+    return stats
+
+
+def statistics_markdown(stats: dict) -> str:
+    """A readable page of :func:`transfer_statistics` for the report."""
+    lines = [f"# Augmented transfer set: {stats['task']}", "",
+             f"Train {stats['sizes']['train']:,} + generated {stats['sizes']['generated']:,} examples.", "",
+             "Generated sequences: " + ", ".join(f"{k.replace('_', ' ')} {stats['hygiene'][k]:,}" for k in HYGIENE_COUNTS
+                                                 if k in stats["hygiene"]), "",
+             "| | train | generated |", "|---|---|---|"]
+    train, generated = stats["origins"]["train"], stats["origins"]["generated"]
+    for key in ("mean", "median", "p10", "p90", "max"):
+        lines.append(f"| words {key} | {train['words'][key]:.1f} | {generated['words'][key]:.1f} |")
+    distinct = next(k for k in train if k.startswith("distinct_n_on_"))
+    for n in ("1", "2", "3"):
+        lines.append(f"| distinct-{n} ({distinct.rsplit('_', 1)[1]} each) | {train[distinct][n]:.3f} | {generated[distinct][n]:.3f} |")
+    for label in train.get("teacher_labels", {}):
+        lines.append(f"| teacher: {label} | {train['teacher_labels'][label]:.3f} | {generated['teacher_labels'][label]:.3f} |")
+    if "teacher_score" in train:
+        lines.append(f"| teacher score mean | {train['teacher_score']['mean']:.2f} | {generated['teacher_score']['mean']:.2f} |")
+    lines += ["", "Random generated examples (teacher's label):", ""]
+    for example in stats["examples"]:
+        text = example["text_a"] + (f" ||| {example['text_b']}" if example["text_b"] else "")
+        label = example.get("teacher_label", example.get("teacher_score"))
+        lines.append(f"- {text} — *{label}*" + (f" ({example['confidence']:.2f})" if "confidence" in example else ""))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,313 @@
+"""Resolve the workflow config into the settings of one job.
+
+The Snakefile passes these resolved dictionaries to rules as ``params``: Snakemake reruns a job when its params
+change, so editing one task's teacher hyperparameters reruns exactly that teacher and what depends on it.
+Keys are sorted so that merely reordering the config file changes no params and reruns nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.tasks import get_task
+
+HYPERPARAMETERS = {field.name for field in fields(Hyperparameters)}
+
+
+def canonical(value):
+    """``value`` with every mapping's keys sorted, recursively."""
+    if isinstance(value, dict):
+        return {key: canonical(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [canonical(item) for item in value]
+    return value
+
+
+def teacher_settings(config: dict, teacher: str, task: str) -> dict:
+    """Model spec and hyperparameters of ``teacher`` on ``task``: defaults < teacher's < teacher's per-task."""
+    spec = config["teachers"][teacher]
+    get_task(task)
+    hyperparameters = {
+        **config["teacher_defaults"],
+        **spec.get("hyperparameters", {}),
+        **spec.get("task_hyperparameters", {}).get(task, {}),
+    }
+    model = {key: spec[key] for key in ("model", "architecture", "tokenizer") if spec.get(key) is not None}
+    return canonical({"spec": model, "hyperparameters": hyperparameters})
+
+
+def pseudo_head_settings(config: dict, teacher: str) -> dict:
+    return canonical({**config["pseudo_heads"], **config["teachers"][teacher].get("pseudo_heads", {})})
+
+
+def teacher_jobs(config: dict) -> list[tuple[str, str]]:
+    """Every (teacher, task) pair the config asks for, in config order."""
+    return [(name, task) for name, spec in config["teachers"].items() for task in spec["tasks"]]
+
+
+
+# Students: experiments x tasks x students x methods x grid points x seeds.
+
+_SHORT = {"learning_rate": "lr", "batch_size": "bs"}
+
+
+def method_entry(experiment: dict, entry: str) -> tuple[str, dict]:
+    """The registered method and options behind an experiment's method entry. An entry is a method name, or
+    a named variant: ``pkd_6: {method: pkd, mapping: [6]}`` (ALP-KD Table 3 compares three PKD mappings)."""
+    options = dict(experiment["methods"].get(entry) or {})  # not an entry: a bare method (a TAKD assistant's)
+    return options.pop("method", entry), options
+
+
+def grid_points(experiment: dict, entry: str) -> dict[str, dict]:
+    """The grid of ``experiment`` as seen by method ``entry``: ``{config_id: {axis: value}}``. An axis is a
+    training hyperparameter or a method option; options the method does not have (e.g. beta for no_kd) are
+    dropped, so that no identical job is run twice, and so are options the entry fixes itself. ``config_id`` names the point, e.g. ``bs16_beta0.2_lr2e-05`` (axes in name order)."""
+    key = json.dumps([experiment.get("grid"), experiment["methods"].get(entry), entry], sort_keys=True)
+    if key not in _GRIDS:  # planning asks once per job: tens of thousands of times in the full config
+        _GRIDS[key] = _grid_points(experiment, entry)
+    return _GRIDS[key]
+
+
+_GRIDS: dict[str, dict[str, dict]] = {}
+
+
+def _grid_points(experiment: dict, entry: str) -> dict[str, dict]:
+    from kdflow.distillation.methods.registry import METHODS, available_methods
+
+    available_methods()
+    method, _ = method_entry(experiment, entry)
+    grid = experiment.get("grid") or {}
+    fixed = method_entry(experiment, entry)[1]  # an option the entry sets is not searched
+    axes = {
+        name: values for name, values in grid.items()
+        if name not in fixed and (name in HYPERPARAMETERS or name in METHODS[method].defaults or is_student_axis(name))
+    }
+    points = [{}]
+    for name in sorted(axes):
+        points = [{**point, name: value} for point in points for value in axes[name]]
+    return {config_id(point): point for point in points}
+
+
+def is_student_axis(name: str) -> bool:
+    """``student.<option>`` grid axes set an option of every student (Universal-KD A.2 tunes their dropout)."""
+    return name.startswith("student.")
+
+
+def config_id(point: dict) -> str:
+    if not point:
+        return "default"
+    short = lambda name: _SHORT.get(name, name.removeprefix("student."))  # noqa: E731
+    return "_".join(f"{short(name)}{point[name]:g}" if isinstance(point[name], float)
+                    else f"{short(name)}{point[name]}" for name in sorted(point))
+
+
+def student_jobs(config: dict) -> list[dict]:
+    """Every student training job: experiment, task, student, method, config (grid point id) and seed."""
+    jobs = []
+    for name, experiment in config.get("experiments", {}).items():
+        for task in experiment["tasks"]:
+            for student in experiment["students"]:
+                for method in experiment["methods"]:
+                    for point in grid_points(experiment, method):
+                        for seed in experiment["seeds"]:
+                            jobs.append(dict(experiment=name, task=task, student=student, method=method,
+                                             config=point, seed=seed))
+    return jobs
+
+
+def student_settings(config: dict, experiment: str, task: str, student: str, method: str, point_id: str,
+                     seed: int) -> dict:
+    """Everything one student job needs: student spec, method options, schedule and hyperparameters."""
+    spec = config["experiments"][experiment]
+    point = grid_points(spec, method)[point_id]
+    hyperparameters = {
+        **config["student_defaults"],
+        **spec.get("hyperparameters", {}),
+        **spec.get("task_hyperparameters", {}).get(task, {}),
+        **{k: v for k, v in point.items() if k in HYPERPARAMETERS},
+        "seed": int(seed),
+    }
+    method, options = method_entry(spec, method)
+    options.update({k: v for k, v in point.items() if k not in HYPERPARAMETERS and not is_student_axis(k)})
+    student_spec = {**config["students"][student],
+                    **{k.removeprefix("student."): v for k, v in point.items() if is_student_axis(k)}}
+    stages = spec.get("task_schedule", {}).get(task) or spec.get("schedule") or [{"epochs": hyperparameters["epochs"]}]
+    return canonical({
+        "teacher": spec["teacher"],
+        "transfer": transfer_of(spec),
+        "student": student_spec,
+        "method": method,
+        "method_options": options,
+        "stages": stages,
+        "hyperparameters": hyperparameters,
+    })
+
+
+def assistant_run(config: dict, experiment: str, task: str, entry: str, point_id: str, seed) -> dict | None:
+    """For a TAKD entry, the run of its teacher assistant (student, method, config, seed), which the student
+    learns from; None for methods that learn from the teacher. The assistant is distilled at the same grid
+    point (restricted to the axes its own method has) and seed."""
+    from kdflow.distillation.methods.registry import METHODS, available_methods
+
+    available_methods()
+    spec = config["experiments"][experiment]
+    method, _ = method_entry(spec, entry)
+    if not METHODS[method].learns_from_assistant:
+        return None
+    point = grid_points(spec, entry)[point_id]
+    options = {**METHODS[method].defaults, **method_entry(spec, entry)[1], **point}
+    assistant_method = options["assistant_method"]
+    points = grid_points(spec, assistant_method)
+    (assistant_point,) = [pid for pid, p in points.items() if all(point.get(k) == v for k, v in p.items())]
+    return {"student": options["assistant"], "method": assistant_method, "config": assistant_point, "seed": str(seed)}
+
+
+# Augmented transfer sets.
+
+
+def transfer_of(experiment: dict) -> str:
+    """What an experiment's students learn from: ``train`` (default) or ``augmented``."""
+    return experiment.get("transfer", "train")
+
+
+SAMPLING_DEFAULTS = {"prefix": "first_token", "max_length": 128, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
+                     "batch_size": 64, "seed": 0, "keep_unfinished": True, "dtype": "float32"}
+
+
+def generator_settings(config: dict) -> dict:
+    generation = config["generation"]
+    return canonical({"spec": generation["generator"], "hyperparameters": generation["hyperparameters"]})
+
+
+def sampling_settings(config: dict) -> dict:
+    return canonical({**SAMPLING_DEFAULTS, **config["generation"]["sampling"]})
+
+
+def augmented_jobs(config: dict) -> list[tuple[str, str]]:
+    """(teacher, task) pairs whose augmented transfer set some experiment learns from, in config order."""
+    pairs = [(spec["teacher"], task) for spec in config.get("experiments", {}).values()
+             if transfer_of(spec) == "augmented" for task in spec["tasks"]]
+    return list(dict.fromkeys(pairs))
+
+
+def signal_needs(config: dict, teacher: str, task: str) -> bool:
+    """Whether any experiment distilling ``teacher`` on ``task`` uses hidden-space methods (teacher layers)."""
+    from kdflow.distillation.methods.registry import METHODS, available_methods
+
+    available_methods()
+    return any(
+        "layers" in METHODS[method_entry(spec, entry)[0]].needs
+        for spec in config.get("experiments", {}).values()
+        if spec["teacher"] == teacher and task in spec["tasks"]
+        for entry in spec["methods"]
+    )
+
+
+# Named models: probing and prediction analysis.
+
+
+def model_reference(config: dict, name: str) -> dict:
+    return config["models"][name]
+
+
+def pretrained_settings(config: dict, teacher: str) -> dict:
+    """What a ``pretrained`` reference loads: the teacher's model spec, and its seed (a config-built teacher's
+    random initialisation)."""
+    spec = teacher_settings(config, teacher, config["teachers"][teacher]["tasks"][0])
+    return canonical({"spec": spec["spec"], "seed": spec["hyperparameters"]["seed"]})
+
+
+def probing_settings(config: dict) -> dict:
+    """Encoding and probe settings (probe defaults live in :class:`kdflow.probing.probe.ProbeSettings`)."""
+    probing = config["probing"]
+    return canonical({"pooling": probing.get("pooling", "mean"), "max_seq_length": probing.get("max_seq_length", 128),
+                      "encode_batch_size": probing.get("encode_batch_size", 128), "probe": probing.get("probe", {})})
+
+
+def _model_problems(config: dict) -> list[str]:
+    from kdflow.core.model_references import reference_kind
+
+    problems, kinds = [], {}
+    for name, reference in config.get("models", {}).items():
+        kinds[name] = kind = reference_kind(reference)
+        where = f"models.{name}"
+        if kind == "pretrained":
+            if reference["pretrained"] not in config["teachers"]:
+                problems.append(f"{where}: unknown teacher {reference['pretrained']!r}")
+        elif kind == "teacher":
+            teacher = config["teachers"].get(reference["teacher"])
+            if teacher is None:
+                problems.append(f"{where}: unknown teacher {reference['teacher']!r}")
+            elif reference["task"] not in teacher["tasks"]:
+                problems.append(f"{where}: teacher {reference['teacher']!r} is not trained on {reference['task']!r}")
+        else:
+            experiment = config.get("experiments", {}).get(reference["experiment"])
+            if experiment is None:
+                problems.append(f"{where}: unknown experiment {reference['experiment']!r}")
+                continue
+            for key, known in (("task", experiment["tasks"]), ("student", experiment["students"]),
+                               ("method", list(experiment["methods"]))):
+                if reference[key] not in known:
+                    problems.append(f"{where}: experiment {reference['experiment']!r} has no {key} {reference[key]!r}")
+    for name in config.get("probing", {}).get("models", []):
+        if name not in kinds:
+            problems.append(f"probing.models: unknown model {name!r} (not in `models`)")
+    for task, group in config.get("analysis", {}).items():
+        if get_task(task).regression:
+            problems.append(f"analysis.{task}: the analysis needs class predictions; {task} is a regression task")
+        for name in [group["teacher"], *group["students"]]:
+            if name not in kinds:
+                problems.append(f"analysis.{task}: unknown model {name!r} (not in `models`)")
+            elif kinds[name] == "pretrained" or config["models"][name]["task"] != task:
+                problems.append(f"analysis.{task}: model {name!r} is not a fine-tuned model of {task!r}")
+    for task, names in config.get("attention_maps", {}).items():
+        teachers = set()
+        for name in names:
+            if kinds.get(name) != "student" or config["models"][name]["task"] != task:
+                problems.append(f"attention_maps.{task}: {name!r} is not a student model of {task!r} in `models`")
+            elif config["models"][name]["experiment"] in config.get("experiments", {}):
+                teachers.add(config["experiments"][config["models"][name]["experiment"]]["teacher"])
+        if len(teachers) > 1:
+            problems.append(f"attention_maps.{task}: the students learn from different teachers {sorted(teachers)}")
+    return problems
+
+
+def check_references(config: dict) -> None:
+    """Cross-references the JSON schema cannot check: experiments name existing teachers, students, methods and
+    tasks that their teacher is trained on."""
+    from kdflow.distillation.methods.registry import METHODS, available_methods
+
+    problems = []
+    if augmented_jobs(config) and "generation" not in config:
+        problems.append("experiments with `transfer: augmented` need a `generation` section")
+    for name, spec in config.get("experiments", {}).items():
+        teacher = config["teachers"].get(spec["teacher"])
+        if teacher is None:
+            problems.append(f"experiments.{name}.teacher: unknown teacher {spec['teacher']!r}")
+            continue
+        missing = [task for task in spec["tasks"] if task not in teacher["tasks"]]
+        if missing:
+            problems.append(f"experiments.{name}.tasks: teacher {spec['teacher']!r} is not trained on {missing}")
+        unknown = [s for s in spec["students"] if s not in config.get("students", {})]
+        if unknown:
+            problems.append(f"experiments.{name}.students: unknown students {unknown}")
+        known = available_methods()
+        unknown = [entry for entry in spec["methods"] if method_entry(spec, entry)[0] not in known]
+        if unknown:
+            problems.append(f"experiments.{name}.methods: unknown methods {unknown}; known: {', '.join(known)}")
+            continue
+        searched = set(HYPERPARAMETERS).union(*(METHODS[method_entry(spec, e)[0]].defaults for e in spec["methods"]))
+        unused = [axis for axis in spec.get("grid") or {} if axis not in searched and not is_student_axis(axis)]
+        if unused:
+            problems.append(f"experiments.{name}.grid: {unused} are neither hyperparameters nor options of its methods")
+        for entry in spec["methods"]:
+            method, options = method_entry(spec, entry)
+            if "assistant" in options and options["assistant"] not in config.get("students", {}):
+                problems.append(f"experiments.{name}.methods.{entry}.assistant: unknown student {options['assistant']!r}")
+            elif method == "takd" and "assistant" not in options:
+                problems.append(f"experiments.{name}.methods.{entry}: takd needs an 'assistant' student")
+    problems += _model_problems(config)
+    if problems:
+        raise ValueError("invalid config:\n  " + "\n  ".join(problems))

@@ -1,0 +1,97 @@
+"""Code fingerprints: each rule's params carry the hash of the code its script runs, so that Snakemake reruns
+exactly the jobs whose code changed (Snakemake itself tracks params, inputs and the rule's own text).
+
+The code a script runs is derived, never listed: the script file and the import closure of its ``kdflow``
+imports. Importing ``kdflow.a.b`` executes ``kdflow/__init__.py``, ``kdflow/a/__init__.py`` and
+``kdflow/a/b.py``, so the closure holds the parent packages too; a registry package imports its members in its
+``__init__`` (:mod:`kdflow.students`, :mod:`kdflow.distillation.methods`), which puts every registered student
+and method into the closure of whatever uses the registry. Imports are read from the source (:mod:`ast`), so
+computing a fingerprint imports nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from functools import cache
+from pathlib import Path
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the kdflow package
+PACKAGE = PACKAGE_ROOT.name
+
+
+def module_path(name: str) -> Path | None:
+    """The source file of kdflow module or package ``name``, or None for anything else."""
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = PACKAGE_ROOT.joinpath(*parts[1:])
+    for candidate in (base / "__init__.py", base.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def module_name(path: Path) -> str:
+    relative = path.resolve().relative_to(PACKAGE_ROOT.parent).with_suffix("")
+    parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+    return ".".join(parts)
+
+
+def imported_modules(path: Path, name: str | None = None) -> set[str]:
+    """The kdflow modules the source file ``path`` (module ``name``; None for a script) imports anywhere in
+    it: ``import a.b``, ``from a import b`` (b a module or a name of a) and relative imports."""
+    package = None if name is None else (name if path.name == "__init__.py" else name.rpartition(".")[0])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if package is None:
+                    raise ValueError(f"{path}: a relative import outside the kdflow package")
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{node.module}" if node.module else anchor
+            else:
+                base = node.module
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)  # `from kdflow.x import module`
+    return {module for module in found if module != name and module_path(module) is not None}
+
+
+def with_parents(module: str) -> list[str]:
+    """``kdflow.a.b`` -> ``kdflow``, ``kdflow.a``, ``kdflow.a.b``: what importing it executes."""
+    parts = module.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def module_closure(*roots: str) -> list[Path]:
+    """Source files of the given kdflow modules, their parent packages and everything they import, transitively."""
+    seen: set[str] = set()
+    pending = [parent for root in roots for parent in with_parents(root)]
+    while pending:
+        name = pending.pop()
+        path = module_path(name)
+        if path is None or name in seen:
+            continue
+        seen.add(name)
+        pending.extend(parent for module in imported_modules(path, name) for parent in with_parents(module))
+    return sorted({module_path(name) for name in seen})
+
+
+def script_closure(script: str | Path) -> list[Path]:
+    """A rule script and every kdflow source file it runs."""
+    script = Path(script).resolve()
+    return [script, *module_closure(*imported_modules(script))]
+
+
+@cache
+def script_fingerprint(script: str | Path) -> str:
+    """SHA-256 (first 16 hex digits) over the sources of :func:`script_closure`, with their paths."""
+    digest = hashlib.sha256()
+    root = PACKAGE_ROOT.parent
+    for path in script_closure(script):
+        name = path.relative_to(root) if path.is_relative_to(root) else path.name
+        digest.update(Path(name).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,157 @@
+"""The package mirrors the DAG, and each rule's code fingerprint is exactly the code its script runs.
+
+Stages in the order data flows; a module imports only from its own stage and the stages before it, every import
+of a kdflow module is at module level (none hidden in a function), and there are no cycles.
+"""
+
+import ast
+import re
+import shutil
+
+import pytest
+from conftest import REPO
+
+from kdflow.workflow import provenance
+from kdflow.workflow.provenance import imported_modules, module_name, script_closure, script_fingerprint
+
+STAGES = ("core", "workflow", "training", "teachers", "transfer", "students", "distillation", "probing", "analysis",
+          "reporting")
+PACKAGE = REPO / "kdflow"
+SCRIPTS = REPO / "scripts"
+
+
+def modules() -> dict[str, object]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def stage_of(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return -1  # the top-level package: imports nothing
+    return STAGES.index(parts[1])
+
+
+def edges() -> dict[str, set[str]]:
+    return {name: imported_modules(path, name) for name, path in modules().items()}
+
+
+def test_every_module_belongs_to_a_stage():
+    unknown = sorted(name for name in modules() if name != "kdflow" and name.split(".")[1] not in STAGES)
+    assert unknown == []
+
+
+def test_imports_go_only_to_the_same_or_an_earlier_stage():
+    against = sorted(f"{a} -> {b}" for a, targets in edges().items() for b in targets if stage_of(b) > stage_of(a))
+    assert against == []
+
+
+def test_the_import_graph_has_no_cycle():
+    graph, state, cycles = edges(), {}, []
+
+    def visit(node, path):
+        state[node] = "open"
+        for target in sorted(graph[node]):
+            target = target_module(target)
+            if state.get(target) == "open":
+                cycles.append(" -> ".join(path[path.index(target):] + [target]))
+            elif target not in state:
+                visit(target, path + [target])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
+
+
+def target_module(name: str) -> str:
+    return name if name in modules() else name.rpartition(".")[0]
+
+
+def test_kdflow_imports_are_at_module_level():
+    hidden = []
+    for name, path in modules().items():
+        tree = ast.parse(path.read_text())
+        top = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top:
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                if any(n.split(".")[0] == "kdflow" or (isinstance(node, ast.ImportFrom) and node.level) for n in names):
+                    hidden.append(f"{name}:{node.lineno}")
+    assert hidden == []
+
+
+# Code fingerprints.
+
+
+def rule_scripts() -> dict[str, tuple[str, str | None]]:
+    """rule -> (its script, the script its ``code`` param fingerprints), read from the rule files."""
+    found = {}
+    for smk in sorted((REPO / "rules").glob("*.smk")):
+        for block in re.split(r"(?m)^(?=rule )", smk.read_text()):
+            rule = re.match(r"rule (\w+):", block)
+            script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
+            if rule and script:
+                code = re.search(r'code=code_of\("(\w+\.py)"\)', block)
+                found[rule[1]] = (script[1], code and code[1])
+    return found
+
+
+def closure(script: str) -> set[str]:
+    return {path.relative_to(REPO).as_posix() for path in script_closure(SCRIPTS / script)}
+
+
+def test_every_rule_fingerprints_the_script_it_runs():
+    scripts = rule_scripts()
+    assert len(scripts) == len(list(SCRIPTS.glob("*.py")))  # every script has its rule
+    assert {rule: code for rule, (script, code) in scripts.items() if code != script} == {}
+
+
+@pytest.mark.parametrize("script", ["distill_student.py", "compute_assistant_signals.py"])
+def test_every_method_and_student_is_in_the_code_of_a_student_job(script):
+    registered = {path.relative_to(REPO).as_posix() for folder in ("students", "distillation/methods")
+                  for path in (PACKAGE / folder).glob("*.py")}
+    assert registered - closure(script) == set()
+
+
+@pytest.mark.parametrize("script", ["distill_student.py", "compute_assistant_signals.py", "train_pseudo_heads.py"])
+def test_generator_and_multi_gpu_code_are_not_in_a_student_job(script):
+    assert {"kdflow/transfer/generation.py", "kdflow/training/parallel.py"} & closure(script) == set()
+
+
+@pytest.mark.parametrize("script", ["finetune_teacher.py", "train_pseudo_heads.py", "finetune_generator.py",
+                                    "sample_transfer_shard.py", "compute_teacher_signals.py", "distill_student.py",
+                                    "encode_probing_tasks.py", "probe_model.py"])
+def test_no_report_or_figure_code_in_a_training_job(script):
+    assert {path for path in closure(script) if path.startswith("kdflow/reporting/")} == set()
+
+
+def test_figure_jobs_hash_only_what_they_run():
+    assert closure("figure_probing.py") == {"scripts/figure_probing.py", "kdflow/__init__.py", "kdflow/core/__init__.py",
+                                            "kdflow/core/errors.py", "kdflow/core/runtime.py",
+                                            "kdflow/probing/__init__.py", "kdflow/probing/senteval.py",
+                                            "kdflow/reporting/__init__.py", "kdflow/reporting/figures.py"}
+
+
+def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, monkeypatch):
+    copy = tmp_path / "repo"
+    shutil.copytree(PACKAGE, copy / "kdflow", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(SCRIPTS, copy / "scripts")
+    monkeypatch.setattr(provenance, "PACKAGE_ROOT", copy / "kdflow")
+
+    def fingerprints():
+        script_fingerprint.cache_clear()
+        return {script.name: script_fingerprint(script) for script in sorted((copy / "scripts").glob("*.py"))}
+
+    before = fingerprints()
+    for edited in ("students/recurrent.py", "distillation/methods/hidden_methods.py", "transfer/generation.py",
+                   "reporting/figures.py"):
+        with open(copy / "kdflow" / edited, "a") as file:
+            file.write("# edited\n")
+        after = fingerprints()
+        changed = {name for name in before if before[name] != after[name]}
+        users = {script.name for script in (copy / "scripts").glob("*.py")
+                 if copy / "kdflow" / edited in script_closure(script)}
+        assert changed == users and changed, edited
+        before = after
+    script_fingerprint.cache_clear()
