@@ -1,5 +1,9 @@
 """Config resolution: the settings of every job (what makes reruns after config edits precise)."""
 
+import shutil
+import subprocess
+import sys
+
 import pytest
 import yaml
 from conftest import REPO
@@ -113,3 +117,71 @@ def test_experiments_must_reference_what_exists(change, message):
     with pytest.raises(ValueError, match="experiments.universal_kd_table2") as error:
         check_references(config)
     assert message in str(error.value)
+
+
+# Every option is checked against the registered methods and students before any job runs.
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c["experiments"]["universal_kd_table2"]["methods"].update(pkd_1={"method": "pkd", "mappin": [3]}),
+         "experiments.universal_kd_table2.methods.pkd_1: pkd has no option(s) ['mappin']"),
+        (lambda c: c["students"]["bert_2"].update(layerz=3), "students.bert_2: bert_k has no option(s) ['layerz']"),
+        (lambda c: c["students"]["bert_2"].update(type="bert_kk"), "students.bert_2.type: unknown student 'bert_kk'"),
+        (lambda c: c["students"]["lstm_s"].update(embeddings={"source": "file", "moed": "static"}),
+         "students.lstm_s.embeddings: unknown option(s) ['moed']"),
+        (lambda c: c["students"]["lstm_s"].update(embeddings={"mode": "frozen"}),
+         "students.lstm_s.embeddings.mode: 'frozen' is not one of"),
+        (lambda c: c["experiments"]["universal_kd_table2"]["grid"].update({"student.dropuot": [0.1]}),
+         "experiments.universal_kd_table2.grid.student.dropuot: students"),
+        (lambda c: c["experiments"]["universal_kd_table2"]["grid"].update(temprature=[2.0]),
+         "experiments.universal_kd_table2.grid: ['temprature'] are neither"),
+        (lambda c: c["experiments"]["universal_kd_table2"]["methods"].update(t={"method": "takd", "assistant": "bert_2",
+                                                                              "assistant_method": "kdd"}),
+         "experiments.universal_kd_table2.methods.t.assistant_method: unknown method 'kdd'"),
+    ],
+    ids=["method-option", "student-option", "student-type", "embedding-option", "embedding-mode", "student-axis",
+         "grid-axis", "assistant-method"],
+)
+def test_every_option_is_checked_before_any_job_runs(edit, message):
+    config = full_config()
+    edit(config)
+    with pytest.raises(ValueError, match="invalid config") as error:
+        check_references(config)
+    assert message in str(error.value)
+
+
+def test_the_full_config_passes_its_checks():
+    check_references(full_config())
+
+
+def test_planning_imports_neither_torch_nor_transformers():
+    code = ("import sys, yaml\n"
+            "from kdflow.workflow import config\n"
+            "c = yaml.safe_load(open('config.yaml'))\n"
+            "config.check_references(c)\n"
+            "print(len(config.student_jobs(c)), 'torch' in sys.modules, 'transformers' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    jobs, torch, transformers = result.stdout.split()
+    assert int(jobs) > 10_000 and (torch, transformers) == ("False", "False")
+
+
+@pytest.mark.slow
+def test_catalog_is_rebuilt_when_a_method_changes(tmp_path, monkeypatch):
+    """The cached catalog is keyed by the code behind it: an edit to a method file gives a new key."""
+    from kdflow.workflow import catalog, provenance
+
+    copy = tmp_path / "kdflow"
+    shutil.copytree(REPO / "kdflow", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(provenance, "PACKAGE_ROOT", copy)
+    monkeypatch.setattr(catalog, "PACKAGE_ROOT", copy)
+    catalog.load_catalog.cache_clear()
+    first = catalog.load_catalog(tmp_path / "cache")
+    with open(copy / "distillation" / "methods" / "logit_methods.py", "a") as file:
+        file.write('\n\n@register("kd_copy")\nclass KDCopy(KD):\n    defaults = {**KD.defaults, "extra": 1}\n')
+    catalog.load_catalog.cache_clear()
+    second = catalog.load_catalog(tmp_path / "cache")
+    catalog.load_catalog.cache_clear()
+    assert "kd_copy" not in first["methods"] and second["methods"]["kd_copy"]["defaults"]["extra"] == 1
+    assert len(list((tmp_path / "cache").glob("catalog-*.json"))) == 2

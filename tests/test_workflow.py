@@ -256,6 +256,31 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "edited, rules",
+    [
+        ("kdflow/distillation/methods/hidden_methods.py", ["distill_student", "compute_assistant_signals"]),
+        ("kdflow/students/recurrent.py", ["distill_student", "compute_assistant_signals"]),
+        ("kdflow/reporting/figures.py", ["figure_pseudo_heads", "figure_probing", "figure_analysis", "attention_maps"]),
+    ],
+    ids=["method", "student", "figures"],
+)
+def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, edited, rules):
+    """A code edit reruns the jobs whose scripts import the edited file, and what depends on them: the same plan
+    as forcing those rules to run."""
+    workdir, _ = demo_run
+    expected = planned_jobs(*DEMO, "--forcerun", *rules, cwd=workdir)
+    path = workdir / edited
+    original = path.read_text()
+    path.write_text(original + "# edited\n")
+    try:
+        assert planned_jobs(*DEMO, cwd=workdir) == expected
+    finally:
+        path.write_text(original)
+    assert planned_jobs(*DEMO, cwd=workdir) == Counter()
+
+
+@pytest.mark.slow
 def test_editing_raw_data_reruns_that_task_only(demo_run):
     workdir, _ = demo_run
     raw = workdir / "demo/data/glue/CoLA/dev.tsv"

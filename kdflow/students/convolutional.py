@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kdflow.students.embeddings import AttentionPooledStudent, options, token_embedding
+from kdflow.students.embeddings import AttentionPooledStudent, token_embedding
 from kdflow.students.registry import StudentContext, register
 
 
@@ -29,8 +29,8 @@ class GatedConvLayer(nn.Module):
         return states + gated.transpose(1, 2)
 
 
-@register("gated_cnn")
-def gated_cnn(spec: dict, context: StudentContext) -> nn.Module:
+@register("gated_cnn", {"layers": 4, "hidden_size": 768, "kernel_width": 3, "dropout": 0.1, "embeddings": None})
+def gated_cnn(opts: dict, context: StudentContext) -> nn.Module:
     """Universal-KD §5.5: 4 gated convolution layers with "a hidden size of 768" and "around 25M trainable
     parameters", attention-sum pooling of every layer, a linear classifier on the top one; dropout as in A.2.
 
@@ -41,8 +41,6 @@ def gated_cnn(spec: dict, context: StudentContext) -> nn.Module:
     which with BERT's 30,522 wordpieces makes 23,554,298 parameters for 2 classes.
     Options: ``layers`` (4), ``hidden_size`` (768), ``kernel_width`` (3), ``dropout`` (0.1), ``embeddings``.
     """
-    defaults = {"layers": 4, "hidden_size": 768, "kernel_width": 3, "dropout": 0.1, "embeddings": None}
-    opts = options(spec, defaults, "gated_cnn")
     width, kernel_width = opts["hidden_size"], opts["kernel_width"]
     if kernel_width < 1 or kernel_width % 2 == 0:
         raise ValueError(f"gated_cnn kernel_width must be odd (a centred window), got {kernel_width}")

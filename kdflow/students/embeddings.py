@@ -34,23 +34,16 @@ import torch
 from torch import nn
 from transformers import AutoModel
 
-from kdflow.students.registry import StudentContext, StudentOutput
+from kdflow.students.registry import StudentContext, StudentOutput, with_defaults
 
 log = logging.getLogger("kdflow")
 
 SOURCES = ("random", "teacher", "file")
+EMBEDDING_DEFAULTS = {"source": "random", "mode": "non_static", "dim": None, "path": None}  # a student may change them
 MODES = ("non_static", "static", "multichannel")
 CHANNELS = {"static": (True,), "non_static": (False,), "multichannel": (True, False)}  # frozen? per channel
 UNSEEN_RANGE = 0.25  # U[-0.25, 0.25] for vectors with no pre-trained value (thesis §4.3.3, Kim 2014)
 WORD_MARKERS = ("Ġ", "▁")  # RoBERTa/GPT-2 and SentencePiece mark a word-initial piece; word vectors do not
-
-
-def options(spec: dict, defaults: dict, what: str) -> dict:
-    """``spec`` over ``defaults``; every option must have a default, so a misspelt one is an error, not ignored."""
-    unknown = sorted(set(spec) - set(defaults))
-    if unknown:
-        raise ValueError(f"unknown option(s) {unknown} for {what}; known: {sorted(defaults)}")
-    return {**defaults, **spec}
 
 
 def teacher_model_dir(context: StudentContext) -> Path:
@@ -79,10 +72,10 @@ def token_embedding(spec: dict | None, context: StudentContext, width: int | Non
     """The embedding layer an ``embeddings`` option describes; ``defaults`` are the student's (source, mode, dim).
     A student's default ``dim`` is for random vectors only: a teacher's or a file's vectors have their own width."""
     spec = spec or {}
-    defaults = {"source": "random", "mode": "non_static", "dim": None, "path": None, **defaults}
+    defaults = {**EMBEDDING_DEFAULTS, **defaults}
     if spec.get("source", defaults["source"]) != "random":
         defaults["dim"] = None
-    opts = options(spec, defaults, "embeddings")
+    opts = with_defaults(spec, defaults, "embeddings")
     source, mode, dim = opts["source"], opts["mode"], opts["dim"]
     if source not in SOURCES:
         raise ValueError(f"unknown embeddings source {source!r}; expected one of {SOURCES}")

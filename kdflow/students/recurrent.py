@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from kdflow.students.embeddings import AttentionPooledStudent, options, token_embedding
+from kdflow.students.embeddings import AttentionPooledStudent, token_embedding
 from kdflow.students.registry import StudentContext, StudentOutput, register
 
 
@@ -35,8 +35,8 @@ class BiLSTMLayer(nn.Module):
         return packed_lstm(self.lstm, states, mask)[0]
 
 
-@register("bilstm")
-def bilstm(spec: dict, context: StudentContext) -> nn.Module:
+@register("bilstm", {"layers": 3, "hidden_size": 768, "dropout": 0.1, "embeddings": None})
+def bilstm(opts: dict, context: StudentContext) -> nn.Module:
     """Universal-KD §5.5: a 3-layer BiLSTM encoder "with a hidden size of 768" and "around 25M trainable
     parameters", attention-sum pooling, a linear classifier; dropout as in A.2 (Table 9 tunes it per task).
 
@@ -46,7 +46,6 @@ def bilstm(spec: dict, context: StudentContext) -> nn.Module:
     makes 25,479,938 parameters for 2 classes. Each layer's pooled vector is a layer representation.
     Options: ``layers`` (3), ``hidden_size`` (768, both directions), ``dropout`` (0.1), ``embeddings``.
     """
-    opts = options(spec, {"layers": 3, "hidden_size": 768, "dropout": 0.1, "embeddings": None}, "bilstm")
     width = opts["hidden_size"]
     if width % 2:
         raise ValueError(f"bilstm hidden_size must be even (two directions), got {width}")
@@ -84,8 +83,8 @@ class ThesisBiLSTM(nn.Module):
         return StudentOutput(self.classifier(self.dropout(hidden)), [*per_layer, hidden])
 
 
-@register("bilstm_s")
-def bilstm_s(spec: dict, context: StudentContext) -> nn.Module:
+@register("bilstm_s", {"lstm_size": 300, "fc_size": 400, "layers": 1, "dropout": 0.1, "embeddings": None})
+def bilstm_s(opts: dict, context: StudentContext) -> nn.Module:
     """Thesis LSTM_S: 1 BiLSTM layer of 300 units per direction, FC 400, dropout 0.1 (§4.3.3, §4.3.5); Table B.2
     scales ``lstm_size`` (d_LSTM, per direction), ``fc_size`` (d_FC) and ``layers``.
 
@@ -95,7 +94,5 @@ def bilstm_s(spec: dict, context: StudentContext) -> nn.Module:
     the teacher's). With 300-wide multichannel vectors the model has 2,406,002 non-embedding parameters for 2
     classes: Table 5.2's 2.41M. With 1024-wide multichannel wordpieces and Sara's 57 intents it has 5.90M, as in
     Table 5.2, which is why recurrent students get no projection to a fixed width."""
-    defaults = {"lstm_size": 300, "fc_size": 400, "layers": 1, "dropout": 0.1, "embeddings": None}
-    opts = options(spec, defaults, "bilstm_s")
     embed = token_embedding(opts["embeddings"], context, source="teacher", mode="multichannel")
     return ThesisBiLSTM(embed, opts["lstm_size"], opts["layers"], opts["fc_size"], context.num_labels, opts["dropout"])

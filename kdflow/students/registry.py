@@ -33,17 +33,33 @@ class StudentContext:
 
 
 Builder = Callable[[dict, StudentContext], nn.Module]
-STUDENTS: dict[str, Builder] = {}
 
 
-def register(name: str) -> Callable[[Builder], Builder]:
+@dataclass(frozen=True)
+class StudentType:
+    builder: Builder  # called with every option resolved (``defaults`` under the spec's own)
+    defaults: dict  # every option the student has, so a misspelt one is an error, and the workflow can check it
+
+
+STUDENTS: dict[str, StudentType] = {}
+
+
+def register(name: str, defaults: dict) -> Callable[[Builder], Builder]:
     def decorate(builder: Builder) -> Builder:
         if name in STUDENTS:
             raise ValueError(f"student {name!r} is registered twice")
-        STUDENTS[name] = builder
+        STUDENTS[name] = StudentType(builder, defaults)
         return builder
 
     return decorate
+
+
+def with_defaults(spec: dict, defaults: dict, what: str) -> dict:
+    """``spec`` over ``defaults``; every option must have a default, so a misspelt one is an error, not ignored."""
+    unknown = sorted(set(spec) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown} for {what}; known: {sorted(defaults)}")
+    return {**defaults, **spec}
 
 
 def build_student(spec: dict, context: StudentContext) -> nn.Module:
@@ -52,4 +68,5 @@ def build_student(spec: dict, context: StudentContext) -> nn.Module:
     kind = spec.pop("type")
     if kind not in STUDENTS:
         raise KeyError(f"unknown student type {kind!r}; known: {', '.join(sorted(STUDENTS))}")
-    return STUDENTS[kind](spec, context)
+    student = STUDENTS[kind]
+    return student.builder(with_defaults(spec, student.defaults, kind), context)

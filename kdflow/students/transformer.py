@@ -20,7 +20,7 @@ from transformers import (
     BertForSequenceClassification,
 )
 
-from kdflow.students.embeddings import options, teacher_model_dir, token_embedding
+from kdflow.students.embeddings import teacher_model_dir, token_embedding
 from kdflow.students.registry import StudentContext, StudentOutput, register
 from kdflow.training.hf_models import build_classifier, model_inputs
 
@@ -47,8 +47,8 @@ def check_vocabulary(model: nn.Module, context: StudentContext) -> None:
         )
 
 
-@register("bert_k")
-def bert_k(spec: dict, context: StudentContext) -> nn.Module:
+@register("bert_k", {"layers": None, "init_from": "teacher"})
+def bert_k(opts: dict, context: StudentContext) -> nn.Module:
     """A k-layer copy of a source model: its embeddings, transformer layers 0..k-1 and pooler (ALP-KD §4: "we only
     consider the first m layers of the teacher for initialization", after PKD; Universal-KD A.1: "initialized by
     the first 4 layers of the pre-trained BERT-base teacher").
@@ -59,7 +59,6 @@ def bert_k(spec: dict, context: StudentContext) -> nn.Module:
     ``num_hidden_layers`` works (BERT, RoBERTa, ...): the student is the source's config with k layers, and every
     student weight is copied from the source weight of the same name, which leaves out layers k and above.
     """
-    opts = options(spec, {"layers": None, "init_from": "teacher"}, "bert_k")
     k, from_teacher = opts["layers"], opts["init_from"] == "teacher"
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"bert_k needs `layers`, the number k >= 1 of source layers to keep; got {k!r}")
@@ -87,12 +86,11 @@ def bert_k(spec: dict, context: StudentContext) -> nn.Module:
     return HFStudent(student)
 
 
-@register("hf")
-def hf(spec: dict, context: StudentContext) -> nn.Module:
+@register("hf", {"model": None, "architecture": None})
+def hf(opts: dict, context: StudentContext) -> nn.Module:
     """Any Hugging Face encoder with a fresh classification head: ``model`` (hub name or directory, e.g.
     ``distilroberta-base``, Universal-KD §5.2) or ``architecture`` (``model_type`` plus config fields) for a random
     init over the teacher's tokenizer, as :func:`kdflow.teachers.finetune.build_teacher` does."""
-    opts = options(spec, {"model": None, "architecture": None}, "hf")
     if bool(opts["model"]) == bool(opts["architecture"]):
         raise ValueError("hf needs exactly one of `model` (a checkpoint) and `architecture` (a config)")
     model = build_classifier(opts["model"], opts["architecture"], context.tokenizer, context.num_labels)
@@ -103,15 +101,14 @@ def hf(spec: dict, context: StudentContext) -> nn.Module:
 BERT_S = {"num_hidden_layers": 5, "hidden_size": 204, "num_attention_heads": 3, "intermediate_size": 750}
 
 
-@register("bert_s")
-def bert_s(spec: dict, context: StudentContext) -> nn.Module:
+@register("bert_s", {**BERT_S, "embeddings": None})
+def bert_s(opts: dict, context: StudentContext) -> nn.Module:
     """Thesis BERT_S (§4.3.4): BERT-large scaled down ~5x, L=5, d_h=204, A=3, d_I=750 (Table B.1 scales them via
     these options), randomly initialised, 2,417,888 non-embedding parameters for 2 classes (Table 5.2: 2.42M).
 
     Its wordpiece embeddings are the ``embeddings`` option (see :mod:`kdflow.students.embeddings`), by default the
     teacher's, projected to d_h by a trainable linear layer (Table 4.3, §5.1 footnote 1). As in the thesis, position
     and token-type embeddings stay BERT's own (random, d_h wide) and are added after the projection."""
-    opts = options(spec, {**BERT_S, "embeddings": None}, "bert_s")
     embeddings = opts.pop("embeddings")
     config = BertConfig(
         vocab_size=len(context.tokenizer),

@@ -11,7 +11,9 @@ import json
 from dataclasses import fields
 
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.model_references import reference_kind
 from kdflow.core.tasks import get_task
+from kdflow.workflow.catalog import load_catalog
 
 HYPERPARAMETERS = {field.name for field in fields(Hyperparameters)}
 
@@ -74,15 +76,13 @@ _GRIDS: dict[str, dict[str, dict]] = {}
 
 
 def _grid_points(experiment: dict, entry: str) -> dict[str, dict]:
-    from kdflow.distillation.methods.registry import METHODS, available_methods
-
-    available_methods()
+    methods = load_catalog()["methods"]
     method, _ = method_entry(experiment, entry)
     grid = experiment.get("grid") or {}
     fixed = method_entry(experiment, entry)[1]  # an option the entry sets is not searched
     axes = {
         name: values for name, values in grid.items()
-        if name not in fixed and (name in HYPERPARAMETERS or name in METHODS[method].defaults or is_student_axis(name))
+        if name not in fixed and (name in HYPERPARAMETERS or name in methods[method]["defaults"] or is_student_axis(name))
     }
     points = [{}]
     for name in sorted(axes):
@@ -149,15 +149,13 @@ def assistant_run(config: dict, experiment: str, task: str, entry: str, point_id
     """For a TAKD entry, the run of its teacher assistant (student, method, config, seed), which the student
     learns from; None for methods that learn from the teacher. The assistant is distilled at the same grid
     point (restricted to the axes its own method has) and seed."""
-    from kdflow.distillation.methods.registry import METHODS, available_methods
-
-    available_methods()
+    methods = load_catalog()["methods"]
     spec = config["experiments"][experiment]
     method, _ = method_entry(spec, entry)
-    if not METHODS[method].learns_from_assistant:
+    if not methods[method]["learns_from_assistant"]:
         return None
     point = grid_points(spec, entry)[point_id]
-    options = {**METHODS[method].defaults, **method_entry(spec, entry)[1], **point}
+    options = {**methods[method]["defaults"], **method_entry(spec, entry)[1], **point}
     assistant_method = options["assistant_method"]
     points = grid_points(spec, assistant_method)
     (assistant_point,) = [pid for pid, p in points.items() if all(point.get(k) == v for k, v in p.items())]
@@ -194,11 +192,9 @@ def augmented_jobs(config: dict) -> list[tuple[str, str]]:
 
 def signal_needs(config: dict, teacher: str, task: str) -> bool:
     """Whether any experiment distilling ``teacher`` on ``task`` uses hidden-space methods (teacher layers)."""
-    from kdflow.distillation.methods.registry import METHODS, available_methods
-
-    available_methods()
+    methods = load_catalog()["methods"]
     return any(
-        "layers" in METHODS[method_entry(spec, entry)[0]].needs
+        "layers" in methods[method_entry(spec, entry)[0]]["needs"]
         for spec in config.get("experiments", {}).values()
         if spec["teacher"] == teacher and task in spec["tasks"]
         for entry in spec["methods"]
@@ -227,8 +223,6 @@ def probing_settings(config: dict) -> dict:
 
 
 def _model_problems(config: dict) -> list[str]:
-    from kdflow.core.model_references import reference_kind
-
     problems, kinds = [], {}
     for name, reference in config.get("models", {}).items():
         kinds[name] = kind = reference_kind(reference)
@@ -274,12 +268,68 @@ def _model_problems(config: dict) -> list[str]:
     return problems
 
 
-def check_references(config: dict) -> None:
-    """Cross-references the JSON schema cannot check: experiments name existing teachers, students, methods and
-    tasks that their teacher is trained on."""
-    from kdflow.distillation.methods.registry import METHODS, available_methods
-
+def _student_problems(config: dict, catalog: dict) -> list[str]:
+    """Every student spec names a registered student type and only options it has (embeddings included)."""
     problems = []
+    embeddings = catalog["embeddings"]
+    for name, spec in config.get("students", {}).items():
+        kind = spec.get("type")
+        if kind not in catalog["students"]:
+            problems.append(f"students.{name}.type: unknown student {kind!r}; known: {', '.join(catalog['students'])}")
+            continue
+        known = catalog["students"][kind]["defaults"]
+        unknown = sorted(set(spec) - {"type"} - set(known))
+        if unknown:
+            problems.append(f"students.{name}: {kind} has no option(s) {unknown}; known: {', '.join(sorted(known))}")
+        if isinstance(spec.get("embeddings"), dict) and "embeddings" in known:
+            where, given = f"students.{name}.embeddings", spec["embeddings"]
+            unknown = sorted(set(given) - set(embeddings["defaults"]))
+            if unknown:
+                problems.append(f"{where}: unknown option(s) {unknown}; known: {', '.join(sorted(embeddings['defaults']))}")
+            for option, allowed in (("source", embeddings["sources"]), ("mode", embeddings["modes"])):
+                if option in given and given[option] not in allowed:
+                    problems.append(f"{where}.{option}: {given[option]!r} is not one of {', '.join(allowed)}")
+    return problems
+
+
+def _experiment_option_problems(name: str, spec: dict, config: dict, catalog: dict) -> list[str]:
+    """The options of an experiment's method entries and its grid's axes exist in the code that runs them."""
+    problems, methods = [], catalog["methods"]
+    for entry in spec["methods"]:
+        method, options = method_entry(spec, entry)
+        unknown = sorted(set(options) - set(methods[method]["defaults"]))
+        if unknown:
+            problems.append(f"experiments.{name}.methods.{entry}: {method} has no option(s) {unknown}; known: "
+                            + ", ".join(sorted(methods[method]["defaults"])))
+        if "assistant" in options and options["assistant"] not in config.get("students", {}):
+            problems.append(f"experiments.{name}.methods.{entry}.assistant: unknown student {options['assistant']!r}")
+        elif methods[method]["learns_from_assistant"] and "assistant" not in options:
+            problems.append(f"experiments.{name}.methods.{entry}: {method} needs an 'assistant' student")
+        assistant_method = {**methods[method]["defaults"], **options}.get("assistant_method")
+        if methods[method]["learns_from_assistant"] and assistant_method not in methods:
+            problems.append(f"experiments.{name}.methods.{entry}.assistant_method: unknown method {assistant_method!r}")
+    searched = set(HYPERPARAMETERS).union(*(methods[method_entry(spec, e)[0]]["defaults"] for e in spec["methods"]))
+    grid = spec.get("grid") or {}
+    unused = [axis for axis in grid if axis not in searched and not is_student_axis(axis)]
+    if unused:
+        problems.append(f"experiments.{name}.grid: {unused} are neither hyperparameters nor options of its methods")
+    for axis in filter(is_student_axis, grid):
+        option = axis.removeprefix("student.")
+        lacking = [student for student in spec["students"] if student in config.get("students", {})
+                   and option not in catalog["students"].get(config["students"][student].get("type"), {})
+                   .get("defaults", {option: None})]
+        if lacking:
+            problems.append(f"experiments.{name}.grid.{axis}: students {lacking} have no option {option!r}")
+    return problems
+
+
+def check_references(config: dict) -> None:
+    """What the JSON schema cannot check, before any job runs: experiments name existing teachers, students and
+    methods, tasks their teacher is trained on, and only options that the registered methods and students (and
+    the training hyperparameters) have; named models point at jobs of the DAG."""
+    catalog = load_catalog()
+    methods = catalog["methods"]
+    problems = _student_problems(config, catalog)
     if augmented_jobs(config) and "generation" not in config:
         problems.append("experiments with `transfer: augmented` need a `generation` section")
     for name, spec in config.get("experiments", {}).items():
@@ -293,21 +343,11 @@ def check_references(config: dict) -> None:
         unknown = [s for s in spec["students"] if s not in config.get("students", {})]
         if unknown:
             problems.append(f"experiments.{name}.students: unknown students {unknown}")
-        known = available_methods()
-        unknown = [entry for entry in spec["methods"] if method_entry(spec, entry)[0] not in known]
+        unknown = [entry for entry in spec["methods"] if method_entry(spec, entry)[0] not in methods]
         if unknown:
-            problems.append(f"experiments.{name}.methods: unknown methods {unknown}; known: {', '.join(known)}")
+            problems.append(f"experiments.{name}.methods: unknown methods {unknown}; known: {', '.join(methods)}")
             continue
-        searched = set(HYPERPARAMETERS).union(*(METHODS[method_entry(spec, e)[0]].defaults for e in spec["methods"]))
-        unused = [axis for axis in spec.get("grid") or {} if axis not in searched and not is_student_axis(axis)]
-        if unused:
-            problems.append(f"experiments.{name}.grid: {unused} are neither hyperparameters nor options of its methods")
-        for entry in spec["methods"]:
-            method, options = method_entry(spec, entry)
-            if "assistant" in options and options["assistant"] not in config.get("students", {}):
-                problems.append(f"experiments.{name}.methods.{entry}.assistant: unknown student {options['assistant']!r}")
-            elif method == "takd" and "assistant" not in options:
-                problems.append(f"experiments.{name}.methods.{entry}: takd needs an 'assistant' student")
+        problems += _experiment_option_problems(name, spec, config, catalog)
     problems += _model_problems(config)
     if problems:
         raise ValueError("invalid config:\n  " + "\n  ".join(problems))

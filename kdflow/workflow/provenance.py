@@ -38,7 +38,8 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imported_modules(path: Path, name: str | None = None) -> set[str]:
+@cache  # planning asks for the closure of every rule's script: each file is parsed once
+def imported_modules(path: Path, name: str | None = None) -> frozenset[str]:
     """The kdflow modules the source file ``path`` (module ``name``; None for a script) imports anywhere in
     it: ``import a.b``, ``from a import b`` (b a module or a name of a) and relative imports."""
     package = None if name is None else (name if path.name == "__init__.py" else name.rpartition(".")[0])
@@ -56,7 +57,7 @@ def imported_modules(path: Path, name: str | None = None) -> set[str]:
                 base = node.module
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)  # `from kdflow.x import module`
-    return {module for module in found if module != name and module_path(module) is not None}
+    return frozenset(module for module in found if module != name and module_path(module) is not None)
 
 
 def with_parents(module: str) -> list[str]:
@@ -85,13 +86,18 @@ def script_closure(script: str | Path) -> list[Path]:
     return [script, *module_closure(*imported_modules(script))]
 
 
-@cache
-def script_fingerprint(script: str | Path) -> str:
-    """SHA-256 (first 16 hex digits) over the sources of :func:`script_closure`, with their paths."""
+def fingerprint(paths: list[Path]) -> str:
+    """SHA-256 (first 16 hex digits) over the files' contents and their paths from the repository root."""
     digest = hashlib.sha256()
     root = PACKAGE_ROOT.parent
-    for path in script_closure(script):
+    for path in paths:
         name = path.relative_to(root) if path.is_relative_to(root) else path.name
         digest.update(Path(name).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+@cache
+def script_fingerprint(script: str | Path) -> str:
+    """The fingerprint of :func:`script_closure`: what a rule's ``code`` param holds."""
+    return fingerprint(script_closure(script))
