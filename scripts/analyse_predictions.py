@@ -6,7 +6,7 @@ from pathlib import Path
 from kdflow.analysis.predictions import analyse, analysis_markdown, load_predictions
 from kdflow.core.data import TaskData
 from kdflow.core.runtime import rule_job
-from kdflow.distillation.named_models import predictions_path
+from kdflow.distillation.selection import predictions_path
 from kdflow.reporting.rendering import write_document
 
 with rule_job(snakemake):

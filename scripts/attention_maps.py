@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kdflow.analysis.attention_maps import attention_weights
 from kdflow.core.runtime import rule_job, select_device
-from kdflow.distillation.named_models import selected_run_dir
+from kdflow.distillation.selection import selected_run_dir
 from kdflow.reporting.figures import attention_figure
 
 with rule_job(snakemake):

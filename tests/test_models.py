@@ -8,7 +8,8 @@ import torch
 
 from kdflow.core.errors import UserError
 from kdflow.core.model_references import reference_kind
-from kdflow.distillation.named_models import load_model, selected_run, student_model
+from kdflow.distillation.named_models import load_model, student_model
+from kdflow.distillation.selection import selected_run
 from kdflow.probing.encodings import (
     encode_sentences,
     encoding_layers,

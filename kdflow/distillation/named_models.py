@@ -14,7 +14,6 @@ a module in eval mode, its tokenizer, and two views of it: logits, and one sente
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,26 +22,16 @@ import torch
 from torch import nn
 from transformers import AutoTokenizer
 
-from kdflow.core.errors import UserError
 from kdflow.core.model_references import reference_kind
 from kdflow.core.runtime import seed_everything
 from kdflow.distillation.distill import load_distilled
+from kdflow.distillation.selection import selected_run_dir
 from kdflow.students.transformer import HFStudent
 from kdflow.teachers.finetune import build_teacher
 from kdflow.teachers.pseudo_heads import pool_layers
 from kdflow.training.hf_models import load_classifier, model_inputs
 
 Batch = dict[str, torch.Tensor]
-def selected_run(selection: dict, task: str, student: str, method: str) -> tuple[str, str]:
-    """(grid point, seed) the experiment selected for ``task``/``student``/``method``: the selected point's seed
-    with the best dev score (the first of equals), read from ``results/selection/<experiment>.json``."""
-    for entry in selection["selections"]:
-        if (entry["task"], entry["student"], entry["method"]) == (task, student, method):
-            scores = entry["grid"][entry["selected"]]["dev_by_seed"]
-            return entry["selected"], max(scores, key=scores.get)
-    raise UserError(f"the selection has no run of student {student!r} with method {method!r} on {task!r}")
-
-
 @dataclass
 class LoadedModel:
     module: nn.Module  # in eval mode
@@ -96,17 +85,3 @@ def load_model(reference: dict, files: dict, num_labels: int, pretrained: dict |
         return hf_model(load_classifier(teacher_model), tokenizer)
     run_dir = selected_run_dir(reference, files["selection"], files["runs_dir"])
     return student_model(load_distilled(run_dir, teacher_model.parent, num_labels), tokenizer)
-
-
-def selected_run_dir(reference: dict, selection_path, runs_dir) -> Path:
-    """The run directory of a student reference: ``runs_dir/<grid point>/seed<seed>`` as selected."""
-    selection = json.loads(Path(selection_path).read_text())
-    point, seed = selected_run(selection, reference["task"], reference["student"], reference["method"])
-    return Path(runs_dir) / point / f"seed{seed}"
-
-
-def predictions_path(reference: dict, files: dict) -> Path:
-    """Where a fine-tuned teacher's or a selected student's per-example predictions are."""
-    if reference_kind(reference) == "teacher":
-        return Path(files["teacher_model"]).parent / "predictions.parquet"
-    return selected_run_dir(reference, files["selection"], files["runs_dir"]) / "predictions.parquet"

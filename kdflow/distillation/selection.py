@@ -10,6 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+from kdflow.core.errors import UserError
+from kdflow.core.model_references import reference_kind
+
 
 def select(runs: list[dict], main_metric: str) -> dict:
     """``runs``: one dict per trained student with ``config``, ``seed`` and ``scores`` (split -> metric -> value)."""
@@ -49,3 +52,30 @@ def select_experiment(runs: list[dict], metric_paths: list[str], main_metrics: d
             for (task, student, method), group in groups.items()
         ]
     }
+
+
+# A named student model (config ``models:``) is the run its experiment selected.
+
+
+def selected_run(selection: dict, task: str, student: str, method: str) -> tuple[str, str]:
+    """(grid point, seed) the experiment selected for ``task``/``student``/``method``: the selected point's seed
+    with the best dev score (the first of equals), read from ``results/selection/<experiment>.json``."""
+    for entry in selection["selections"]:
+        if (entry["task"], entry["student"], entry["method"]) == (task, student, method):
+            scores = entry["grid"][entry["selected"]]["dev_by_seed"]
+            return entry["selected"], max(scores, key=scores.get)
+    raise UserError(f"the selection has no run of student {student!r} with method {method!r} on {task!r}")
+
+
+def selected_run_dir(reference: dict, selection_path, runs_dir) -> Path:
+    """The run directory of a student reference: ``runs_dir/<grid point>/seed<seed>`` as selected."""
+    selection = json.loads(Path(selection_path).read_text())
+    point, seed = selected_run(selection, reference["task"], reference["student"], reference["method"])
+    return Path(runs_dir) / point / f"seed{seed}"
+
+
+def predictions_path(reference: dict, files: dict) -> Path:
+    """Where a fine-tuned teacher's or a selected student's per-example predictions are."""
+    if reference_kind(reference) == "teacher":
+        return Path(files["teacher_model"]).parent / "predictions.parquet"
+    return selected_run_dir(reference, files["selection"], files["runs_dir"]) / "predictions.parquet"
