@@ -3,11 +3,10 @@
 import json
 from pathlib import Path
 
-from kdflow.analysis.predictions import analyse, analysis_markdown, load_predictions
+from kdflow.analysis.predictions import analyse, analysis_document, load_predictions
 from kdflow.core.data import TaskData
 from kdflow.core.runtime import rule_job
 from kdflow.distillation.selection import predictions_path
-from kdflow.reporting.rendering import write_document
 
 with rule_job(snakemake):
     task = TaskData.load(snakemake.input.data)
@@ -20,4 +19,4 @@ with rule_job(snakemake):
                      k=snakemake.params.examples, labels=task.meta.get("labels"))
     result["task"] = snakemake.wildcards.task
     Path(snakemake.output.json).write_text(json.dumps(result, indent=1))
-    write_document(analysis_markdown(result), snakemake.output.markdown, snakemake.output.html)
+    analysis_document(result).write(snakemake.output.markdown, snakemake.output.html)

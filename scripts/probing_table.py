@@ -5,8 +5,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.rendering import write_document
-from kdflow.reporting.tables import probing_markdown, probing_table
+from kdflow.reporting.tables import probing_document, probing_table
 
 with rule_job(snakemake):
     results = defaultdict(list)
@@ -14,4 +13,4 @@ with rule_job(snakemake):
         results[Path(path).parent.name].append(json.loads(Path(path).read_text()))
     table = probing_table({model: results[model] for model in snakemake.params.models})
     table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")
-    write_document(probing_markdown(table), snakemake.output.markdown, snakemake.output.html)
+    probing_document(table).write(snakemake.output.markdown, snakemake.output.html)

@@ -6,8 +6,7 @@ from pathlib import Path
 
 from kdflow.core.runtime import rule_job
 from kdflow.distillation.selection import select_experiment
-from kdflow.reporting.rendering import write_document
-from kdflow.reporting.tables import experiment_markdown, experiment_table
+from kdflow.reporting.tables import experiment_document, experiment_table
 
 with rule_job(snakemake):
     runs = snakemake.params.runs
@@ -15,5 +14,4 @@ with rule_job(snakemake):
     Path(snakemake.output.selection).write_text(json.dumps(selection, indent=2) + "\n")
     table = experiment_table(selection)
     table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")
-    write_document(experiment_markdown(snakemake.wildcards.experiment, table), snakemake.output.markdown,
-                   snakemake.output.html)
+    experiment_document(snakemake.wildcards.experiment, table).write(snakemake.output.markdown, snakemake.output.html)

@@ -7,8 +7,7 @@ from safetensors.torch import load_file
 
 from kdflow.core.data import TaskData
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.rendering import write_document
-from kdflow.transfer.augmentation import statistics_markdown, transfer_statistics
+from kdflow.transfer.augmentation import statistics_document, transfer_statistics
 from kdflow.transfer.frames import transfer_frame
 
 with rule_job(snakemake):
@@ -20,4 +19,4 @@ with rule_job(snakemake):
         json.loads(Path(snakemake.input.hygiene).read_text()),
     )
     Path(snakemake.output.json).write_text(json.dumps(stats, indent=2) + "\n")
-    write_document(statistics_markdown(stats), snakemake.output.markdown, snakemake.output.html)
+    statistics_document(stats).write(snakemake.output.markdown, snakemake.output.html)

@@ -257,14 +257,17 @@ def test_analyse_is_json_serialisable_and_renders(tables, tmp_path):
     assert len(result["per_model"]["lstm_s"]["examples"]["confident_mistakes"]) == 2
     assert result["mistake_overlap"]["count"]["lstm_s"]["bert_s"] == 2
     assert [r["idx"] for r in result["teacher_right_students_wrong"]] == [4, 1]
-    page = analysis.analysis_markdown(result)
+    document = analysis.analysis_document(result)
+    page, html = document.markdown(), document.html()
     for name in MODELS:
-        assert f"`{name}`" in page and f"| {name} |" in page
+        assert f"`{name}`" in page and f"| {name} |" in page and f"<code>{name}</code>" in html
     r = result["confidence_correlation"]["r"]["lstm_s"]["bert_s"]
-    assert f"{r:.3f} (p=" in page and "1.000*" not in page  # the diagonal is shown as a plain 1
-    assert "2 (66.7%)" in page and "a [SEP] z" in page and "Teacher right, every student wrong" in page
+    assert f"{r:.3f} (p=" in page and "1.000*" not in html  # the diagonal is shown as a plain 1
+    assert "2 (66.7%)" in page and "Teacher right, every student wrong" in page
+    assert r"| a \[SEP\] z |" in page and "<td>a [SEP] z</td>" in html  # sentences are text, never Markdown
+    assert r"\* marks p \< 0.05" in page and "* marks p &lt; 0.05" in html
     with pytest.raises(ValueError, match="teacher 'bert_t' is not among"):
         analysis.analyse(tables, teacher="bert_t")
     no_teacher = analysis.analyse(tables, teacher=None)
     assert no_teacher["teacher_right_students_wrong"] is None
-    assert "Teacher right" not in analysis.analysis_markdown(no_teacher)
+    assert "Teacher right" not in analysis.analysis_document(no_teacher).markdown()

@@ -1,4 +1,4 @@
-"""Named models (kdflow.distillation.named_models), their per-layer encodings (kdflow.probing.encodings) and the report's HTML pages."""
+"""Named models (kdflow.distillation.named_models) and their per-layer encodings (kdflow.probing.encodings)."""
 
 import json
 
@@ -17,7 +17,6 @@ from kdflow.probing.encodings import (
     write_encodings,
 )
 from kdflow.probing.senteval import ProbingData, ProbingSplit
-from kdflow.reporting.rendering import markdown_to_html
 from kdflow.students.registry import StudentContext, build_student
 from kdflow.teachers.pseudo_heads import pool_layers
 from kdflow.workflow.config import check_references
@@ -95,29 +94,6 @@ def test_a_recurrent_student_gives_its_own_layer_vectors_numbered_from_one(teach
                     torch.device("cpu"))
     assert encoding_layers(path) == [1, 2]  # the BiLSTM's final states, then the FC layer
     assert read_layer(path, 1)["dev"].shape == (6, 16) and read_layer(path, 2)["dev"].shape == (6, 6)
-
-
-def test_markdown_pages_become_html_tables_with_escaped_text():
-    page = markdown_to_html("# Title\n\nSome `code` & text.\n\n| a | b |\n|---|---|\n| <x> | 1.0 |\n", "T")
-    assert "<h1>Title</h1>" in page and "<code>code</code> &amp; text" in page
-    assert '<th>a</th><th class="number">b</th>' in page and '<td>&lt;x&gt;</td><td class="number">1.0</td>' in page
-
-
-def test_bullet_lists_become_html_lists_apart_from_the_paragraphs_around_them():
-    page = markdown_to_html("Notes:\n- first *note*\n- second `x`\nAfter the list.\n\n- alone\n")
-    assert "<p>Notes:</p>\n<ul>\n<li>first <em>note</em></li>\n<li>second <code>x</code></li>\n</ul>" in page
-    assert "<p>After the list.</p>\n<ul>\n<li>alone</li>\n</ul>" in page
-
-
-def test_tables_scroll_sideways_align_numbers_right_and_text_left_and_wrap_only_sentences():
-    page = markdown_to_html("| model | text | score | paper |\n|---|---|---|---|\n"
-                            "| bert_4 | 2 hours of a good film, then two of a bad one | 40.00 (29.2) | -1.5 ± 0.2 |\n"
-                            "| lstm_s | bad, *bad* film | — (31) | 0.123* (p=0.04) |\n")
-    assert '<div class="table"><table>' in page and ".table { overflow-x: auto;" in page
-    assert ('<tr><th>model</th><th class="prose">text</th><th class="number">score</th><th class="number">paper</th>'
-            '</tr>') in page
-    assert '<td>lstm_s</td><td class="prose">bad, <em>bad</em> film</td><td class="number">— (31)</td>' in page
-    assert '<td class="number">0.123* (p=0.04)</td>' in page  # a lone star is no emphasis
 
 
 def test_config_references_of_models_probing_and_analysis_are_checked():

@@ -10,8 +10,8 @@ from kdflow.reporting.paper_tables import (
     input_files,
     kdflow_score,
     load_inputs,
+    paper_document,
     paper_latex,
-    paper_markdown,
     paper_table,
     read_reference,
     required_inputs,
@@ -214,23 +214,26 @@ def test_a_misspelt_name_in_a_spec_is_an_error():
 
 
 def test_markdown_shows_kdflow_and_paper_per_cell_and_marks_missing_values():
-    text = paper_markdown(table_of("universal_kd_table2"), "Universal-KD Table 2")
+    page = paper_document(table_of("universal_kd_table2"), "Universal-KD Table 2")
+    text = page.markdown()
     assert text.startswith("# Universal-KD Table 2\n")
-    assert "| student | method | kdflow | cola | mnli | mrpc | qnli | qqp | rte | sst2 | stsb | average |" in text
+    assert ("| student | method | kdflow | cola | mnli | mrpc | qnli | qqp | rte | sst2 | stsb | average |\n"
+            "|---|---|---|" + "---:|" * 9) in text  # scores right-aligned
     assert "| bert-4 | kd | bert_4 / kd | 40.00 (29.2) | 41.00 (79.3) |" in text
     assert "| bert-4 | no_kd | bert_4 / no_kd | — (31) |" in text
     assert "| bert-4 | kd | bert_4 / kd | +10.80 | -38.30 |" in text  # kdflow − paper
     assert "- paper: taken from ALP-KD paper (bert-4 / pkd, bert-4 / alp)" in text
+    assert "<li>paper: taken from ALP-KD paper (bert-4 / pkd, bert-4 / alp)</li>" in page.html()
 
 
 def test_thesis_markdown_names_each_score_of_a_task():
-    text = paper_markdown(table_of("thesis_table52"), "Table 5.2")
+    text = paper_document(table_of("thesis_table52"), "Table 5.2").markdown()
     assert "| cola mcc dev | cola mcc test | cola params (M) | cola ms/example (CPU) |" in text
     assert "| bilstm_s | kd | lstm_s / mse_logits |" in text
 
 
 def test_thesis_markdown_compares_scores_but_not_sizes_and_speeds():
-    scores, differences = paper_markdown(table_of("thesis_table52"), "Table 5.2").split("## kdflow − paper")
+    scores, differences = paper_document(table_of("thesis_table52"), "Table 5.2").markdown().split("## kdflow − paper")
     assert "| 303.36 (340) | 40.00 (750) |" in scores
     assert ("| student | method | kdflow | cola mcc dev | cola mcc test | sst2 accuracy dev | sst2 accuracy test "
             "| sara f1_micro dev | sara f1_micro test |") in differences
@@ -249,7 +252,8 @@ def test_latex_is_a_booktabs_tabular_with_escaped_names():
 
 def test_written_csv_keeps_every_row_and_leaves_missing_values_empty(tmp_path):
     table = table_of("universal_kd_table6")
-    write_paper_table(table, "Table 6", tmp_path / "t.csv", tmp_path / "t.md", tmp_path / "t.tex")
+    write_paper_table(table, "Table 6", tmp_path / "t.csv", tmp_path / "t.md", tmp_path / "t.tex", tmp_path / "t.html")
     written = pd.read_csv(tmp_path / "t.csv")
     assert len(written) == 12 and written.kdflow.isna().all() and written.paper.iloc[0] == 86.8
     assert (tmp_path / "t.md").read_text().startswith("# Table 6") and (tmp_path / "t.tex").exists()
+    assert "<h1>Table 6</h1>" in (tmp_path / "t.html").read_text()

@@ -8,7 +8,7 @@ import pytest
 
 from kdflow.distillation.selection import select, select_experiment
 from kdflow.reporting.submission import write_submissions
-from kdflow.reporting.tables import experiment_markdown, experiment_table
+from kdflow.reporting.tables import experiment_document, experiment_table
 
 
 def run(config, seed, dev, test):
@@ -44,8 +44,9 @@ def test_experiment_selection_groups_runs_and_builds_its_table(tmp_path):
     table = experiment_table(selection)
     assert len(table) == 4  # 2 methods x 2 metrics on dev
     assert table.query("method == 'kd' and metric == 'f1'")["mean"].item() == pytest.approx(45.0)
-    markdown = experiment_markdown("demo", table)
-    assert "| bert_4 | kd | 90.0 ± 0.0 | 45.0 ± 0.0 |" in markdown
+    page = experiment_document("demo", table)
+    assert "| bert_4 | kd | 90.0 ± 0.0 | 45.0 ± 0.0 |" in page.markdown()
+    assert "<td>90.0 ± 0.0</td>" in page.html()
 
 
 def test_glue_submission_takes_the_selected_points_best_dev_seed(tmp_path):

@@ -27,6 +27,7 @@ from kdflow.transfer.augmentation import (
     distinct_n,
     sample_shard,
     shard_size,
+    statistics_document,
     transfer_statistics,
 )
 from kdflow.transfer.frames import transfer_frame
@@ -314,3 +315,9 @@ def test_distinct_n_and_statistics(separable):
     assert stats["origins"]["generated"]["words"]["mean"] == pytest.approx(2.5)
     assert stats["origins"]["generated"]["distinct_n_on_6"]["1"] == pytest.approx(3 / 15)
     assert len(stats["examples"]) == 4 and all(e["teacher_label"] == "positive" for e in stats["examples"])
+    stats["examples"][0]["text_a"] = "a *great* <b>film</b>"  # generated sentences are text, never markup
+    page = statistics_document(stats)
+    markdown, html = page.markdown(), page.html()
+    assert "| distinct-1 (6 each) | " in markdown and "|  | train | generated |\n|---|---:|---:|" in markdown
+    assert r"- a \*great\* \<b\>film\</b\> — *positive* (0.73)" in markdown
+    assert "<li>a *great* &lt;b&gt;film&lt;/b&gt; — <em>positive</em> (0.73)</li>" in html

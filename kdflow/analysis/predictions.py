@@ -11,7 +11,7 @@ classification tasks only. The thesis's points of focus (Tab. 6.1) covered here:
 * P6  overlap of the mistakes (and hits) of every pair of models (Fig. C.2; :func:`overlaps`);
 * P7  examples the teacher gets right and every student gets wrong (:func:`teacher_right_students_wrong`).
 
-:func:`analyse` bundles all of it as JSON-serialisable data, :func:`analysis_markdown` renders it for reading.
+:func:`analyse` bundles all of it as JSON-serialisable data, :func:`analysis_document` renders it for reading.
 
 Confidence (§6.2): the softmax probability of the predicted class, so it lies in [1/C, 1] for C classes.
 
@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from kdflow.core.documents import Block, Code, Document, Heading, Paragraph, Table
 
 REQUIRED_COLUMNS = ("split", "idx", "label", "prediction", "logits")
 FIELDS = ("prediction", "confidence", "correct")
@@ -425,43 +427,27 @@ def analyse(
     }
 
 
-def _cell(value) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+def _records_blocks(records: Sequence[dict]) -> list[Block]:
+    return [Table(pd.DataFrame(records), digits=3)] if records else [Paragraph("(none)")]
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
-    return lines + [""]
-
-
-def _records_table(records: Sequence[dict]) -> list[str]:
-    if not records:
-        return ["(none)", ""]
-    header = list(records[0])
-    return _table(header, [[record.get(key) for key in header] for record in records])
-
-
-def analysis_markdown(result: dict) -> str:
-    """Render :func:`analyse`'s result as a Markdown page."""
+def analysis_document(result: dict) -> Document:
+    """Render :func:`analyse`'s result as a page for people."""
     models = result["models"]
-    lines = [f"# Prediction analysis ({result['split']} split, {result['n_examples']} examples)", ""]
+    document = Document(f"Prediction analysis ({result['split']} split, {result['n_examples']} examples)")
     if result.get("teacher") is not None:
-        lines += [f"Teacher: `{result['teacher']}`; students: {', '.join(f'`{s}`' for s in result['students'])}.", ""]
+        students = []
+        for student in result["students"]:
+            students += [", ", Code(student)] if students else [Code(student)]
+        document.blocks.append(Paragraph(["Teacher: ", Code(result["teacher"]), "; students: ", *students, "."]))
 
-    lines += ["## Accuracy and confidence (thesis §6.2, P2/P3, Fig. 6.6)", ""]
     keys = ["n", "accuracy", "n_hits", "n_mistakes", "mean_confidence", "std_confidence",
             "mean_confidence_hits", "mean_confidence_mistakes"]
-    lines += _table(["model", *keys], [[m, *(result["per_model"][m][key] for key in keys)] for m in models])
+    summary = pd.DataFrame([{"model": m, **{key: result["per_model"][m][key] for key in keys}} for m in models])
+    document.blocks += [Heading("Accuracy and confidence (thesis §6.2, P2/P3, Fig. 6.6)"), Table(summary, digits=3)]
 
     for of in ("mistake", "hit"):
         overlap = result[f"{of}_overlap"]
-        lines += [f"## Overlap of {of}s (P6, Fig. C.2)", "",
-                  f"Cell = |row ∩ column| {of}s (fraction of the row model's {of}s shared by the column model).", ""]
         rows = []
         for a in models:
             cells = [a]
@@ -469,13 +455,16 @@ def analysis_markdown(result: dict) -> str:
                 fraction = overlap["fraction_of_row"][a][b]
                 cells.append(f"{overlap['count'][a][b]} ({'—' if fraction is None else f'{100 * fraction:.1f}%'})")
             rows.append(cells)
-        lines += _table([r"row \ column", *models], rows)
-        lines += ["Jaccard index |A ∩ B| / |A ∪ B|:", ""]
-        lines += _table(["", *models], [[a, *(overlap["jaccard"][a][b] for b in models)] for a in models])
+        jaccard = [[a, *(overlap["jaccard"][a][b] for b in models)] for a in models]
+        document.blocks += [
+            Heading(f"Overlap of {of}s (P6, Fig. C.2)"),
+            Paragraph(f"Cell = |row ∩ column| {of}s (fraction of the row model's {of}s shared by the column model)."),
+            Table(pd.DataFrame(rows, columns=["row \\ column", *models])),
+            Paragraph("Jaccard index |A ∩ B| / |A ∪ B|:"),
+            Table(pd.DataFrame(jaccard, columns=["", *models]), digits=3),
+        ]
 
     correlation = result["confidence_correlation"]
-    lines += ["## Correlation of confidences (P5, Fig. 6.5)", "",
-              f"Pearson r (two-sided p) over {correlation['n']} examples; * marks p < 0.05.", ""]
     rows = []
     for a in models:
         cells = [a]
@@ -489,16 +478,20 @@ def analysis_markdown(result: dict) -> str:
                 star = "*" if p is not None and p < 0.05 else ""
                 cells.append(f"{r:.3f}{star} (p={'—' if p is None else f'{p:.3g}'})")
         rows.append(cells)
-    lines += _table(["", *models], rows)
+    document.blocks += [
+        Heading("Correlation of confidences (P5, Fig. 6.5)"),
+        Paragraph(f"Pearson r (two-sided p) over {correlation['n']} examples; * marks p < 0.05."),
+        Table(pd.DataFrame(rows, columns=["", *models])),
+    ]
 
-    lines += [f"## Most and least confident hits and mistakes (P1, k = {result['k']})", ""]
+    document.blocks.append(Heading(f"Most and least confident hits and mistakes (P1, k = {result['k']})"))
     for model in models:
         for category in CATEGORIES:
-            lines += [f"### `{model}`: {category.replace('_', ' ')}", ""]
-            lines += _records_table(result["per_model"][model]["examples"][category])
+            document.blocks.append(Heading([Code(model), f": {category.replace('_', ' ')}"], level=3))
+            document.blocks += _records_blocks(result["per_model"][model]["examples"][category])
 
     if result.get("teacher_right_students_wrong") is not None:
         records = result["teacher_right_students_wrong"]
-        lines += [f"## Teacher right, every student wrong (P7): {len(records)} examples", ""]
-        lines += _records_table(records)
-    return "\n".join(lines).rstrip() + "\n"
+        document.blocks.append(Heading(f"Teacher right, every student wrong (P7): {len(records)} examples"))
+        document.blocks += _records_blocks(records)
+    return document

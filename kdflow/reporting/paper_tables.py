@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kdflow.core.documents import Bullets, Document, Heading, Paragraph, Table
 from kdflow.core.tasks import GLUE_FILES
 
 TEACHER_METHOD = "teacher"
@@ -217,8 +218,8 @@ def _fill_averages(table: pd.DataFrame) -> None:
             table.loc[index, "kdflow_note"] = "kdflow lacks some of the scores this averages"
 
 
-def _wide(table: pd.DataFrame, cell, only: pd.Series | None = None) -> tuple[list[str], list[list[str]]]:
-    """One row per paper student and method, one column per score: a header and rows of ``cell(row)`` texts.
+def _wide(table: pd.DataFrame, cell, only: pd.Series | None = None) -> pd.DataFrame:
+    """One row per paper student and method, one column per score, holding ``cell(row)`` texts.
     ``only``: a mask of the rows to show; columns are named after the whole table either way."""
     metrics_of_task = table.groupby("task").metric.nunique()
     splits_of_score = table.groupby(["task", "metric"]).split.nunique()
@@ -242,8 +243,8 @@ def _wide(table: pd.DataFrame, cell, only: pd.Series | None = None) -> tuple[lis
     for row in shown.itertuples():
         line = lines.setdefault((row.student, row.method), {"kdflow": kdflow_name(row)})
         line[column(row)] = cell(row)
-    header = ["student", "method", "kdflow", *columns]
-    return header, [[s, m, line["kdflow"], *(line.get(c, "") for c in columns)] for (s, m), line in lines.items()]
+    rows = [[s, m, line["kdflow"], *(line.get(c, "") for c in columns)] for (s, m), line in lines.items()]
+    return pd.DataFrame(rows, columns=["student", "method", "kdflow", *columns])
 
 
 def _number(value, digits: int, missing: str, signed: bool = False) -> str:
@@ -266,26 +267,20 @@ def _notes(table: pd.DataFrame) -> list[str]:
     return notes
 
 
-def paper_markdown(table: pd.DataFrame, title: str, digits: int = 2) -> str:
+def paper_document(table: pd.DataFrame, title: str, digits: int = 2) -> Document:
     """The table as people read it: "kdflow (paper)" per cell, then kdflow − paper of the scores, then the notes."""
-
-    def render(header, rows) -> str:
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
-
-    scores = _wide(table, _score_cell(digits))
     differences = _wide(table, lambda r: _number(r.difference, digits, "—", signed=True), only=is_score(table))
-    sections = [
-        f"# {title}\n\nEach cell: kdflow (paper). kdflow: mean over seeds of the configuration selected on dev "
-        "(teachers: the fine-tuned model); — : kdflow has no value (see the notes).\n\n",
-        render(*scores),
-        "\n## kdflow − paper, for scores\n\n",
-        render(*differences),
-    ]
+    document = Document(title, [
+        Paragraph("Each cell: kdflow (paper). kdflow: mean over seeds of the configuration selected on dev "
+                  "(teachers: the fine-tuned model); — : kdflow has no value (see the notes)."),
+        Table(_wide(table, _score_cell(digits))),
+        Heading("kdflow − paper, for scores"),
+        Table(differences),
+    ])
     notes = _notes(table)
     if notes:
-        sections += ["\n## Notes\n\n", "".join(f"- {note}\n" for note in notes)]
-    return "".join(sections)
+        document.blocks += [Heading("Notes"), Bullets(notes)]
+    return document
 
 
 LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -300,23 +295,23 @@ def latex_escape(text: str) -> str:
 def paper_latex(table: pd.DataFrame, title: str, digits: int = 2) -> str:
     """A booktabs tabular of "kdflow (paper)" cells (``---``: kdflow has no value), written directly rather
     than through pandas' Styler, which needs jinja2."""
-    header, rows = _wide(table, _score_cell(digits))
+    cells = _wide(table, _score_cell(digits))
     lines = [
         f"% {latex_escape(title)}: kdflow (paper); --- : no kdflow value",
-        r"\begin{tabular}{lll" + "r" * (len(header) - 3) + "}",
+        r"\begin{tabular}{lll" + "r" * (len(cells.columns) - 3) + "}",
         r"\toprule",
-        " & ".join(map(latex_escape, header)) + r" \\",
+        " & ".join(map(latex_escape, cells.columns)) + r" \\",
         r"\midrule",
-        *(" & ".join(map(latex_escape, row)) + r" \\" for row in rows),
+        *(" & ".join(map(latex_escape, row)) + r" \\" for row in cells.itertuples(index=False)),
         r"\bottomrule",
         r"\end{tabular}",
     ]
     return "\n".join(lines) + "\n"
 
 
-def write_paper_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path) -> None:
+def write_paper_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path, html_path=None) -> None:
     table.to_csv(csv_path, index=False, float_format="%.4f")
-    Path(markdown_path).write_text(paper_markdown(table, title))
+    paper_document(table, title).write(markdown_path, html_path)
     Path(latex_path).write_text(paper_latex(table, title))
 
 

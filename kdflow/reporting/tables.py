@@ -1,4 +1,4 @@
-"""Result tables: tidy CSV for machines, Markdown for people. Scores are x100 as in the papers."""
+"""Result tables: tidy CSV for machines, Markdown and HTML pages for people. Scores are x100 as in the papers."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from kdflow.core.documents import Document, Heading, Paragraph, Table
 from kdflow.probing.senteval import PROBING_TASKS
-from kdflow.reporting.rendering import write_document
 
 
 def _load(path) -> dict:
@@ -35,19 +35,6 @@ def teacher_table(jobs, teacher_metrics, head_metrics) -> pd.DataFrame:
     return table
 
 
-def markdown(frame: pd.DataFrame, digits: int = 1) -> str:
-    """A GitHub-flavoured Markdown table; missing values are shown as an em dash."""
-
-    def cell(value) -> str:
-        if value is None or value is pd.NA or (isinstance(value, float) and pd.isna(value)):
-            return "—"
-        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
-
-
 def _wide(rows: pd.DataFrame, index: list[str], columns: str) -> pd.DataFrame:
     """Pivot ``value`` to one column per ``columns`` entry, keeping rows and columns in order of appearance."""
     order = list(dict.fromkeys(zip(*(rows[name] for name in index))))
@@ -55,20 +42,20 @@ def _wide(rows: pd.DataFrame, index: list[str], columns: str) -> pd.DataFrame:
     return wide[list(dict.fromkeys(rows[columns]))]
 
 
-def teacher_markdown(table: pd.DataFrame) -> str:
+def teacher_document(table: pd.DataFrame) -> Document:
     summary = _wide(table[table.component == "teacher"], ["teacher", "task", "metric"], "split")
-    sections = ["# Teachers\n\n", markdown(summary.reset_index())]
+    document = Document("Teachers", [Table(summary.reset_index())])
     heads = table[table.component == "pseudo_head"]
     for teacher, rows in heads.groupby("teacher", sort=False):
         wide = _wide(rows, ["task", "metric"], "layer")
         wide.columns = [f"L{layer}" for layer in wide.columns]
-        sections += [f"\n# Pseudo-heads of {teacher} (dev, per layer)\n\n", markdown(wide.reset_index())]
-    return "".join(sections)
+        document.blocks += [Heading(f"Pseudo-heads of {teacher} (dev, per layer)", level=1), Table(wide.reset_index())]
+    return document
 
 
 def write_table(table: pd.DataFrame, csv_path, markdown_path, html_path=None) -> None:
     table.to_csv(csv_path, index=False, float_format="%.4f")
-    write_document(teacher_markdown(table), markdown_path, html_path)
+    teacher_document(table).write(markdown_path, html_path)
 
 
 def experiment_table(selection: dict) -> pd.DataFrame:
@@ -84,15 +71,15 @@ def experiment_table(selection: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def experiment_markdown(name: str, table: pd.DataFrame) -> str:
+def experiment_document(name: str, table: pd.DataFrame) -> Document:
     table = table.assign(score=[f"{m:.1f} ± {s:.1f}" for m, s in zip(table["mean"], table["std"])])
-    sections = [f"# Experiment {name}\n\nMean ± std over seeds of the configuration selected on dev.\n"]
+    document = Document(f"Experiment {name}", [Paragraph("Mean ± std over seeds of the configuration selected on dev.")])
     for split, rows in table.groupby("split", sort=False):
         wide = rows.pivot_table(index=["student", "method"], columns=["task", "metric"], values="score",
                                 aggfunc="first", sort=False)
         wide.columns = [f"{task} {metric}" for task, metric in wide.columns]
-        sections += [f"\n## {split}\n\n", markdown(wide.reset_index())]
-    return "".join(sections)
+        document.blocks += [Heading(split), Table(wide.reset_index())]
+    return document
 
 
 # Probing (thesis §6.1).
@@ -119,7 +106,7 @@ def probing_table(results: dict[str, list[dict]]) -> pd.DataFrame:
     return table
 
 
-def probing_markdown(table: pd.DataFrame) -> str:
+def probing_document(table: pd.DataFrame) -> Document:
     """Per model and task, the test accuracy of the layer best on dev (layer in parentheses; choosing it on test
     would flatter the model), the baselines, then every layer's test accuracy per model."""
     probes = table[table.kind == "probe"]
@@ -131,9 +118,10 @@ def probing_markdown(table: pd.DataFrame) -> str:
     for row in table[table.kind != "probe"].itertuples():
         summary.setdefault(f"baseline: {row.kind}", {task: "—" for task in tasks})[row.task] = f"{row.test_accuracy:.1f}"
     frame = pd.DataFrame([{"model": model, **cells} for model, cells in summary.items()])
-    sections = ["# Probing (SentEval; test accuracy, %)\n\nBest layer chosen on dev accuracy.\n\n", markdown(frame)]
+    document = Document("Probing (SentEval; test accuracy, %)",
+                        [Paragraph("Best layer chosen on dev accuracy."), Table(frame)])
     for model, rows in probes.groupby("model", sort=False):
         wide = rows.pivot_table(index="layer", columns="task", values="test_accuracy", sort=False)
         wide = wide[[task for task in tasks if task in wide.columns]]
-        sections += [f"\n## {model}: test accuracy per layer (0 = embeddings)\n\n", markdown(wide.reset_index())]
-    return "".join(sections)
+        document.blocks += [Heading(f"{model}: test accuracy per layer (0 = embeddings)"), Table(wide.reset_index())]
+    return document

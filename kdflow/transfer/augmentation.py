@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 import torch
 
 from kdflow.core.data import Split, TaskData
+from kdflow.core.documents import Bullets, Document, Emphasis, Paragraph, Table
 from kdflow.core.io import atomic_output, write_json
 from kdflow.training.checkpoint import Checkpoint, resumable_chunks
 from kdflow.transfer.generation import (
@@ -222,26 +223,30 @@ def transfer_statistics(task: TaskData, frame: pd.DataFrame, teacher_logits: np.
     return stats
 
 
-def statistics_markdown(stats: dict) -> str:
+def statistics_document(stats: dict) -> Document:
     """A readable page of :func:`transfer_statistics` for the report."""
-    lines = [f"# Augmented transfer set: {stats['task']}", "",
-             f"Train {stats['sizes']['train']:,} + generated {stats['sizes']['generated']:,} examples.", "",
-             "Generated sequences: " + ", ".join(f"{k.replace('_', ' ')} {stats['hygiene'][k]:,}" for k in HYGIENE_COUNTS
-                                                 if k in stats["hygiene"]), "",
-             "| | train | generated |", "|---|---|---|"]
     train, generated = stats["origins"]["train"], stats["origins"]["generated"]
-    for key in ("mean", "median", "p10", "p90", "max"):
-        lines.append(f"| words {key} | {train['words'][key]:.1f} | {generated['words'][key]:.1f} |")
+    rows = [(f"words {key}", f"{train['words'][key]:.1f}", f"{generated['words'][key]:.1f}")
+            for key in ("mean", "median", "p10", "p90", "max")]
     distinct = next(k for k in train if k.startswith("distinct_n_on_"))
-    for n in ("1", "2", "3"):
-        lines.append(f"| distinct-{n} ({distinct.rsplit('_', 1)[1]} each) | {train[distinct][n]:.3f} | {generated[distinct][n]:.3f} |")
-    for label in train.get("teacher_labels", {}):
-        lines.append(f"| teacher: {label} | {train['teacher_labels'][label]:.3f} | {generated['teacher_labels'][label]:.3f} |")
+    rows += [(f"distinct-{n} ({distinct.rsplit('_', 1)[1]} each)", f"{train[distinct][n]:.3f}",
+              f"{generated[distinct][n]:.3f}") for n in ("1", "2", "3")]
+    rows += [(f"teacher: {label}", f"{train['teacher_labels'][label]:.3f}", f"{generated['teacher_labels'][label]:.3f}")
+             for label in train.get("teacher_labels", {})]
     if "teacher_score" in train:
-        lines.append(f"| teacher score mean | {train['teacher_score']['mean']:.2f} | {generated['teacher_score']['mean']:.2f} |")
-    lines += ["", "Random generated examples (teacher's label):", ""]
+        rows.append(("teacher score mean", f"{train['teacher_score']['mean']:.2f}",
+                     f"{generated['teacher_score']['mean']:.2f}"))
+    examples = []
     for example in stats["examples"]:
         text = example["text_a"] + (f" ||| {example['text_b']}" if example["text_b"] else "")
         label = example.get("teacher_label", example.get("teacher_score"))
-        lines.append(f"- {text} — *{label}*" + (f" ({example['confidence']:.2f})" if "confidence" in example else ""))
-    return "\n".join(lines) + "\n"
+        confidence = f" ({example['confidence']:.2f})" if "confidence" in example else ""
+        examples.append([text, " — ", Emphasis(str(label)), confidence])
+    hygiene = ", ".join(f"{k.replace('_', ' ')} {stats['hygiene'][k]:,}" for k in HYGIENE_COUNTS if k in stats["hygiene"])
+    return Document(f"Augmented transfer set: {stats['task']}", [
+        Paragraph(f"Train {stats['sizes']['train']:,} + generated {stats['sizes']['generated']:,} examples."),
+        Paragraph(f"Generated sequences: {hygiene}"),
+        Table(pd.DataFrame(rows, columns=["", "train", "generated"])),
+        Paragraph("Random generated examples (teacher's label):"),
+        Bullets(examples),
+    ])

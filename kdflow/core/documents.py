@@ -1,0 +1,231 @@
+"""Result pages for people, built once as data and rendered twice: Markdown beside the CSVs, and HTML for the
+Snakemake report (whose viewer shows HTML inline and offers anything else only as a download).
+
+A :class:`Document` is a title and a list of blocks (:class:`Heading`, :class:`Paragraph`, :class:`Bullets`,
+:class:`Table`); text is plain, with :class:`Emphasis` and :class:`Code` spans where a producer wants them. Each
+renderer escapes text for its own format, so a sentence or a cell holding ``|``, ``*``, ``_``, backticks or
+``<script>`` shows literally in both. HTML tables come from pandas' ``to_html``. Markdown tables are written here:
+tabulate (behind ``to_markdown``) neither escapes ``|`` nor leaves number-like text alone ("40.00" becomes 40), so
+the cells would need this module's formatting and escaping anyway, and a pipe table is a few lines more.
+
+Both formats style a column by what its cells hold: numbers right-aligned, text left-aligned, and only columns of
+sentences wrap; HTML tables wider than the page scroll sideways inside their own box.
+
+This module is in ``core`` because the transfer and analysis stages write pages too, and precede ``reporting``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Emphasis:
+    text: str
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+
+
+Span = str | Emphasis | Code
+Text = Span | Sequence[Span]
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: Text
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: Text
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: Sequence[Text]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A DataFrame shown without its index; floats get ``digits`` decimals and missing values an em dash."""
+
+    frame: pd.DataFrame
+    digits: int = 1
+
+
+Block = Heading | Paragraph | Bullets | Table
+
+MISSING = "—"
+# A number cell: a (signed) number first, as in "40.00 (29.2)", "+1.2", "85.3 ± 1.2", or a missing value.
+NUMBER = re.compile(r"$|[-+−]?\.?\d|—")
+PROSE = 40  # characters: a column with a longer cell holds sentences, which wrap; other cells keep to one line
+COLUMN_STYLE = {
+    "number": "text-align: right; font-variant-numeric: tabular-nums;",
+    "prose": "white-space: normal; min-width: 24em;",
+}
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+.table { overflow-x: auto; margin: 0.8em 0 1.6em; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; white-space: nowrap; }
+th { background: #f0f0f0; }
+tr:nth-child(even) td { background: #fafafa; }
+code { background: #f4f4f4; padding: 0 0.2em; }
+"""
+# Inline Markdown syntax: escaped wherever it occurs. An underscore between two letters or digits starts no
+# emphasis, so it stays bare (names like bert_4 read as written in the .md files).
+MARKDOWN_SPECIAL = set("\\`*[]<>|#&~")
+# Text that would open a list or a thematic break when it starts a paragraph or a list item: its marker character.
+BLOCK_START = re.compile(r"^\d{1,9}(?=[.)])|^(?=[-+])")
+
+
+def _spans(text: Text) -> Sequence[Span]:
+    return [text] if isinstance(text, (str, Emphasis, Code)) else text
+
+
+def _one_line(text) -> str:
+    """Newlines end a table row or a paragraph in Markdown and are mere spaces in HTML: fold all whitespace."""
+    return re.sub(r"\s+", " ", str(text))
+
+
+def escape_markdown(text) -> str:
+    text = _one_line(text)
+
+    def escaped(i: int, char: str) -> str:
+        if char in MARKDOWN_SPECIAL:
+            return "\\" + char
+        if char == "_" and not (0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()):
+            return "\\_"
+        return char
+
+    return "".join(escaped(i, char) for i, char in enumerate(text))
+
+
+def _code_markdown(text: str) -> str:
+    """A code span fenced by more backticks than it holds in a row (its content is literal, no escapes)."""
+    text = _one_line(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _inline_markdown(text: Text, starts_block: bool = False) -> str:
+    parts = []
+    for span in _spans(text):
+        if isinstance(span, Emphasis):
+            emphasised = escape_markdown(span.text).strip()  # emphasis must not start or end with a space
+            parts.append(f"*{emphasised}*" if emphasised else "")
+        elif isinstance(span, Code):
+            parts.append(_code_markdown(span.text))
+        else:
+            parts.append(escape_markdown(span))
+    line = "".join(parts).strip()  # leading spaces could make a code block
+    return BLOCK_START.sub(lambda start: start.group() + "\\", line, count=1) if starts_block else line
+
+
+def _inline_html(text: Text) -> str:
+    parts = []
+    for span in _spans(text):
+        if isinstance(span, Emphasis):
+            parts.append(f"<em>{html.escape(span.text)}</em>")
+        elif isinstance(span, Code):
+            parts.append(f"<code>{html.escape(span.text)}</code>")
+        else:
+            parts.append(html.escape(str(span)))
+    return "".join(parts)
+
+
+def _cell(value, digits: int) -> str:
+    if pd.api.types.is_scalar(value) and pd.isna(value):
+        return MISSING
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def _cells(table: Table) -> pd.DataFrame:
+    """The table's text: one string per cell, columns named by strings, a plain index."""
+    frame = table.frame.astype(object).map(lambda value: _cell(value, table.digits))
+    frame.columns = [str(name) for name in table.frame.columns]
+    return frame.reset_index(drop=True)
+
+
+def column_kinds(cells: pd.DataFrame) -> list[str]:
+    """Per column "number" (every cell starts with a number or is missing), "prose" (some cell is a sentence) or
+    "" (short text)."""
+    kinds = []
+    for _, column in cells.items():
+        if len(column) and all(NUMBER.match(cell) for cell in column):
+            kinds.append("number")
+        else:
+            kinds.append("prose" if any(len(cell) > PROSE for cell in column) else "")
+    return kinds
+
+
+def _table_markdown(cells: pd.DataFrame) -> str:
+    def row(texts) -> str:
+        return "| " + " | ".join(escape_markdown(text).strip() for text in texts) + " |"
+
+    rule = "|" + "".join("---:|" if kind == "number" else "---|" for kind in column_kinds(cells))
+    return "\n".join([row(cells.columns), rule, *(row(texts) for texts in cells.itertuples(index=False))])
+
+
+def _table_html(cells: pd.DataFrame, table_id: str) -> tuple[str, str]:
+    """The table in a box that scrolls sideways, and the CSS that styles its columns by kind."""
+    table = cells.to_html(index=False, escape=True, border=0, table_id=table_id, justify="left")
+    rules = [
+        f"#{table_id} td:nth-child({j}), #{table_id} th:nth-child({j}) {{ {COLUMN_STYLE[kind]} }}"
+        for j, kind in enumerate(column_kinds(cells), start=1)
+        if kind
+    ]
+    return f'<div class="table">\n{table}\n</div>', "\n".join(rules)
+
+
+@dataclass
+class Document:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        parts = [f"# {_inline_markdown(self.title)}"]
+        for block in self.blocks:
+            if isinstance(block, Heading):
+                parts.append(f"{'#' * block.level} {_inline_markdown(block.text)}")
+            elif isinstance(block, Paragraph):
+                parts.append(_inline_markdown(block.text, starts_block=True))
+            elif isinstance(block, Bullets):
+                parts.append("\n".join(f"- {_inline_markdown(item, starts_block=True)}" for item in block.items))
+            else:
+                parts.append(_table_markdown(_cells(block)))
+        return "\n\n".join(parts) + "\n"
+
+    def html(self) -> str:
+        """A standalone page."""
+        body, styles = [f"<h1>{_inline_html(self.title)}</h1>"], [STYLE]
+        for number, block in enumerate(self.blocks):
+            if isinstance(block, Heading):
+                body.append(f"<h{block.level}>{_inline_html(block.text)}</h{block.level}>")
+            elif isinstance(block, Paragraph):
+                body.append(f"<p>{_inline_html(block.text)}</p>")
+            elif isinstance(block, Bullets):
+                body.append("<ul>\n" + "\n".join(f"<li>{_inline_html(item)}</li>" for item in block.items) + "\n</ul>")
+            else:
+                table, style = _table_html(_cells(block), f"table{number}")
+                body.append(table)
+                styles.append(style)
+        return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(self.title)}</title>\n'
+                "<style>" + "\n".join(styles) + "\n</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+    def write(self, markdown_path, html_path=None) -> None:
+        """Write the Markdown page, and the HTML page when ``html_path`` is given."""
+        Path(markdown_path).write_text(self.markdown())
+        if html_path is not None:
+            Path(html_path).write_text(self.html())

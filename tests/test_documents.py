@@ -1,0 +1,79 @@
+"""Result pages (kdflow.core.documents): one document, rendered to Markdown and to HTML with text escaped."""
+
+import pandas as pd
+import pytest
+
+from kdflow.core.documents import Bullets, Code, Document, Emphasis, Heading, Paragraph, Table
+
+NASTY = "a|b *c* _d_ `e` <script>alert(1)</script> & [x](y)"
+
+
+def test_a_cell_with_markdown_and_html_syntax_shows_literally_in_both_formats():
+    page = Document("T", [Table(pd.DataFrame({"text": [NASTY], "score": [1.0]}))])
+    assert r"| a\|b \*c\* \_d\_ \`e\` \<script\>alert(1)\</script\> \& \[x\](y) | 1.0 |" in page.markdown()
+    assert "<td>a|b *c* _d_ `e` &lt;script&gt;alert(1)&lt;/script&gt; &amp; [x](y)</td>" in page.html()
+    assert "<script>" not in page.html()
+
+
+def test_generated_sentences_are_escaped_in_paragraphs_lists_and_headings():
+    page = Document("Title <b>", [Heading("# of *runs*", 3), Paragraph(NASTY), Bullets(["- not a sublist", "1. nor this"])])
+    markdown, html = page.markdown(), page.html()
+    assert markdown.startswith(r"# Title \<b\>" + "\n")
+    assert r"### \# of \*runs\*" in markdown and r"a\|b \*c\* \_d\_ \`e\`" in markdown
+    assert "- \\- not a sublist\n- 1\\. nor this" in markdown
+    assert "<title>Title &lt;b&gt;</title>" in html and "<h3># of *runs*</h3>" in html
+    assert "<p>a|b *c* _d_ `e` &lt;script&gt;alert(1)&lt;/script&gt; &amp; [x](y)</p>" in html
+
+
+def test_underscores_inside_names_stay_bare_in_markdown():
+    assert "| bert_4 | f1_micro |" in Document("T", [Table(pd.DataFrame({"a": ["bert_4"], "b": ["f1_micro"]}))]).markdown()
+
+
+def test_emphasis_and_code_spans_are_the_only_formatting():
+    page = Document("T", [Paragraph(["Teacher: ", Code("tiny_bert"), ", odd ", Code("a`b"), "."]),
+                          Bullets([["a *good* film — ", Emphasis("positive"), " (0.93)"]])])
+    assert "Teacher: `tiny_bert`, odd ``a`b``." in page.markdown()
+    assert r"- a \*good\* film — *positive* (0.93)" in page.markdown()
+    assert "<p>Teacher: <code>tiny_bert</code>, odd <code>a`b</code>.</p>" in page.html()
+    assert "<li>a *good* film — <em>positive</em> (0.93)</li>" in page.html()
+
+
+def test_tables_format_numbers_and_missing_values():
+    frame = pd.DataFrame({"a": ["x", "y"], "b": [1.234, float("nan")], "n": pd.array([3, None], dtype="Int64")})
+    assert Document("T", [Table(frame)]).markdown() == (
+        "# T\n\n| a | b | n |\n|---|---:|---:|\n| x | 1.2 | 3 |\n| y | — | — |\n"
+    )
+    assert "<td>1.234</td>" in Document("T", [Table(frame, digits=3)]).html()
+
+
+def test_tables_scroll_sideways_align_numbers_right_and_text_left_and_wrap_only_sentences():
+    frame = pd.DataFrame({
+        "model": ["bert_4", "lstm_s"],
+        "text": ["2 hours of a good film, then two of a bad one", "bad, *bad* film"],
+        "score": ["40.00 (29.2)", "— (31)"],
+        "paper": ["-1.5 ± 0.2", "0.123* (p=0.04)"],
+    })
+    page = Document("T", [Paragraph("first"), Table(frame)])
+    html = page.html()
+    assert '<div class="table">\n<table class="dataframe" id="table1">' in html and ".table { overflow-x: auto;" in html
+    assert "#table1 td:nth-child(1)" not in html  # short text: left-aligned, on one line (the page default)
+    assert "#table1 td:nth-child(2), #table1 th:nth-child(2) { white-space: normal; min-width: 24em; }" in html
+    for column in (3, 4):
+        assert (f"#table1 td:nth-child({column}), #table1 th:nth-child({column}) "
+                "{ text-align: right; font-variant-numeric: tabular-nums; }") in html
+    assert "<td>bad, *bad* film</td>" in html and "<td>0.123* (p=0.04)</td>" in html
+    assert "| model | text | score | paper |\n|---|---|---:|---:|" in page.markdown()
+
+
+def test_each_table_of_a_page_is_styled_on_its_own():
+    numbers, words = pd.DataFrame({"a": [1.0]}), pd.DataFrame({"a": ["x"]})
+    html = Document("T", [Table(numbers), Table(words)]).html()
+    assert "#table0 td:nth-child(1)" in html and "#table1 td:nth-child(1)" not in html
+
+
+@pytest.mark.parametrize("with_html", [True, False])
+def test_write_puts_both_formats_beside_each_other(tmp_path, with_html):
+    page = Document("T", [Paragraph("p")])
+    page.write(tmp_path / "t.md", tmp_path / "t.html" if with_html else None)
+    assert (tmp_path / "t.md").read_text() == "# T\n\np\n"
+    assert (tmp_path / "t.html").exists() == with_html
