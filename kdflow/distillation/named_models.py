@@ -27,6 +27,7 @@ from kdflow.core.errors import UserError
 from kdflow.core.model_references import reference_kind
 from kdflow.core.runtime import seed_everything
 from kdflow.distillation.distill import load_distilled
+from kdflow.distillation.selection import best_seed
 from kdflow.students.transformer import HFStudent
 from kdflow.teachers.finetune import build_teacher
 from kdflow.teachers.pseudo_heads import pool_layers
@@ -38,8 +39,7 @@ def selected_run(selection: dict, task: str, student: str, method: str) -> tuple
     with the best dev score (the first of equals), read from ``results/selection/<experiment>.json``."""
     for entry in selection["selections"]:
         if (entry["task"], entry["student"], entry["method"]) == (task, student, method):
-            scores = entry["grid"][entry["selected"]]["dev_by_seed"]
-            return entry["selected"], max(scores, key=scores.get)
+            return entry["selected"], best_seed(entry["grid"][entry["selected"]]["dev_by_seed"])
     raise UserError(f"the selection has no run of student {student!r} with method {method!r} on {task!r}")
 
 
