@@ -85,8 +85,8 @@ def trained_teacher(separable, tmp_path_factory):
 
 @pytest.fixture
 def loss_turns_nan(monkeypatch):
-    """loss_turns_nan(k): the training loss of the k-th optimiser step from now on (counted over every run) is NaN,
-    a loss that diverges at a known step. Returns the list of step losses the loop sees."""
+    """loss_turns_nan(k): the loss of the k-th training step from now on is NaN (steps counted across runs, such as
+    a student's stages), a divergence at a known step. Returns the list of the losses the loop sees, step by step."""
     losses = []
 
     def at(step: int) -> list[float]:
