@@ -1,3 +1,4 @@
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +9,7 @@ from kdflow.core.data import TaskData, prepare_task
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.tasks import get_task
 from kdflow.teachers.finetune import finetune
+from kdflow.training import parallel
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_DATA = REPO / "demo" / "data"
@@ -79,3 +81,23 @@ def trained_teacher(separable, tmp_path_factory):
     return out, report
 
 
+
+
+@pytest.fixture
+def loss_turns_nan(monkeypatch):
+    """loss_turns_nan(k): the loss of the k-th training step from now on is NaN (steps counted across runs, such as
+    a student's stages), a divergence at a known step. Returns the list of the losses the loop sees, step by step."""
+    losses = []
+
+    def at(step: int) -> list[float]:
+        real, calls = parallel.backward, itertools.count(1)
+
+        def backward(loss_fn, model, batch, device):
+            scale = float("nan") if next(calls) == step else 1.0
+            losses.append(real(lambda model, batch: scale * loss_fn(model, batch), model, batch, device))
+            return losses[-1]
+
+        monkeypatch.setattr(parallel, "backward", backward)
+        return losses
+
+    return at

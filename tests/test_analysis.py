@@ -180,24 +180,6 @@ def test_mistake_and_hit_overlap_by_hand(tables):
     assert analysis.overlaps(perfect)["fraction_of_row"]["a"]["b"] is None  # no mistakes to share
 
 
-def test_student_t_two_sided_p_values():
-    def two_sided(t, df):
-        return 2 * analysis.student_t_sf(t, df)
-
-    # reference values (standard t tables / scipy.stats.t.sf, not imported here)
-    assert two_sided(2.0, 10) == pytest.approx(0.0733880, rel=1e-5)
-    assert two_sided(1.0, 5) == pytest.approx(0.3632175, rel=1e-5)
-    assert two_sided(3.0, 30) == pytest.approx(0.0053900, rel=1e-4)
-    assert two_sided(10.0, 100) == pytest.approx(9.9017e-17, rel=1e-3)
-    assert two_sided(0.1, 3.5) == pytest.approx(0.9258044, rel=1e-6)
-    for t in (0.0, 0.3, 1.0, 2.5, 12.0):  # closed forms: df=1 is Cauchy, df=2 has sf = (1 - t/sqrt(2+t²))/2
-        assert two_sided(t, 1) == pytest.approx(1 - 2 / math.pi * math.atan(t), rel=1e-10)
-        assert two_sided(t, 2) == pytest.approx(1 - t / math.sqrt(2 + t * t), rel=1e-10)
-    assert two_sided(1.959964, 1e7) == pytest.approx(0.05, rel=1e-5)  # large df: the normal distribution
-    assert analysis.student_t_sf(-1.0, 5) == pytest.approx(1 - 0.3632175 / 2, rel=1e-6)
-    assert analysis.regularized_incomplete_beta(2.0, 3.0, 0.4) == pytest.approx(0.5248)  # 1-(1-x)^3(1+3x)
-
-
 def test_pearson_of_confidences_against_numpy(tables):
     aligned = analysis.align(tables)
     result = analysis.confidence_correlations(aligned)

@@ -2,6 +2,7 @@
 TAKD's assistant chain, and reloading a trained student."""
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -117,6 +118,20 @@ def test_two_stage_schedule_switches_weights_and_keeps_the_best_dev_state(teache
     accuracy = (logits.argmax(-1).numpy() == split.labels).mean()
     assert accuracy == pytest.approx(report["scores"]["dev"]["accuracy"])
     assert json.loads((tmp_path / "metrics.json").read_text())["stages"] == stages
+
+
+def test_a_student_whose_loss_turns_nan_ends_its_schedule_and_writes_its_outputs(teacher, separable, loss_turns_nan,
+                                                                                 tmp_path):
+    stages = [{"epochs": 1}, {"epochs": 2}]  # 4 steps per epoch: step 6 of the job is stage 2's second
+    losses = loss_turns_nan(6)
+    run(separable, teacher, tmp_path, "bilstm", "kd", stages=stages, max_train_examples=64)
+    assert len(losses) == 6
+    saved = json.loads((tmp_path / "metrics.json").read_text())
+    assert saved["diverged"] == {"stage": 2, "epoch": 1, "step": 2} and saved["best"] == {"stage": 2, "epoch": 1}
+    assert [(r["stage"], r["epoch"]) for r in saved["history"]] == [(1, 1)]
+    assert all(math.isnan(value) for value in saved["scores"]["dev"].values())
+    assert set(pd.read_parquet(tmp_path / "predictions.parquet")["split"]) == {"dev", "test"}
+    load_distilled(tmp_path, teacher[0], separable.num_labels)  # its weights load like any student's
 
 
 def test_takd_learns_from_its_assistants_logits(teacher, separable, tmp_path):

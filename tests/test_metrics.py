@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from kdflow.core import metrics
 
@@ -61,6 +62,22 @@ def test_compute_rejects_mismatched_or_empty_inputs():
         metrics.compute(["accuracy"], np.zeros(0), np.zeros(0))
 
 
-def test_average_ranks_share_ties():
-    np.testing.assert_array_equal(metrics.average_ranks([3, 1, 3, 2, 3]), [4, 1, 4, 2, 4])
-    np.testing.assert_array_equal(metrics.average_ranks([0.5]), [1])
+def test_spearman_agrees_with_scipy_on_ties():
+    rng = np.random.default_rng(0)
+    pred, gold = rng.integers(0, 5, 50).astype(float), rng.integers(0, 8, 50).astype(float)  # many ties
+    assert metrics.spearman(pred, gold) == pytest.approx(stats.spearmanr(pred, gold).statistic, abs=1e-12)
+
+
+def test_nan_predictions_score_nan_not_a_perfect_correlation():
+    gold = np.array([0.0, 1.0, 2.5, 4.0])
+    all_nan = np.full((4, 1), np.nan)  # an STS-B student whose training diverged
+    assert all(math.isnan(v) for v in metrics.score_logits(["pearson", "spearman"], all_nan, gold, True).values())
+    one_nan = np.array([0.1, np.nan, 2.0, 3.0])
+    assert math.isnan(metrics.spearman(one_nan, gold)) and math.isnan(metrics.pearson(one_nan, gold))
+    assert math.isnan(metrics.compute(["pearson"], np.array([0.1, np.inf, 2.0, 3.0]), gold)["pearson"])
+
+
+def test_a_non_finite_logit_makes_classification_metrics_nan():
+    logits = np.array([[2.0, 1.0], [0.0, 3.0], [np.nan, 0.5]])  # argmax of the last row would be class 0
+    scores = metrics.score_logits(["accuracy", "mcc"], logits, np.array([0, 1, 0]), regression=False)
+    assert math.isnan(scores["accuracy"]) and math.isnan(scores["mcc"])

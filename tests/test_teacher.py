@@ -1,6 +1,7 @@
 """Teacher fine-tuning and pseudo-heads on a tiny randomly initialised BERT."""
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,8 @@ from kdflow.teachers.pseudo_heads import (
     train_pseudo_heads,
 )
 from kdflow.training.batching import batches, tokenize
-from kdflow.training.loop import adamw, linear_warmup_decay, subset_indices
+from kdflow.training.checkpoint import Checkpoint
+from kdflow.training.loop import adamw, linear_warmup_decay, subset_indices, train
 
 CPU = torch.device("cpu")
 HP = TEACHER_HP
@@ -89,6 +91,44 @@ def test_pseudo_heads_on_every_layer(trained_teacher, separable, tmp_path):
         assert (rows.prediction == rows.label).mean() == pytest.approx(layer["accuracy"])
         assert rows.gold_distance.mean() == pytest.approx(layer["gold_distance"])
     assert not list(tmp_path.glob(".features-*")), "the feature memory map is cleaned up"
+
+
+def test_a_teacher_whose_loss_turns_nan_records_where_and_writes_its_outputs(prepared, loss_turns_nan, tmp_path):
+    data = prepared("stsb")  # NaN predictions used to score a Spearman of 1 here
+    hp = Hyperparameters(**{**HP, "epochs": 3, "max_train_examples": 64})  # 4 steps per epoch
+    checkpoint = Checkpoint(tmp_path / "job.ckpt", "fingerprint", every_minutes=None)
+    losses = loss_turns_nan(6)
+    report = finetune(data, TINY_BERT, hp, tmp_path / "out", CPU, checkpoint)
+    assert len(losses) == 6 and math.isnan(losses[-1])  # stopped at the NaN step
+    saved = json.loads((tmp_path / "out/metrics.json").read_text())
+    assert saved["diverged"] == report["diverged"] == {"epoch": 2, "step": 6}
+    assert all(math.isnan(value) for value in saved["scores"]["dev"].values())
+    assert [record["epoch"] for record in saved["history"]] == [1]
+    assert len(pd.read_parquet(tmp_path / "out/predictions.parquet")) > 0
+    assert (tmp_path / "out/model/config.json").exists()
+
+    rerun = finetune(data, TINY_BERT, hp, tmp_path / "rerun", CPU, checkpoint)  # restored, not trained again
+    assert len(losses) == 6 and rerun["diverged"] == {"epoch": 2, "step": 6}
+
+
+def test_a_non_finite_dev_score_is_a_divergence_too():
+    model = torch.nn.Linear(2, 1)
+    dev_scores = iter([0.5, float("nan"), 0.9])
+    result = train(model, lambda model, batch: model(batch["x"]).pow(2).mean(),
+                   lambda rng: ({"x": torch.ones(2, 2)} for _ in range(3)), 6,
+                   lambda model: {"score": next(dev_scores)}, "score",
+                   Hyperparameters(learning_rate=1e-2, batch_size=2, epochs=3), CPU)
+    assert result.diverged == {"epoch": 2, "step": 6} and result.best_epoch == 2 and math.isnan(result.best_score)
+    torch.testing.assert_close(result.best_state["weight"], model.weight.detach())  # as it diverged
+
+
+def test_pseudo_heads_that_diverge_score_nan_on_every_layer(trained_teacher, separable, loss_turns_nan, tmp_path):
+    teacher_dir, _ = trained_teacher
+    loss_turns_nan(3)
+    report = train_pseudo_heads(separable, teacher_dir, {**HEADS, "max_seq_length": 32}, tmp_path, CPU)
+    assert report["diverged"] == {"epoch": 1, "step": 3}
+    assert all(math.isnan(layer["accuracy"]) for layer in report["layers"]) and len(report["layers"]) == 2
+    assert (tmp_path / "heads.safetensors").exists() and (tmp_path / "dev_predictions.parquet").exists()
 
 
 def test_layer_features_match_a_direct_forward_pass():

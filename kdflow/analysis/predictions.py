@@ -7,7 +7,7 @@ classification tasks only. The thesis's points of focus (Tab. 6.1) covered here:
 * P1  per model, the k most and least confident hits and mistakes (:func:`extreme_examples`);
 * P2/P3 per model, the average confidence overall, on hits and on mistakes (:func:`model_summary`; Fig. 6.6);
 * P5  Pearson correlation of every pair of models' confidences with a two-sided p-value (Fig. 6.5;
-  :func:`confidence_correlations`), computed without scipy;
+  :func:`confidence_correlations`);
 * P6  overlap of the mistakes (and hits) of every pair of models (Fig. C.2; :func:`overlaps`);
 * P7  examples the teacher gets right and every student gets wrong (:func:`teacher_right_students_wrong`).
 
@@ -22,12 +22,12 @@ Jaccard index |M1 ∩ M2| / |M1 ∪ M2| and the overlap coefficient |M1 ∩ M2| 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import pearsonr
 
 from kdflow.core.documents import Block, Code, Document, Heading, Paragraph, Table
 
@@ -271,80 +271,17 @@ def overlaps(aligned: pd.DataFrame, models: Sequence[str] | None = None, of: str
     return result
 
 
-def _beta_continued_fraction(a: float, b: float, x: float, max_iter: int = 500, eps: float = 1e-15) -> float:
-    """Continued fraction of the incomplete beta function, 1/(1+ d1/(1+ d2/(1+ ...))), with
-    d_{2m+1} = -(a+m)(a+b+m)x / ((a+2m)(a+2m+1)) and d_{2m} = m(b-m)x / ((a+2m-1)(a+2m)),
-    evaluated by the modified Lentz method. Converges quickly for x < (a+1)/(a+b+2)."""
-    tiny = 1e-300
-
-    def guard(value: float) -> float:
-        return value if abs(value) > tiny else tiny
-
-    f = tiny  # Lentz: f_0 = b_0 = 0 -> tiny
-    c, d = f, 0.0
-    for n in range(0, 2 * max_iter + 1):
-        if n == 0:
-            coefficient = 1.0
-        elif n % 2 == 1:
-            m = (n - 1) // 2
-            coefficient = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
-        else:
-            m = n // 2
-            coefficient = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
-        # every partial denominator is 1: f_n = f_{n-1} * C_n * D_n
-        d = 1.0 / guard(1.0 + coefficient * d)
-        c = guard(1.0 + coefficient / c)
-        delta = c * d
-        f *= delta
-        if n > 0 and abs(delta - 1.0) < eps:
-            return f
-    raise ArithmeticError(f"incomplete beta continued fraction did not converge (a={a}, b={b}, x={x})")
-
-
-def regularized_incomplete_beta(a: float, b: float, x: float) -> float:
-    """I_x(a, b) for a, b > 0 and 0 <= x <= 1, via the continued fraction on whichever side converges fast
-    (I_x(a, b) = 1 - I_{1-x}(b, a))."""
-    if not 0.0 <= x <= 1.0:
-        raise ValueError(f"x must lie in [0, 1], got {x}")
-    if x in (0.0, 1.0):
-        return x
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(log_front) * _beta_continued_fraction(a, b, x) / a
-    return 1.0 - math.exp(log_front) * _beta_continued_fraction(b, a, 1.0 - x) / b
-
-
-def student_t_sf(t: float, df: float) -> float:
-    """P(T > t) for Student's t with ``df`` degrees of freedom: for t >= 0 it is I_{df/(df+t²)}(df/2, 1/2) / 2."""
-    if df <= 0:
-        raise ValueError("degrees of freedom must be positive")
-    if math.isinf(t):
-        return 0.0 if t > 0 else 1.0
-    tail = 0.5 * regularized_incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
-    return tail if t >= 0 else 1.0 - tail
-
-
 def pearson_test(x, y) -> tuple[float | None, float | None]:
-    """Pearson r of two samples and its two-sided p-value under H0: no correlation, via
-    t = r sqrt((n-2)/(1-r²)) with n-2 degrees of freedom. r is ``None`` if either sample is constant, p is
-    ``None`` for n < 3."""
+    """Pearson r of two samples and its two-sided p-value under H0: no correlation (the t test with n-2 degrees
+    of freedom). r is ``None`` if either sample is constant (no correlation is defined), p is ``None`` for n < 3
+    (no degree of freedom left)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if len(x) != len(y):
         raise ValueError(f"samples of different lengths ({len(x)} and {len(y)})")
-    x, y = x - x.mean(), y - y.mean()
-    denominator = math.sqrt(float(np.sum(x * x)) * float(np.sum(y * y)))
-    if denominator == 0.0:
+    if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
         return None, None
-    r = max(-1.0, min(1.0, float(np.sum(x * y)) / denominator))
-    n = len(x)
-    if n < 3:
-        return r, None
-    if abs(r) == 1.0:
-        return r, 0.0
-    t = r * math.sqrt((n - 2) / (1.0 - r * r))
-    return r, min(1.0, 2.0 * student_t_sf(abs(t), n - 2))
+    result = pearsonr(x, y)
+    return float(result.statistic), float(result.pvalue) if len(x) >= 3 else None
 
 
 def confidence_correlations(aligned: pd.DataFrame, models: Sequence[str] | None = None) -> dict:

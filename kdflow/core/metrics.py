@@ -3,6 +3,12 @@
 Scores are fractions in [0, 1] (or [-1, 1] for correlations); tables multiply by 100 where the papers do.
 Degenerate inputs follow the usual conventions: MCC is 0 when a confusion-matrix margin is empty (as in
 scikit-learn), a correlation of a constant vector is 0 rather than NaN so that model selection still works.
+
+Non-finite outputs are not degenerate but broken: a prediction or logit that is NaN or infinite makes every metric
+of the split NaN (:func:`compute`, :func:`score_logits`), as NaN propagates through scipy's correlations. Without
+this, the argmax of NaN logits would be class 0 and rank averaging would rank NaN above every number, so a
+student predicting only NaN would score a Spearman of 1 on STS-B; a NaN score instead marks the run as diverged and
+model selection passes it over (:func:`kdflow.distillation.selection.select`).
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from scipy.stats import rankdata
 
 
 def accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
@@ -47,23 +54,10 @@ def pearson(pred: np.ndarray, gold: np.ndarray) -> float:
     return float(np.sum(pred * gold) / denominator) if denominator else 0.0
 
 
-def average_ranks(values) -> np.ndarray:
-    """1-based ranks with ties sharing their average rank (scipy's ``rankdata``, without importing scipy in
-    every job)."""
-    values = np.asarray(values)
-    order = np.argsort(values, kind="stable")
-    ordered = values[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    ends = np.r_[starts[1:], len(values)]
-    group = np.repeat(np.arange(len(starts)), ends - starts)
-    ranks = np.empty(len(values))
-    ranks[order] = ((starts + ends + 1) / 2)[group]
-    return ranks
-
-
 def spearman(pred: np.ndarray, gold: np.ndarray) -> float:
-    """Pearson correlation of the ranks, ties sharing their average rank."""
-    return pearson(average_ranks(pred), average_ranks(gold))
+    """Pearson correlation of the ranks, ties sharing their average rank (through :func:`pearson`, so that a
+    constant vector scores 0 as there)."""
+    return pearson(rankdata(pred), rankdata(gold))
 
 
 METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
@@ -82,7 +76,14 @@ def compute(metric_names: Sequence[str], pred: np.ndarray, gold: np.ndarray) -> 
         raise ValueError(f"{len(pred)} predictions for {len(gold)} gold labels")
     if len(gold) == 0:
         raise ValueError("cannot score an empty split")
+    if not np.isfinite(np.asarray(pred, dtype=np.float64)).all():
+        return nan_scores(metric_names)
     return {name: METRICS[name](pred, gold) for name in metric_names}
+
+
+def nan_scores(metric_names: Sequence[str]) -> dict[str, float]:
+    """The scores of a model whose outputs are not finite, or whose training diverged."""
+    return dict.fromkeys(metric_names, float("nan"))
 
 
 def predictions(logits: np.ndarray, regression: bool) -> np.ndarray:
@@ -91,4 +92,7 @@ def predictions(logits: np.ndarray, regression: bool) -> np.ndarray:
 
 
 def score_logits(metric_names: Sequence[str], logits: np.ndarray, gold: np.ndarray, regression: bool) -> dict[str, float]:
+    """Score logits; a non-finite logit anywhere scores NaN, although the argmax of its row exists."""
+    if not np.isfinite(logits).all():
+        return compute(metric_names, np.full(len(logits), np.nan), gold)
     return compute(metric_names, predictions(logits, regression), gold)

@@ -5,6 +5,10 @@ A schedule is a list of stages, each with its epochs and the loss weights it set
 Appendix A: ``[{epochs: 20}, {epochs: 10, weights: {alpha: 1, beta: 0, gamma: 0}}]`` (stage 1 with the
 method's own weights, stage 2 cross-entropy only). Every stage gets a fresh optimiser and learning-rate
 schedule. The checkpoint with the best dev score over all stages is kept (dev only, never test).
+
+A stage whose training diverges (:mod:`kdflow.training.loop`) ends the schedule: the student is written as it
+diverged, its scores NaN and ``diverged`` (stage, epoch and step) in its metrics, so that a grid of students goes
+on and model selection passes the run over.
 """
 
 from __future__ import annotations
@@ -110,7 +114,7 @@ def distill(
     def evaluate(model):
         return metrics.score_logits(metric_names, student_logits(dev_split), dev_split.labels, regression)
 
-    history, best = [], None
+    history, best, diverged = [], None, None
     for number, stage in enumerate(stages, start=1):
         method.set_weights(**stage.get("weights", {}))
         stage_hp = Hyperparameters(**{**vars(hp), "epochs": stage.get("epochs", hp.epochs)})
@@ -123,6 +127,10 @@ def distill(
             checkpoint=checkpoint, run=f"stage{number}",
         )
         history += [{"stage": number, **record} for record in result.history]
+        if result.diverged:
+            diverged = {"stage": number, **result.diverged}
+            best = {"stage": number, "epoch": result.best_epoch, "state": result.best_state}
+            break
         if best is None or result.best_score > best["score"]:
             best = {"stage": number, "epoch": result.best_epoch, "score": result.best_score, "state": result.best_state}
     model.load_state_dict(best["state"])
@@ -137,7 +145,8 @@ def distill(
             continue
         logits = student_logits(split)
         if split.labels is not None:
-            scores[name] = metrics.score_logits(metric_names, logits, split.labels, regression)
+            scores[name] = (metrics.nan_scores(metric_names) if diverged
+                            else metrics.score_logits(metric_names, logits, split.labels, regression))
         tables.append(prediction_table(name, frames[name], logits, split, regression, task.meta["labels"]))
     with atomic_output(out_dir / "predictions.parquet") as path:
         pd.concat(tables, ignore_index=True).to_parquet(path, index=False)
@@ -150,6 +159,7 @@ def distill(
         "method_options": method.options,
         "stages": stages,
         "best": {"stage": best["stage"], "epoch": best["epoch"]},
+        "diverged": diverged,
         "scores": scores,
         "parameters_millions": sum(p.numel() for p in student.parameters()) / 1e6,
         "history": history,

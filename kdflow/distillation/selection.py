@@ -1,10 +1,16 @@
 """Model selection on dev only: per experiment, task, student and method, the grid point with the best mean
 dev score over seeds wins; its seeds give mean ± std on every labelled split. Test scores (where a split has
-labels, e.g. Sara) are reported for the winner but never used to choose it."""
+labels, e.g. Sara) are reported for the winner but never used to choose it.
+
+A seed whose dev score is not finite counts as diverged (its training diverged, see :mod:`kdflow.training.loop`,
+or its outputs did, see :mod:`kdflow.core.metrics`). Its grid point's mean is then NaN, which compares false with
+every number (``max`` would keep it if it came first); instead such a point loses to every point with a finite
+mean. If no point has one, the point with the fewest diverged seeds wins and the selection says so (``selected_diverged``)."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -25,10 +31,16 @@ def select(runs: list[dict], main_metric: str) -> dict:
             "dev_std": float(np.std([r["scores"]["dev"][main_metric] for r in group])),
             "seeds": sorted(r["seed"] for r in group),
             "dev_by_seed": {str(r["seed"]): r["scores"]["dev"][main_metric] for r in sorted(group, key=lambda r: r["seed"])},
+            "diverged_seeds": sorted(r["seed"] for r in group if not math.isfinite(r["scores"]["dev"][main_metric])),
         }
         for config, group in sorted(by_config.items())
     }
-    winner = max(grid, key=lambda config: grid[config]["dev_mean"])  # first of equals in sorted order
+
+    def preference(config: str) -> tuple[float, int]:
+        point = grid[config]
+        return _finite_or_worst(point["dev_mean"]), -len(point["diverged_seeds"])
+
+    winner = max(grid, key=preference)  # first of equals in sorted order
     winning_runs = by_config[winner]
     summary = {}
     for split in winning_runs[0]["scores"]:
@@ -36,7 +48,18 @@ def select(runs: list[dict], main_metric: str) -> dict:
             values = [r["scores"][split][metric] for r in winning_runs]
             summary.setdefault(split, {})[metric] = {"mean": float(np.mean(values)), "std": float(np.std(values)),
                                                       "n": len(values)}
-    return {"main_metric": main_metric, "selected": winner, "scores": summary, "grid": grid}
+    return {"main_metric": main_metric, "selected": winner, "selected_diverged": bool(grid[winner]["diverged_seeds"]),
+            "scores": summary, "grid": grid}
+
+
+def best_seed(dev_by_seed: dict[str, float]) -> str:
+    """The seed with the best dev score (the first of equals), a diverged one only if every seed diverged: the run
+    a selected grid point stands for (GLUE submissions, named models)."""
+    return max(dev_by_seed, key=lambda seed: _finite_or_worst(dev_by_seed[seed]))
+
+
+def _finite_or_worst(score: float) -> float:
+    return score if math.isfinite(score) else -math.inf
 
 
 def select_experiment(runs: list[dict], metric_paths: list[str], main_metrics: dict[str, str]) -> dict:
@@ -62,8 +85,7 @@ def selected_run(selection: dict, task: str, student: str, method: str) -> tuple
     with the best dev score (the first of equals), read from ``results/selection/<experiment>.json``."""
     for entry in selection["selections"]:
         if (entry["task"], entry["student"], entry["method"]) == (task, student, method):
-            scores = entry["grid"][entry["selected"]]["dev_by_seed"]
-            return entry["selected"], max(scores, key=scores.get)
+            return entry["selected"], best_seed(entry["grid"][entry["selected"]]["dev_by_seed"])
     raise UserError(f"the selection has no run of student {student!r} with method {method!r} on {task!r}")
 
 

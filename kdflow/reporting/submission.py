@@ -14,14 +14,14 @@ from pathlib import Path
 import pandas as pd
 
 from kdflow.core.tasks import GLUE_FILES
+from kdflow.distillation.selection import best_seed
 
 NAMED_LABELS = {"mnli", "qnli", "rte"}  # the server reads these tasks' labels as names
 
 
 def submitted_seed(selection: dict) -> str:
     """The seed of the selected grid point with the best dev score (the first of equals)."""
-    scores = selection["grid"][selection["selected"]]["dev_by_seed"]
-    return max(scores, key=scores.get)
+    return best_seed(selection["grid"][selection["selected"]]["dev_by_seed"])
 
 
 def glue_file(predictions: pd.DataFrame, task: str, split: str) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -60,25 +61,38 @@ def write_table(table: pd.DataFrame, csv_path, markdown_path, html_path=None) ->
 
 def experiment_table(selection: dict) -> pd.DataFrame:
     """One row per (task, student, method, split, metric) of the configuration selected on dev: mean and std
-    over seeds, x100 (``selection`` as written by :func:`kdflow.distillation.selection.select_experiment`)."""
+    over seeds, x100 (``selection`` as written by :func:`kdflow.distillation.selection.select_experiment`), with
+    the selected point's diverged seeds and the number of grid points that have any."""
     rows = []
     for selection in selection["selections"]:
         key = {name: selection[name] for name in ("task", "student", "method")}
+        grid = selection["grid"]
+        divergence = dict(diverged_seeds=len(grid[selection["selected"]]["diverged_seeds"]),
+                          diverged_points=sum(bool(point["diverged_seeds"]) for point in grid.values()))
         for split, metrics in selection["scores"].items():
             for metric, stats in metrics.items():
                 rows.append(dict(**key, split=split, metric=metric, mean=100 * stats["mean"], std=100 * stats["std"],
-                                 seeds=stats["n"], selected=selection["selected"]))
+                                 seeds=stats["n"], selected=selection["selected"], **divergence))
     return pd.DataFrame(rows)
 
 
 def experiment_document(name: str, table: pd.DataFrame) -> Document:
-    table = table.assign(score=[f"{m:.1f} ± {s:.1f}" for m, s in zip(table["mean"], table["std"])])
+    table = table.assign(score=[f"{m:.1f} ± {s:.1f}" if math.isfinite(m) else "diverged"
+                                for m, s in zip(table["mean"], table["std"])])
     document = Document(f"Experiment {name}", [Paragraph("Mean ± std over seeds of the configuration selected on dev.")])
     for split, rows in table.groupby("split", sort=False):
         wide = rows.pivot_table(index=["student", "method"], columns=["task", "metric"], values="score",
                                 aggfunc="first", sort=False)
         wide.columns = [f"{task} {metric}" for task, metric in wide.columns]
         document.blocks += [Heading(split), Table(wide.reset_index())]
+    diverged = table[table["diverged_points"] > 0].drop_duplicates(["task", "student", "method"])
+    if len(diverged):
+        counts = diverged[["task", "student", "method", "diverged_points", "diverged_seeds", "seeds"]]
+        document.blocks += [Heading("Diverged runs"),
+                            Paragraph("A run whose training diverged scores NaN; a grid point with such a seed loses "
+                                      "the selection to every point without one. Per student: grid points with a "
+                                      "diverged seed, and the diverged seeds of the selected point (of its seeds)."),
+                            Table(counts)]
     return document
 
 

@@ -3,7 +3,9 @@ initialised model) with a sequence-classification head, trained with cross-entro
 
 Defaults follow the papers (see config.yaml): BERT-large as in the thesis Table 4.1 (AdamW 5e-5, 10% linear
 warm-up then linear decay, batch 36, 3 epochs, 10 for Sara). The model of the best dev epoch is kept; its dev
-logits and test predictions are written for the students and for GLUE submissions.
+logits and test predictions are written for the students and for GLUE submissions. A teacher whose training
+diverged (:mod:`kdflow.training.loop`) writes the same outputs from the weights it diverged with, its scores NaN
+and ``diverged`` (epoch and step) in its metrics.
 """
 
 from __future__ import annotations
@@ -103,6 +105,8 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
         if name == "train":
             continue
         logits, scores[name] = evaluate_split(model, split, task, hp, device)
+        if result.diverged:
+            scores[name] = metrics.nan_scores(scores[name])
         tables.append(prediction_table(name, frames[name], logits, split, regression, task.meta["labels"]))
     with atomic_output(out_dir / "predictions.parquet") as path:
         pd.concat(tables, ignore_index=True).to_parquet(path, index=False)
@@ -113,6 +117,7 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
         "parameters_millions": _millions(model),
         "layers": model.config.num_hidden_layers,
         "best_epoch": result.best_epoch,
+        "diverged": result.diverged,
         "scores": {name: s for name, s in scores.items() if s},
         "history": result.history,
         "hyperparameters": vars(hp),

@@ -10,6 +10,9 @@ Choices the paper leaves open, configurable under ``pseudo_heads`` in the config
 first-token ([CLS]/<s>) vector by default (``pooling: mean`` averages the unpadded tokens); the heads are
 trained jointly and the epoch with the best mean dev score over layers is kept.
 
+Heads whose training diverged (:mod:`kdflow.training.loop`) are written as they diverged, every layer's scores NaN
+and ``diverged`` (epoch and step) in the metrics.
+
 Also recorded per layer (for the left panel of Universal-KD Figure 3): the mean Euclidean distance between the
 head's predicted distribution and the one-hot gold label (absolute error for regression).
 """
@@ -207,7 +210,7 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
         outputs = dev_outputs(heads)
 
     distances = gold_distance(outputs, labels["dev"], regression)
-    per_layer = layer_scores(outputs)
+    per_layer = [metrics.nan_scores(scores) if result.diverged else scores for scores in layer_scores(outputs)]
     layers = [
         {"layer": i + 1, **scores, "gold_distance": float(distances[:, i].mean())} for i, scores in enumerate(per_layer)
     ]
@@ -234,6 +237,7 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
         "task": task.meta["task"],
         "pooling": pooling,
         "best_epoch": result.best_epoch,
+        "diverged": result.diverged,
         "layers": layers,
         "history": result.history,
         "hyperparameters": vars(hp),

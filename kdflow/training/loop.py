@@ -3,12 +3,17 @@ best-dev checkpoint selection. Teachers, pseudo-heads and students differ only i
 Given a :class:`~kdflow.training.checkpoint.Checkpoint`, a run saves its state periodically and resumes from it. Run by
 every rank of a data-parallel job (:mod:`kdflow.training.parallel`), it trains one model on the ranks' shares of each
 batch; in one process the ``parallel`` calls do what a single process does.
+
+A run whose training loss or dev score turns non-finite has diverged: it stops there (every later step would start
+from non-finite values) and returns its divergence as its result instead of raising, so that the rest of a
+hyper-parameter grid goes on and the divergence is reported where the scores are (see :class:`TrainResult`).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -36,10 +41,16 @@ def subset_indices(n: int, limit: int | None, seed: int) -> np.ndarray:
 
 @dataclass
 class TrainResult:
+    """What a run leaves. A diverged run's ``diverged`` holds the epoch and the (1-based) optimiser step whose
+    loss was non-finite (for a non-finite dev score: the epoch's last step); its best state is then the weights
+    it diverged with and its best score NaN: a run cut short is not a result of its hyper-parameters, so no
+    earlier epoch stands in for it."""
+
     history: list[dict] = field(default_factory=list)  # one record per epoch: loss, dev metrics, time
     best_epoch: int = 0
     best_score: float = float("-inf")
     best_state: dict[str, torch.Tensor] | None = None
+    diverged: dict[str, int] | None = None
 
 
 def adamw(parameters: Iterable[tuple[str, nn.Parameter]], lr: float, weight_decay: float) -> torch.optim.AdamW:
@@ -87,7 +98,8 @@ def train(
     With a ``checkpoint``, the run's state is saved under the name ``run`` whenever the checkpoint is due and
     after every epoch, and a run found there continues from its position: the epoch's batches are rebuilt
     from the shuffler's state at the epoch's start and those already trained on are skipped. A finished run
-    restores its final weights and returns its result without training.
+    restores its final weights and returns its result without training; a diverged run is finished too, so that a
+    rerun restores its divergence rather than resuming from the non-finite state.
 
     In a data-parallel job every rank calls ``train`` alike: ``hp.batch_size`` is the global batch, every rank
     builds the same batches, trains on its share of each and gets the gradient of the whole batch; rank 0's
@@ -130,6 +142,15 @@ def train(
                          batches_done=batches, running=running, seconds=seconds)
         checkpoint.save(run, state)
 
+    def diverge(epoch: int, at_step: int, what: str) -> TrainResult:
+        log.warning("run %s diverged at epoch %d, step %d (%s): stopped", run, epoch, at_step, what)
+        result.diverged = {"epoch": epoch, "step": at_step}
+        result.best_epoch, result.best_score = epoch, float("nan")
+        result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+        if checkpoint is not None:
+            save(epoch, 0, {}, 0.0, finished=True)
+        return result
+
     for epoch in range(first_epoch, hp.epochs + 1):
         if on_epoch_start is not None:
             on_epoch_start(epoch)
@@ -141,6 +162,8 @@ def train(
                 continue  # trained on before the checkpoint
             optimizer.zero_grad(set_to_none=True)
             loss = parallel.backward(loss_fn, model, batch, device)
+            if not math.isfinite(loss):  # the whole batch's loss: every rank stops at the same step
+                return diverge(epoch, step + 1, f"training loss {loss}")
             if hp.max_grad_norm:
                 nn.utils.clip_grad_norm_(model.parameters(), hp.max_grad_norm)
             optimizer.step()
@@ -163,6 +186,8 @@ def train(
         record.update({f"dev_{name}": value for name, value in scores.items()})
         result.history.append(record)
         log.info("epoch %d done: train loss %.4f, dev %s", epoch, record["train_loss"], _fmt(scores))
+        if not math.isfinite(scores[select_metric]):
+            return diverge(epoch, step, f"dev {select_metric} {scores[select_metric]}")
         if scores[select_metric] > result.best_score:
             result.best_epoch, result.best_score = epoch, scores[select_metric]
             result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})

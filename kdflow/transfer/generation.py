@@ -128,7 +128,8 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
                        checkpoint: Checkpoint | None = None) -> dict:
     """Fine-tune a causal LM on ``task``'s training sentences (thesis Table 4.2: AdamW 5e-5, weight decay 1e-3,
     10% warm-up then linear decay, 1 epoch). Held-out perplexity on dev is measured before and after each
-    epoch; the best-dev-perplexity epoch is kept. Writes ``model/`` (with tokenizer) and ``metrics.json``."""
+    epoch; the best-dev-perplexity epoch is kept. Writes ``model/`` (with tokenizer) and ``metrics.json`` (a
+    diverged run: the weights it diverged with, perplexity NaN and ``diverged``, see :mod:`kdflow.training.loop`)."""
     started = time.perf_counter()
     seed_everything(hp.seed)
     model, tokenizer = build_generator(spec)
@@ -160,6 +161,7 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
         "dev_perplexity": -result.best_score,
         "dev_perplexity_before": before,
         "best_epoch": result.best_epoch,
+        "diverged": result.diverged,
         "train_sequences": len(train_split),
         "history": result.history,
         "hyperparameters": vars(hp),
