@@ -9,25 +9,22 @@ from kdflow.teachers.finetune import finetune
 from kdflow.training.checkpoint import job_checkpoint
 from kdflow.training.parallel import process_count, run_processes
 
-# Worker processes start by running this file again (spawn), under another name: only the job's own process
-# runs the job.
-if __name__ == "__main__":
-    with rule_job(snakemake):
-        checkpoint = job_checkpoint(snakemake)
-        settings = snakemake.params.settings
-        device = select_device(snakemake.params.device)
-        run_processes(
-            finetune,
-            dict(
-                task=TaskData.load(snakemake.input.data),
-                spec=settings["spec"],
-                hp=Hyperparameters.from_dict(settings["hyperparameters"]),
-                out_dir=Path(snakemake.output.metrics).parent,
-                checkpoint=checkpoint,
-            ),
-            process_count(device, snakemake.resources.gpu),
-            device,
-            log_path=snakemake.log[0],
-            threads=snakemake.threads,
-        )
-        checkpoint.remove()
+with rule_job(snakemake):
+    checkpoint = job_checkpoint(snakemake)
+    settings = snakemake.params.settings
+    device = select_device(snakemake.params.device)
+    run_processes(
+        finetune,
+        dict(
+            task=TaskData.load(snakemake.input.data),
+            spec=settings["spec"],
+            hp=Hyperparameters.from_dict(settings["hyperparameters"]),
+            out_dir=Path(snakemake.output.metrics).parent,
+            checkpoint=checkpoint,
+        ),
+        process_count(device, snakemake.resources.gpu),
+        device,
+        log_path=snakemake.log[0],
+        threads=snakemake.threads,
+    )
+    checkpoint.remove()

@@ -9,7 +9,7 @@ from kdflow.core.data import TaskData, prepare_task
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.tasks import get_task
 from kdflow.teachers.finetune import finetune
-from kdflow.training import parallel
+from kdflow.training import loop
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_DATA = REPO / "demo" / "data"
@@ -90,14 +90,21 @@ def loss_turns_nan(monkeypatch):
     losses = []
 
     def at(step: int) -> list[float]:
-        real, calls = parallel.backward, itertools.count(1)
+        real, calls = loop._backward_in_one_process, itertools.count(1)
 
-        def backward(loss_fn, model, batch, device):
-            scale = float("nan") if next(calls) == step else 1.0
-            losses.append(real(lambda model, batch: scale * loss_fn(model, batch), model, batch, device))
-            return losses[-1]
+        def turning_nan(model, loss_fn, device):
+            def scaled_loss(model, batch):
+                return (float("nan") if next(calls) == step else 1.0) * loss_fn(model, batch)
 
-        monkeypatch.setattr(parallel, "backward", backward)
+            backward = real(model, scaled_loss, device)
+
+            def recorded(batch):
+                losses.append(backward(batch))
+                return losses[-1]
+
+            return recorded
+
+        monkeypatch.setattr(loop, "_backward_in_one_process", turning_nan)
         return losses
 
     return at

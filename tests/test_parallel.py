@@ -1,7 +1,7 @@
-"""Data-parallel training (kdflow.training.parallel) in 2 CPU processes over gloo: the same weights as one process on the
-same global batches, rank 0 alone writes, a resumed run ends like an uninterrupted one, a failing rank fails
-the job instead of hanging it, a teacher fine-tuned through the rule's entry point matches one process; and the
-workflow gives a teacher's GPUs to its fine-tuning only."""
+"""Data-parallel training (kdflow.training.parallel: DDP in 2 CPU processes over gloo, launched by torchrun): the same
+weights as one process on the same global batches, rank 0 alone writes, a resumed run ends like an uninterrupted
+one, a failing rank fails the job instead of hanging it, a teacher fine-tuned through the rule's entry point
+matches one process; and the workflow gives a teacher's GPUs to its fine-tuning only."""
 
 import json
 import re
@@ -14,11 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import torch.distributed as dist
 from torch import nn
-from torch.multiprocessing import ProcessRaisedException
 
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.training import parallel
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.loop import train
 from kdflow.training.parallel import run_processes
@@ -40,11 +39,11 @@ class RecordingCheckpoint(Checkpoint):
     """A checkpoint that leaves a mark of every rank that saves it."""
 
     def save(self, run, state):
-        (self.path.parent / f"saved-by-rank{parallel.rank()}").touch()
+        (self.path.parent / f"saved-by-rank{dist.get_rank()}").touch()
         super().save(run, state)
 
 
-def fit(n: int, dropout: float, device=CPU, checkpoint=None, interrupt_at=None):
+def fit(n: int, dropout: float, device=CPU, checkpoint=None, interrupt_at=None, data_parallel=None):
     """Train a fresh model on the first ``n`` examples; ``interrupt_at`` raises at that call of the loss."""
     torch.manual_seed(1)
     net, calls = nn.Sequential(nn.Linear(5, 16), nn.Dropout(dropout), nn.ReLU(), nn.Linear(16, 2)), [0]
@@ -66,38 +65,40 @@ def fit(n: int, dropout: float, device=CPU, checkpoint=None, interrupt_at=None):
         with torch.no_grad():
             return {"accuracy": float((net(X[:n]).argmax(1) == Y[:n]).float().mean())}
 
-    result = train(net, loss_fn, batches, n, evaluate, "accuracy", HP, device, checkpoint=checkpoint)
+    result = train(net, loss_fn, batches, n, evaluate, "accuracy", HP, device, checkpoint=checkpoint,
+                   data_parallel=data_parallel)
     return net.state_dict(), result
 
 
-def train_on_each_rank(out, device):
+def train_on_each_rank(out, device, data_parallel):
     """Every rank: the runs without dropout, then with dropout an uninterrupted run, and one interrupted at
     step 5 (saved at step 3) then resumed from its checkpoint by fresh objects that read the file."""
-    parallel.seed_ranks_apart(0)
-    results = {"draw": torch.rand(4), "plain": {n: fit(n, dropout=0.0, device=device) for n in SIZES}}
-    results["dropout"] = fit(64, dropout=0.3, device=device)
+    results = {"plain": {n: fit(n, dropout=0.0, device=device, data_parallel=data_parallel) for n in SIZES}}
+    results["dropout"] = fit(64, dropout=0.3, device=device, data_parallel=data_parallel)
+    results["draw"] = torch.rand(4)  # from the generator the run reseeded by rank
     (out / "checkpoint").mkdir(exist_ok=True)
 
     def checkpoint():
         return RecordingCheckpoint(out / "checkpoint" / "job.ckpt", "job", every_minutes=None, every_steps=3)
 
     try:
-        fit(64, dropout=0.3, device=device, checkpoint=checkpoint(), interrupt_at=5)
+        fit(64, dropout=0.3, device=device, checkpoint=checkpoint(), interrupt_at=5, data_parallel=data_parallel)
     except Interrupted:
         pass
-    results["resumed"] = fit(64, dropout=0.3, device=device, checkpoint=checkpoint())
-    torch.save(results, out / f"rank{parallel.rank()}.pt")
-    fail_on_rank_1(device)
+    results["resumed"] = fit(64, dropout=0.3, device=device, checkpoint=checkpoint(), data_parallel=data_parallel)
+    torch.save(results, out / f"rank{dist.get_rank()}.pt")
+    fail_on_rank_1(device, data_parallel)
 
 
-def fail_on_rank_1(device):
+def fail_on_rank_1(device, data_parallel):
     def loss_fn(net, batch):
-        if parallel.rank() == 1:  # while rank 0 waits for its gradients
+        if dist.get_rank() == 1:  # while rank 0 waits for its gradients
             raise RuntimeError("rank 1 broke")
         return net(batch["x"]).sum()
 
     net = nn.Linear(5, 1)
-    train(net, loss_fn, lambda rng: [{"x": X[:8]}] * 4, 32, lambda net: {"score": 0.0}, "score", HP, device)
+    train(net, loss_fn, lambda rng: [{"x": X[:8]}] * 4, 32, lambda net: {"score": 0.0}, "score", HP, device,
+          data_parallel=data_parallel)
 
 
 @pytest.fixture(scope="module")
@@ -105,12 +106,13 @@ def ranks(tmp_path_factory):
     """One launch serves the tests below, as starting processes takes most of their time: the ranks train, save
     what they hold, then rank 1 fails while rank 0 waits for it."""
     out = tmp_path_factory.mktemp("ranks")
+    log = out / "job.log"
     started = time.perf_counter()
-    with pytest.raises(ProcessRaisedException) as failure:
-        run_processes(train_on_each_rank, {"out": out}, processes=2, device=CPU)
+    with pytest.raises(RuntimeError, match="a data-parallel training process failed"):
+        run_processes(train_on_each_rank, {"out": out}, processes=2, device=CPU, log_path=str(log))
     ended = time.perf_counter() - started
     results = [torch.load(out / f"rank{rank}.pt", weights_only=False) for rank in (0, 1)]
-    return results, out, {"error": str(failure.value), "seconds": ended}
+    return results, out, {"log": log.read_text(), "seconds": ended}
 
 
 def assert_equal_states(a, b):
@@ -129,7 +131,7 @@ def test_two_ranks_train_like_one_process_on_the_same_global_batches(ranks, n):
     assert_equal_states(weights, rank1["plain"][n][0])  # the ranks hold one model
     alone, alone_result = fit(n, dropout=0.0)
     for name, value in alone.items():
-        torch.testing.assert_close(weights[name], value, atol=1e-5, rtol=0)
+        torch.testing.assert_close(weights[name], value, atol=1e-6, rtol=0)
     assert [record["train_loss"] for record in result.history] == pytest.approx(
         [record["train_loss"] for record in alone_result.history], abs=1e-6)
     assert result.best_epoch == alone_result.best_epoch == rank1["plain"][n][1].best_epoch
@@ -151,7 +153,7 @@ def test_rank_0_alone_writes_the_checkpoint_and_a_resumed_run_ends_like_an_unint
 
 def test_a_failing_rank_fails_the_job_instead_of_hanging_it(ranks):
     _, _, launch = ranks
-    assert "RuntimeError: rank 1 broke" in launch["error"]
+    assert "ERROR [rank 1] training failed" in launch["log"] and "RuntimeError: rank 1 broke" in launch["log"]
     assert launch["seconds"] < 60  # rank 0, stuck in the all-reduce, was stopped
 
 

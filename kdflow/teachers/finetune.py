@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+import torch.distributed as dist
 
 from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.runtime import seed_everything
-from kdflow.training import parallel
 from kdflow.training.batching import EncodedSplit, batches, tokenize
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.hf_models import build_classifier, build_tokenizer, model_inputs
@@ -58,11 +58,11 @@ def evaluate_split(model, split: EncodedSplit, task: TaskData, hp: Hyperparamete
 
 
 def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device: torch.device,
-             checkpoint: Checkpoint | None = None) -> dict | None:
+             checkpoint: Checkpoint | None = None, data_parallel=None) -> dict | None:
     """Fine-tune a teacher on ``task`` and write ``model/``, ``predictions.parquet`` and ``metrics.json``
     (resuming from ``checkpoint`` if it holds this job's interrupted run). Every rank of a data-parallel job
-    (:func:`kdflow.training.parallel.run_processes`) calls it; rank 0 writes the outputs and returns the report, the
-    other ranks return None once trained."""
+    (:func:`kdflow.training.parallel.run_processes`) calls it with the job's ``data_parallel`` for the training
+    loop; rank 0 writes the outputs and returns the report, the other ranks return None once trained."""
     started = time.perf_counter()
     regression = task.meta["regression"]
     seed_everything(hp.seed)
@@ -90,8 +90,9 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
         hp,
         device,
         checkpoint=checkpoint,
+        data_parallel=data_parallel,
     )
-    if not parallel.is_main():
+    if dist.is_initialized() and dist.get_rank() != 0:
         return None
     model.load_state_dict(result.best_state)
 

@@ -73,3 +73,7 @@ def batches(
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
     return {key: value.to(device, non_blocking=True) for key, value in batch.items()}
+
+
+def batch_rows(batch: dict[str, torch.Tensor]) -> int:
+    return len(next(iter(batch.values())))  # every entry of a batch has one row per example

@@ -1,8 +1,9 @@
 """The one training loop of kdflow: AdamW, linear warm-up then linear decay, per-epoch dev evaluation and
 best-dev checkpoint selection. Teachers, pseudo-heads and students differ only in the ``loss`` they pass in.
 Given a :class:`~kdflow.training.checkpoint.Checkpoint`, a run saves its state periodically and resumes from it. Run by
-every rank of a data-parallel job (:mod:`kdflow.training.parallel`), it trains one model on the ranks' shares of each
-batch; in one process the ``parallel`` calls do what a single process does.
+every rank of a data-parallel job with that job's backward step (``data_parallel``), it trains one model on the ranks'
+shares of each batch; the loop itself only agrees with rank 0 through ``torch.distributed``, so that it imports no
+multi-GPU code.
 
 A run whose training loss or dev score turns non-finite has diverged: it stops there (every later step would start
 from non-finite values) and returns its divergence as its result instead of raising, so that the rest of a
@@ -20,16 +21,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from torch import nn
 
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.training import parallel
-from kdflow.training.batching import to_device
+from kdflow.training.batching import batch_rows, to_device
 from kdflow.training.checkpoint import Checkpoint, random_states, restore_random_states
 
 log = logging.getLogger("kdflow")
 
 Batch = dict[str, torch.Tensor]
+LossFn = Callable[[nn.Module, Batch], torch.Tensor]
+Backward = Callable[[Batch], float]  # backpropagates a batch's loss into the model's .grad and returns the loss
 
 
 def subset_indices(n: int, limit: int | None, seed: int) -> np.ndarray:
@@ -87,6 +90,7 @@ def train(
     on_epoch_start: Callable[[int], None] | None = None,
     checkpoint: Checkpoint | None = None,
     run: str = "train",
+    data_parallel: Callable[[nn.Module, LossFn, torch.device], Backward] | None = None,
 ) -> TrainResult:
     """Train ``model`` with ``loss_fn`` on ``train_batches(rng)`` (one shuffled epoch of ``n_train`` examples,
     batches of ``hp.batch_size``), evaluating after every epoch.
@@ -101,9 +105,10 @@ def train(
     restores its final weights and returns its result without training; a diverged run is finished too, so that a
     rerun restores its divergence rather than resuming from the non-finite state.
 
-    In a data-parallel job every rank calls ``train`` alike: ``hp.batch_size`` is the global batch, every rank
-    builds the same batches, trains on its share of each and gets the gradient of the whole batch; rank 0's
-    dev scores and checkpoint timing are every rank's, and rank 0 alone writes the checkpoint.
+    In a data-parallel job every rank calls ``train`` alike, with ``data_parallel`` making the rank's backward
+    step: ``hp.batch_size`` is the global batch, every rank builds the same batches, trains on its share of each
+    and gets the gradient of the whole batch; rank 0's dev scores and checkpoint timing are every rank's, and
+    rank 0 alone writes the checkpoint.
     """
     model.to(device)
     steps_per_epoch = -(-n_train // hp.batch_size)
@@ -112,7 +117,8 @@ def train(
     shuffler = np.random.default_rng(hp.seed)
     result = TrainResult()
     step, first_epoch, batches_done, running, elapsed = 0, 1, 0, [], 0.0
-    parallel.seed_ranks_apart(hp.seed)
+    backward = (data_parallel or _backward_in_one_process)(model, loss_fn, device)
+    rank = dist.get_rank() if dist.is_initialized() else 0
     saved = checkpoint.load(run) if checkpoint is not None else None
     if saved is not None:
         model.load_state_dict(saved["model"])
@@ -123,17 +129,16 @@ def train(
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
         shuffler.bit_generator.state = saved["epoch_shuffler"]
-        if parallel.rank() < len(saved["random"]):  # the saving run's ranks; a rank beyond keeps its new seed
-            restore_random_states(saved["random"][parallel.rank()])
+        if rank < len(saved["random"]):  # the saving run's ranks; a rank beyond keeps its new seed
+            restore_random_states(saved["random"][rank])
         step, first_epoch, batches_done = saved["step"], saved["epoch"], saved["batches_done"]
         running, elapsed = saved["running"], saved["seconds"]
         log.info("resuming run %s from its checkpoint: epoch %d, batch %d (step %d)", run, first_epoch,
                  batches_done, step)
-    parallel.copy_main_weights(model)
 
     def save(epoch: int, batches: int, epoch_shuffler: dict, seconds: float, finished: bool = False) -> None:
-        generators = None if finished else parallel.gather(random_states())  # every rank's
-        if not parallel.is_main():
+        generators = None if finished else _every_ranks(random_states())
+        if rank != 0:
             return
         state = {"finished": finished, "model": model.state_dict(), "result": vars(result)}
         if not finished:
@@ -161,7 +166,7 @@ def train(
             if position < batches_done:
                 continue  # trained on before the checkpoint
             optimizer.zero_grad(set_to_none=True)
-            loss = parallel.backward(loss_fn, model, batch, device)
+            loss = backward(batch)
             if not math.isfinite(loss):  # the whole batch's loss: every rank stops at the same step
                 return diverge(epoch, step + 1, f"training loss {loss}")
             if hp.max_grad_norm:
@@ -169,7 +174,7 @@ def train(
             optimizer.step()
             scheduler.step()
             step += 1
-            seen += parallel.batch_rows(batch)
+            seen += batch_rows(batch)
             running.append(loss)
             if step % hp.log_every == 0:
                 rate = seen / (time.perf_counter() - started)
@@ -178,9 +183,9 @@ def train(
                     epoch, step, steps_per_epoch * hp.epochs, np.mean(running[-hp.log_every:]),
                     scheduler.get_last_lr()[0], rate,
                 )
-            if checkpoint is not None and parallel.from_main(checkpoint.due(step)):  # ranks' clocks differ
+            if checkpoint is not None and _rank_0s(checkpoint.due(step)):  # ranks' clocks differ
                 save(epoch, position + 1, epoch_shuffler, elapsed + time.perf_counter() - started)
-        scores = parallel.from_main(evaluate(model))  # ranks select alike even if their floats differ
+        scores = _rank_0s(evaluate(model))  # ranks select alike even if their floats differ
         record = {"epoch": epoch, "train_loss": float(np.mean(running)),
                   "seconds": elapsed + time.perf_counter() - started}
         record.update({f"dev_{name}": value for name, value in scores.items()})
@@ -202,6 +207,33 @@ def train(
 def predict(forward: Callable[[Batch], torch.Tensor], batch_iter: Iterable[Batch], device: torch.device) -> np.ndarray:
     """Stack ``forward``'s outputs over batches (eval mode is the caller's business)."""
     return torch.cat([forward(to_device(batch, device)).float().cpu() for batch in batch_iter]).numpy()
+
+
+def _backward_in_one_process(model: nn.Module, loss_fn: LossFn, device: torch.device) -> Backward:
+    def backward(batch: Batch) -> float:
+        loss = loss_fn(model, to_device(batch, device))
+        loss.backward()
+        return loss.item()
+
+    return backward
+
+
+def _rank_0s(value):
+    """Rank 0's ``value`` (picklable) on every rank of a data-parallel job."""
+    if not dist.is_initialized():
+        return value
+    holder = [value]
+    dist.broadcast_object_list(holder, src=0)
+    return holder[0]
+
+
+def _every_ranks(value) -> list:
+    """Every rank's ``value`` (picklable), in rank order."""
+    if not dist.is_initialized():
+        return [value]
+    values = [None] * dist.get_world_size()
+    dist.all_gather_object(values, value)
+    return values
 
 
 def _fmt(scores: dict[str, float]) -> str:

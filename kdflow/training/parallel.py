@@ -1,54 +1,60 @@
-"""Data-parallel training over the GPUs of one node: a job given N GPUs runs N processes, one per GPU, each on
-its share of every batch, with the gradients of the whole batch in every process before each optimiser step.
+"""Data-parallel teacher fine-tuning over the GPUs of one node with torch's ``DistributedDataParallel`` (DDP): a
+job given N GPUs runs N processes, one per GPU, each on its share of every batch, with the gradient of the whole
+batch in every process before each optimiser step.
 
-**Processes.** :func:`run_processes` starts N workers with ``torch.multiprocessing`` (spawn: nothing of the
-parent, CUDA state or thread pools, is inherited). A worker that fails or is killed makes the launcher stop the
-others and raise its error, so no rank waits forever for a dead one; workers are interrupted if the launcher
-dies. Rank r uses ``cuda:r`` (the r-th visible
-GPU). The ranks meet through a file in a temporary directory, not a TCP port, so jobs sharing a node cannot
-clash; they talk over NCCL on CUDA and gloo on CPU (the tests). Every rank runs the same function: the same
-seed, so the same model and the same shuffled batches. In one process there is no process group and every
-function here reduces to what a single process does.
+**Processes.** :func:`run_processes` writes the function to run and its arguments to a file and launches
+``python -m torch.distributed.run --standalone --nproc-per-node N -m kdflow.training.parallel FILE``. torchrun
+gives each rank its rank and a free local port to meet at (jobs sharing a node cannot clash), and when a rank
+fails or is killed it stops the others and exits non-zero, which fails the job: no rank waits forever for a dead
+one. The rule's own process only waits, holding no GPU. Rank r uses the r-th visible GPU; the ranks talk over
+NCCL on CUDA and gloo on CPU (the tests). Every rank runs the same function with the same seed, so it builds
+the same shuffled batches, and DDP gives it rank 0's weights. Rank 0 logs progress to the rule's log, every rank
+its warnings and errors.
 
-**Gradients.** :func:`backward` gives each rank a contiguous share of each batch's rows, backpropagates the
-loss on it, then all-reduces one flat buffer of every trainable gradient, each rank's weighted by its share of
-the rows. For a loss that is a mean over the batch's rows this is exactly the gradient of the whole batch, also
-for a last batch that does not split evenly (or leaves a rank without rows), and clipping and the optimiser
-step then see the same gradient on every rank, which keeps the ranks' weights identical. Why not
-``DistributedDataParallel``: it averages gradients only through its wrapper's ``forward``, while kdflow's
-losses call into the model as they need (``model.config``, ``model.base_model``, the parts of a
-``ModuleDict`` student); and it averages ranks equally, not by rows. What DDP does better is overlapping the
-reduction with the backward pass: here it follows the backward pass (one all-reduce per step), and the buffer
-holds a second copy of the gradients while it lasts.
+**Gradients.** DDP all-reduces the gradients through hooks that its wrapper's ``forward`` arms, so the wrapper
+must see every call into the model; kdflow's losses call into the model as they need (``model.config``,
+``model.base_model``, the parts of a ``ModuleDict``). :func:`data_parallel` therefore wraps a module whose
+``forward`` is the loss, not the model. Each rank takes a contiguous share of each batch's rows; DDP averages
+the ranks' gradients equally, so each rank scales its loss by N times its fraction of the rows, and the average
+is the gradient of the whole batch for a loss that is a mean over rows. That holds for a last batch that does
+not split evenly too: it splits unevenly and is weighted by rows, rather than evened out by repeating rows
+(DistributedSampler) or dropping some, which would change what a step learns from and part a multi-GPU teacher
+from a one-GPU one. (DDP's join is for ranks with different numbers of batches; here every rank has a share of
+every batch.) A rank left without rows (a last batch with fewer rows than ranks) backpropagates one borrowed row
+with weight 0, as DDP needs a backward pass on every rank. Clipping and the optimiser step then see the same
+gradient on every rank, which keeps the weights identical. Every trainable parameter must take part in the loss
+(a sequence classifier's do); DDP fails the next step if one does not.
 
 **Where results differ from one process.** Floating-point sums run in another order (the tests see weights differ
-by about 1e-7 after 16 steps; long training can amplify such differences). Each rank draws its own dropout masks
-(:func:`seed_ranks_apart`), so with dropout the runs agree in distribution, not in value. A loss that is not a
-mean over rows (a mean over the labelled rows only, when some are unlabelled; any statistic across the batch) is
-computed per share and combined by rows, an approximation of the whole batch's.
-
-**Agreement.** Decisions taken from a clock (is a checkpoint due) and dev scores are rank 0's on every rank
-(:func:`from_main`), so ranks select the same epoch and save together; every rank evaluates the whole dev set
-(no faster than one process). Rank 0 alone writes checkpoints and outputs and logs progress; every rank logs
-its warnings and errors.
+by under 1e-7 after 16 steps; long training can amplify such differences). Each rank draws its own dropout masks,
+so with dropout the runs agree in distribution, not in value. A loss that is not a mean over rows (a mean over the
+labelled rows only, when some are unlabelled; any statistic across the batch) is computed per share and
+combined by rows, an approximation of the whole batch's. The training loop takes rank 0's checkpoint timing and
+dev scores on every rank (:mod:`kdflow.training.loop`); every rank evaluates the whole dev set.
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
+import os
+import pickle
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.multiprocessing.spawn import ProcessException, start_processes
+from torch.distributed.elastic.multiprocessing.errors import record
+from torch.nn.parallel import DistributedDataParallel
 
 from kdflow.core.errors import UserError
 from kdflow.core.runtime import set_threads, setup_logging
-from kdflow.training.batching import to_device
+from kdflow.training.batching import batch_rows, to_device
 
 log = logging.getLogger("kdflow")
 
@@ -57,18 +63,7 @@ log = logging.getLogger("kdflow")
 COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=30)
 
 Batch = dict[str, torch.Tensor]
-
-
-def rank() -> int:
-    return dist.get_rank() if dist.is_initialized() else 0
-
-
-def world_size() -> int:
-    return dist.get_world_size() if dist.is_initialized() else 1
-
-
-def is_main() -> bool:
-    return rank() == 0
+LossFn = Callable[[nn.Module, Batch], torch.Tensor]
 
 
 def process_count(device: torch.device, gpus: int) -> int:
@@ -83,106 +78,88 @@ def process_count(device: torch.device, gpus: int) -> int:
 
 def run_processes(fn: Callable[..., object], kwargs: dict, processes: int, device: torch.device,
                   log_path: str | None = None, threads: int = 1) -> None:
-    """Call ``fn(**kwargs, device=...)`` in this process, or in ``processes`` data-parallel ranks (each logging
-    to ``log_path``, with ``threads // processes`` threads). ``fn`` and ``kwargs`` must be picklable."""
+    """Call ``fn(**kwargs, device=...)`` in this process, or ``fn(**kwargs, device=..., data_parallel=...)`` in
+    ``processes`` ranks started by torchrun (each logging to ``log_path``, with ``threads // processes``
+    threads), where ``data_parallel`` is :func:`data_parallel` for the training loop. ``fn`` and ``kwargs`` must
+    be picklable, ``fn`` importable by the ranks, which get this process's ``sys.path``."""
     if processes == 1:
         fn(**kwargs, device=device)
         return
     log.info("training data-parallel in %d processes on %s", processes, device.type)
-    with tempfile.TemporaryDirectory(prefix="kdflow-ranks-") as meeting:
-        try:
-            start_processes(
-                _rank_main,
-                args=(processes, f"file://{meeting}/store", device.type, log_path, threads, fn, kwargs),
-                nprocs=processes,
-                start_method="spawn",
-            )
-        except ProcessException as error:
-            log.error("a training process failed: %s", error)
-            raise
+    threads_per_rank = max(1, threads // processes)
+    with tempfile.TemporaryDirectory(prefix="kdflow-ranks-") as folder:
+        job = Path(folder) / "job.pickle"
+        job.write_bytes(pickle.dumps(dict(fn=fn, kwargs=kwargs, device_type=device.type, log_path=log_path,
+                                          threads=threads_per_rank)))
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
+                       "OMP_NUM_THREADS": str(threads_per_rank)}
+        launched = subprocess.run(
+            [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}",
+             "-m", __name__, str(job)],
+            env=environment,
+        )
+    if launched.returncode:
+        raise RuntimeError(f"a data-parallel training process failed (torchrun exited with {launched.returncode}): "
+                           "its error is in the log")
 
 
-def _rank_main(rank: int, processes: int, store: str, device_type: str, log_path: str | None, threads: int,
-               fn: Callable[..., object], kwargs: dict) -> None:
+@record  # hands the rank's error to torchrun, which reports the first failure
+def _run_rank(job_path: str) -> None:
+    job = pickle.loads(Path(job_path).read_bytes())
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])  # set by torchrun
     # Other ranks log warnings and errors only: the log tells one story, rank 0's.
-    setup_logging(log_path, level=logging.INFO if rank == 0 else logging.WARNING, tag=f"rank {rank}", append=True)
-    set_threads(max(1, threads // processes))
-    device = torch.device("cuda", rank) if device_type == "cuda" else torch.device("cpu")
-    if device.type == "cuda":
+    setup_logging(job["log_path"], level=logging.INFO if rank == 0 else logging.WARNING, tag=f"rank {rank}",
+                  append=True)
+    set_threads(job["threads"])
+    cuda = job["device_type"] == "cuda"
+    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
+    if cuda:
         torch.cuda.set_device(device)
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method=store, rank=rank,
-                            world_size=processes, timeout=COLLECTIVE_TIMEOUT)
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=COLLECTIVE_TIMEOUT)
     try:
-        fn(**kwargs, device=device)
+        job["fn"](**job["kwargs"], device=device, data_parallel=data_parallel)
+    except Exception:
+        log.exception("training failed")  # into the rule's log; torchrun reports it on stderr
+        raise
     finally:
         dist.destroy_process_group()
 
 
-def batch_rows(batch: Batch) -> int:
-    return len(next(iter(batch.values())))  # every entry of a batch has one row per example
+class _Loss(nn.Module):
+    """The loss on the model as a module, so that DDP's ``forward`` sees every call the loss makes into it."""
+
+    def __init__(self, model: nn.Module, loss_fn: LossFn):
+        super().__init__()
+        self.model, self.loss_fn = model, loss_fn
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        return self.loss_fn(self.model, batch)
 
 
-def backward(loss_fn: Callable[[nn.Module, Batch], torch.Tensor], model: nn.Module, batch: Batch,
-             device: torch.device) -> float:
-    """Backpropagate ``loss_fn`` on this rank's share of ``batch`` and leave the gradient of the whole batch's
-    loss in every parameter's ``.grad`` on every rank; return the whole batch's loss."""
-    if world_size() == 1:
-        loss = loss_fn(model, to_device(batch, device))
-        loss.backward()
-        return loss.item()
-    share = {name: value.tensor_split(world_size())[rank()] for name, value in batch.items()}
-    loss = torch.zeros((), device=device)
-    if batch_rows(share):  # a last batch with fewer rows than ranks leaves some ranks without any
-        loss = loss_fn(model, to_device(share, device))
-        loss.backward()
-    return _sum_over_ranks(model, loss.detach(), batch_rows(share) / batch_rows(batch))
+def data_parallel(model: nn.Module, loss_fn: LossFn, device: torch.device) -> Callable[[Batch], float]:
+    """The training loop's backward step on this rank: backpropagate ``loss_fn`` on the rank's share of a batch
+    (weighted by rows, see the module's docstring) and leave the gradient of the whole batch's loss in every
+    parameter's ``.grad`` on every rank; return the whole batch's loss. Wrapping ``model`` in DDP gives every rank
+    rank 0's weights and buffers; torch is reseeded from its seed and the rank, so that each rank draws its own
+    dropout masks for its rows, as one process draws a mask per row."""
+    rank, ranks = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(int(np.random.SeedSequence([torch.initial_seed(), rank]).generate_state(1)[0]))
+    replicas = DistributedDataParallel(_Loss(model, loss_fn), device_ids=[device] if device.type == "cuda" else None)
+
+    def backward(batch: Batch) -> float:
+        rows = batch_rows(batch)
+        share = {name: value.tensor_split(ranks)[rank] for name, value in batch.items()}
+        share_rows = batch_rows(share)
+        if not share_rows:
+            share = {name: value[:1] for name, value in batch.items()}
+        loss = replicas(to_device(share, device))
+        (loss * (ranks * share_rows / rows)).backward()
+        whole = loss.detach() * (share_rows / rows)
+        dist.all_reduce(whole)
+        return whole.item()
+
+    return backward
 
 
-def _sum_over_ranks(model: nn.Module, loss: torch.Tensor, weight: float) -> float:
-    """All-reduce, in one buffer, the trainable gradients and the loss, each rank's scaled by ``weight``, and
-    flags of which parameters have a gradient: one without a gradient on some rank counts as zero there, and
-    stays without one (as AdamW then leaves it alone) only if it has none on any rank."""
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    gradients = [p.grad.reshape(-1) if p.grad is not None else p.new_zeros(p.numel()) for p in trainable]
-    present = torch.tensor([p.grad is not None for p in trainable], dtype=loss.dtype, device=loss.device)
-    flat = torch.cat([*gradients, loss.reshape(1), present])
-    flat[: -len(trainable)].mul_(weight)
-    dist.all_reduce(flat)
-    sizes = [p.numel() for p in trainable]
-    *summed, total_loss, counts = flat.split([*sizes, 1, len(trainable)])
-    for param, gradient, count in zip(trainable, summed, counts.tolist()):
-        param.grad = gradient.view_as(param) if count else None
-    return total_loss.item()
-
-
-def from_main(value):
-    """Rank 0's ``value`` (picklable) on every rank."""
-    if world_size() == 1:
-        return value
-    holder = [value]
-    dist.broadcast_object_list(holder, src=0)
-    return holder[0]
-
-
-def gather(value) -> list:
-    """Every rank's ``value``, in rank order, on rank 0 (an empty list on the other ranks)."""
-    if world_size() == 1:
-        return [value]
-    values = [None] * world_size() if is_main() else None
-    dist.gather_object(value, values, dst=0)
-    return values or []
-
-
-def copy_main_weights(model: nn.Module) -> None:
-    """Give every rank rank 0's weights and buffers. Ranks that seed alike build the same model; this makes
-    sure of it, as ranks that started apart would silently train different models on averaged gradients."""
-    if world_size() > 1:
-        for tensor in model.state_dict().values():
-            dist.broadcast(tensor, src=0)
-
-
-def seed_ranks_apart(seed: int) -> None:
-    """Reseed torch (CPU and CUDA) from ``seed`` and the rank, so that each rank draws its own dropout masks
-    for its rows, as one process draws a mask per row: ranks seeded alike would repeat each other's masks."""
-    if world_size() > 1:
-        torch.manual_seed(int(np.random.SeedSequence([seed, rank()]).generate_state(1)[0]))
+if __name__ == "__main__":
+    _run_rank(sys.argv[1])
