@@ -41,7 +41,8 @@ class Checkpoint:
     """The checkpoint file of one job: ``due()`` says when to save, ``save``/``load`` one run's entry.
 
     The file is read on first use, not on construction: a checkpoint handed to the worker processes of a
-    data-parallel job (:mod:`kdflow.training.parallel`) is read by each of them rather than copied through a pipe."""
+    data-parallel job (:mod:`kdflow.training.parallel`) is read by each of them rather than copied into the job's
+    description."""
 
     def __init__(self, path: str | Path, fingerprint: str, every_minutes: float | None = 10.0,
                  every_steps: int | None = None):
