@@ -55,15 +55,13 @@ from torch.nn.parallel import DistributedDataParallel
 from kdflow.core.errors import UserError
 from kdflow.core.runtime import set_threads, setup_logging
 from kdflow.training.batching import batch_rows, to_device
+from kdflow.training.loop import Backward, Batch, LossFn
 
 log = logging.getLogger("kdflow")
 
 # Rank 0 alone saves checkpoints (gigabytes for a large teacher, maybe on a network file system) while the
 # others wait in the next collective; a wait longer than this is taken for a hang and fails the job.
 COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=30)
-
-Batch = dict[str, torch.Tensor]
-LossFn = Callable[[nn.Module, Batch], torch.Tensor]
 
 
 def process_count(device: torch.device, gpus: int) -> int:
@@ -136,7 +134,7 @@ class _Loss(nn.Module):
         return self.loss_fn(self.model, batch)
 
 
-def data_parallel(model: nn.Module, loss_fn: LossFn, device: torch.device) -> Callable[[Batch], float]:
+def data_parallel(model: nn.Module, loss_fn: LossFn, device: torch.device) -> Backward:
     """The training loop's backward step on this rank: backpropagate ``loss_fn`` on the rank's share of a batch
     (weighted by rows, see the module's docstring) and leave the gradient of the whole batch's loss in every
     parameter's ``.grad`` on every rank; return the whole batch's loss. Wrapping ``model`` in DDP gives every rank
@@ -150,7 +148,7 @@ def data_parallel(model: nn.Module, loss_fn: LossFn, device: torch.device) -> Ca
         rows = batch_rows(batch)
         share = {name: value.tensor_split(ranks)[rank] for name, value in batch.items()}
         share_rows = batch_rows(share)
-        if not share_rows:
+        if not share_rows:  # fewer rows than ranks: a borrowed row, weighted 0, keeps this rank in the all-reduce
             share = {name: value[:1] for name, value in batch.items()}
         loss = replicas(to_device(share, device))
         (loss * (ranks * share_rows / rows)).backward()
