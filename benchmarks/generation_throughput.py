@@ -31,9 +31,9 @@ sys.path.insert(0, str(REPO))
 
 from kdflow.teachers.finetune import build_teacher  # noqa: E402
 from kdflow.teachers.pseudo_heads import LayerHeads  # noqa: E402
-from kdflow.transfer.augmentation import CHUNK_SLOTS  # noqa: E402
 from kdflow.transfer.generation import SamplingSettings, sample  # noqa: E402
 from kdflow.transfer.labelling import compute_signals  # noqa: E402
+from kdflow.transfer.sampling import CHUNK_SLOTS  # noqa: E402
 
 GENERATORS = {"tiny": (4, 256, 4), "small": (12, 768, 12), "medium": (24, 1024, 16)}  # layers, width, heads
 TEACHERS = {"minilm": (6, 384, 12, 1536), "base": (12, 768, 12, 3072), "large": (24, 1024, 16, 4096)}

@@ -3,8 +3,8 @@
 from kdflow.core.data import TaskData
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.training.checkpoint import job_checkpoint
-from kdflow.transfer.augmentation import sample_shard
 from kdflow.transfer.generation import SamplingSettings
+from kdflow.transfer.sampling import sample_shard
 
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)

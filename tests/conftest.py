@@ -1,4 +1,5 @@
 import itertools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -108,3 +109,16 @@ def loss_turns_nan(monkeypatch):
         return losses
 
     return at
+
+
+def rule_scripts() -> dict[str, tuple[str, str | None]]:
+    """rule -> (its script, the script its ``code`` param fingerprints), read from the rule files."""
+    found = {}
+    for smk in sorted((REPO / "rules").glob("*.smk")):
+        for block in re.split(r"(?m)^(?=rule )", smk.read_text()):
+            rule = re.match(r"rule (\w+):", block)
+            script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
+            if rule and script:
+                code = re.search(r'code=code_of\("(\w+\.py)"\)', block)
+                found[rule[1]] = (script[1], code and code[1])
+    return found

@@ -14,8 +14,9 @@ from transformers import AutoTokenizer
 
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.distillation.assistant import compute_assistant_signals
-from kdflow.distillation.distill import distill, load_distilled
+from kdflow.distillation.distill import distill
 from kdflow.distillation.methods.registry import available_methods
+from kdflow.students.loading import load_distilled
 from kdflow.teachers.pseudo_heads import load_heads, teacher_outputs, train_pseudo_heads
 from kdflow.training.batching import batches, tokenize
 from kdflow.training.hf_models import load_classifier, model_inputs

@@ -14,10 +14,11 @@ from kdflow.analysis.attention_maps import attention_weights
 from kdflow.analysis.predictions import analyse
 from kdflow.core.errors import UserError
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.distillation.distill import distill, layer_widths, load_distilled
+from kdflow.distillation.distill import distill, layer_widths
 from kdflow.distillation.methods.registry import Shapes, build_method
 from kdflow.reporting import figures
 from kdflow.reporting.tables import teacher_table
+from kdflow.students.loading import load_distilled
 from kdflow.teachers.pseudo_heads import load_heads, teacher_outputs, train_pseudo_heads
 from kdflow.training.batching import batches, tokenize
 from kdflow.training.hf_models import load_classifier

@@ -5,11 +5,10 @@ of a kdflow module is at module level (none hidden in a function), and there are
 """
 
 import ast
-import re
 import shutil
 
 import pytest
-from conftest import REPO
+from conftest import REPO, rule_scripts
 
 from kdflow.workflow import provenance
 from kdflow.workflow.provenance import imported_modules, module_name, script_closure, script_fingerprint
@@ -84,19 +83,6 @@ def test_kdflow_imports_are_at_module_level():
 # Code fingerprints.
 
 
-def rule_scripts() -> dict[str, tuple[str, str | None]]:
-    """rule -> (its script, the script its ``code`` param fingerprints), read from the rule files."""
-    found = {}
-    for smk in sorted((REPO / "rules").glob("*.smk")):
-        for block in re.split(r"(?m)^(?=rule )", smk.read_text()):
-            rule = re.match(r"rule (\w+):", block)
-            script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
-            if rule and script:
-                code = re.search(r'code=code_of\("(\w+\.py)"\)', block)
-                found[rule[1]] = (script[1], code and code[1])
-    return found
-
-
 def closure(script: str) -> set[str]:
     return {path.relative_to(REPO).as_posix() for path in script_closure(SCRIPTS / script)}
 
@@ -107,11 +93,24 @@ def test_every_rule_fingerprints_the_script_it_runs():
     assert {rule: code for rule, (script, code) in scripts.items() if code != script} == {}
 
 
-@pytest.mark.parametrize("script", ["distill_student.py", "compute_assistant_signals.py"])
-def test_every_method_and_student_is_in_the_code_of_a_student_job(script):
-    registered = {path.relative_to(REPO).as_posix() for folder in ("students", "distillation/methods")
-                  for path in (PACKAGE / folder).glob("*.py")}
-    assert registered - closure(script) == set()
+@pytest.mark.parametrize(
+    "script, registries",
+    [("distill_student.py", ["students", "distillation/methods"]), ("compute_assistant_signals.py", ["students"]),
+     ("encode_probing_tasks.py", ["students"]), ("attention_maps.py", ["students", "distillation/methods"])],
+)
+def test_every_registered_method_and_student_is_in_the_code_of_the_jobs_using_the_registry(script, registries):
+    registered = set()
+    for folder in registries:  # the registry package, its registry module and every member its __init__ imports
+        init = PACKAGE / folder / "__init__.py"
+        members = imported_modules(init, module_name(init)) | {module_name(PACKAGE / folder / "registry.py")}
+        registered |= {init.relative_to(REPO).as_posix()} | {f"{m.replace('.', '/')}.py" for m in members}
+    assert len(registered) >= 4 and registered - closure(script) == set()
+
+
+@pytest.mark.parametrize("script", ["compute_assistant_signals.py", "encode_probing_tasks.py", "probe_model.py",
+                                    "measure_inference.py", "analyse_predictions.py"])
+def test_jobs_that_only_load_students_do_not_run_the_methods(script):
+    assert {path for path in closure(script) if path.startswith("kdflow/distillation/methods/")} == set()
 
 
 @pytest.mark.parametrize("script", ["distill_student.py", "compute_assistant_signals.py", "train_pseudo_heads.py"])

@@ -20,16 +20,8 @@ from kdflow.training.batching import batches, tokenize
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.hf_models import load_classifier, model_inputs
 from kdflow.training.losses import task_loss
-from kdflow.transfer import augmentation
-from kdflow.transfer.augmentation import (
-    build_augmented,
-    decode_samples,
-    distinct_n,
-    sample_shard,
-    shard_size,
-    statistics_document,
-    transfer_statistics,
-)
+from kdflow.transfer import sampling
+from kdflow.transfer.augmentation import build_augmented, distinct_n, statistics_document, transfer_statistics
 from kdflow.transfer.frames import transfer_frame
 from kdflow.transfer.generation import (
     SEPARATOR,
@@ -41,6 +33,7 @@ from kdflow.transfer.generation import (
     sample,
 )
 from kdflow.transfer.labelling import compute_signals
+from kdflow.transfer.sampling import decode_samples, sample_shard, shard_size
 
 CPU = torch.device("cpu")
 TINY_GPT2 = {"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 64}
@@ -178,7 +171,7 @@ def test_a_killed_shard_resumes_from_its_chunks_with_the_same_sentences(separabl
             raise KeyboardInterrupt
         return sample(*args)
 
-    monkeypatch.setattr(augmentation, "sample", killed_in_the_third_chunk)
+    monkeypatch.setattr(sampling, "sample", killed_in_the_third_chunk)
     path = tmp_path / "shard.ckpt"
     with pytest.raises(KeyboardInterrupt):
         shard("killed.parquet", Checkpoint(path, "shard", every_minutes=None, every_steps=1))

@@ -22,7 +22,7 @@ from transformers import AutoTokenizer
 
 from kdflow.core.data import TaskData
 from kdflow.core.errors import UserError
-from kdflow.distillation.distill import layer_widths, load_distilled
+from kdflow.distillation.distill import layer_widths
 from kdflow.distillation.methods.hidden_methods import ALP
 from kdflow.distillation.methods.output_methods import (
     UniversalKD,
@@ -36,6 +36,7 @@ from kdflow.distillation.methods.registry import (
     build_method,
     method_class,
 )
+from kdflow.students.loading import load_distilled
 from kdflow.students.registry import StudentOutput
 from kdflow.teachers.pseudo_heads import gold_distance
 from kdflow.training.batching import batches, to_device, tokenize

@@ -11,7 +11,7 @@ from safetensors.torch import save_file
 from transformers import AutoTokenizer
 
 from kdflow.core.io import atomic_output
-from kdflow.distillation.distill import load_distilled
+from kdflow.students.loading import load_distilled
 from kdflow.training.batching import batches, to_device, tokenize
 
 log = logging.getLogger("kdflow")

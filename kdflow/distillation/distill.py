@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 from transformers import AutoTokenizer
 
@@ -45,18 +45,6 @@ def layer_widths(student: nn.Module, sample: dict) -> tuple[int, ...]:
     student.eval()
     with torch.no_grad():
         return tuple(h.shape[-1] for h in student(sample).layers)
-
-
-def load_distilled(run_dir: Path, teacher_dir: Path, num_labels: int) -> nn.Module:
-    """A trained student from its run directory (``metrics.json`` holds its spec, ``model.safetensors`` the
-    best-dev weights of student and method), in eval mode."""
-    run_dir = Path(run_dir)
-    spec = json.loads((run_dir / "metrics.json").read_text())["student"]
-    tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
-    student = build_student(spec, StudentContext(num_labels, tokenizer, str(teacher_dir)))
-    state = load_file(str(run_dir / "model.safetensors"))
-    student.load_state_dict({k.removeprefix("student."): v for k, v in state.items() if k.startswith("student.")})
-    return student.eval()
 
 
 def distill(

@@ -24,8 +24,8 @@ from transformers import AutoTokenizer
 
 from kdflow.core.model_references import reference_kind
 from kdflow.core.runtime import seed_everything
-from kdflow.distillation.distill import load_distilled
 from kdflow.distillation.selection import selected_run_dir
+from kdflow.students.loading import load_distilled
 from kdflow.students.transformer import HFStudent
 from kdflow.teachers.finetune import build_teacher
 from kdflow.teachers.pseudo_heads import pool_layers

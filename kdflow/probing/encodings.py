@@ -16,7 +16,6 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from kdflow.core.io import atomic_output
-from kdflow.distillation.named_models import LoadedModel
 from kdflow.probing.senteval import ProbingData
 from kdflow.training.batching import batches, to_device, tokenize
 
@@ -24,9 +23,11 @@ SPLITS = ("train", "dev", "test")
 
 
 @torch.no_grad()
-def encode_sentences(model: LoadedModel, sentences: list[str], pooling: str, batch_size: int, max_length: int,
+def encode_sentences(model, sentences: list[str], pooling: str, batch_size: int, max_length: int,
                      device: torch.device) -> list[torch.Tensor]:
-    """Every layer's vectors [n, H_l] (float16) of every sentence, in input order (layers can differ in width)."""
+    """Every layer's vectors [n, H_l] (float16) of every sentence, in input order (layers can differ in width).
+    ``model``: a :class:`kdflow.distillation.named_models.LoadedModel` (not imported: the probe reads these files
+    without loading any model code)."""
     frame = pd.DataFrame({"text_a": sentences, "text_b": None})
     split = tokenize(frame, model.tokenizer, max_length, labelled=False)
     # sorted by length so that batches carry little padding; written back in input order
@@ -40,7 +41,7 @@ def encode_sentences(model: LoadedModel, sentences: list[str], pooling: str, bat
     return [torch.cat(per_layer)[inverse] for per_layer in zip(*chunks)]
 
 
-def write_encodings(model: LoadedModel, data: ProbingData, path: str | Path, pooling: str, batch_size: int,
+def write_encodings(model, data: ProbingData, path: str | Path, pooling: str, batch_size: int,
                     max_length: int, device: torch.device) -> dict:
     """Encode the three splits of a probing task and save them; returns the layer count and sizes."""
     # token-level models' layer 0 is the embedding output; other students' layers are numbered from 1

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -32,84 +31,10 @@ import torch
 from kdflow.core.data import Split, TaskData
 from kdflow.core.documents import Bullets, Document, Emphasis, Paragraph, Table
 from kdflow.core.io import atomic_output, write_json
-from kdflow.training.checkpoint import Checkpoint, resumable_chunks
-from kdflow.transfer.generation import (
-    SEPARATOR,
-    SamplingSettings,
-    encode_examples,
-    first_token_prefixes,
-    load_generator,
-    sample,
-)
 
 log = logging.getLogger("kdflow")
 
 HYGIENE_COUNTS = ("generated", "wrong_separators", "empty", "unfinished", "in_dev_or_test", "duplicates", "kept")
-CHUNK_SLOTS = 16  # prefixes per sampling chunk, in sampler slots (a draining chunk leaves slots idle: keep it long)
-
-
-def shard_size(total: int, shards: int, shard: int) -> int:
-    return total // shards + (shard < total % shards)
-
-
-def sample_shard(task: TaskData, generator_dir: Path, shard: int, shards: int, total: int, seed: int, prefix: str,
-                 settings: SamplingSettings, device, out_path: Path, dtype: str = "float32",
-                 checkpoint: Checkpoint | None = None) -> dict:
-    """Sample shard ``shard`` of ``shards`` (its share of ``total`` sentences) with its own seed, derived from
-    ``(seed, shard)``: a rerun reproduces the same sentences, and shards run as independent jobs. ``dtype``
-    bfloat16 halves a GPU's memory traffic per decoding step (the next-token softmax stays float32).
-
-    The shard samples its prefixes in chunks of ``CHUNK_SLOTS`` x ``batch_size``, each with its own seed, so
-    that a ``checkpoint`` can hold the chunks done and a killed shard resumes with the same sentences."""
-    started = time.perf_counter()
-    model, tokenizer = load_generator(generator_dir)
-    model.to(device, getattr(torch, dtype))
-    rng = np.random.default_rng([seed, shard])
-    count = shard_size(total, shards, shard)
-    if prefix == "first_token":
-        training = encode_examples(task.split("train"), tokenizer, settings.max_length)
-        prefixes = first_token_prefixes(training, count, rng)
-    elif prefix == "bos":
-        prefixes = [[tokenizer.bos_token_id]] * count
-    else:
-        raise ValueError(f"unknown prefix mode {prefix!r}: use first_token or bos")
-    chunk = CHUNK_SLOTS * settings.batch_size
-    chunks = [prefixes[start:start + chunk] for start in range(0, len(prefixes), chunk)]
-    seeds = rng.integers(2**62, size=len(chunks))
-
-    def sample_chunk(index: int, chunk_prefixes: list[list[int]]) -> list[tuple[list[int], bool]]:
-        generator = torch.Generator(device=device).manual_seed(int(seeds[index]))
-        return sample(model, chunk_prefixes, tokenizer.eos_token_id, settings, generator, device)
-
-    outputs = [output for done in resumable_chunks(chunks, sample_chunk, checkpoint) for output in done]
-    frame = decode_samples(outputs, tokenizer)
-    with atomic_output(out_path) as path:
-        frame.to_parquet(path, index=False)
-    seconds = time.perf_counter() - started
-    log.info("shard %d/%d: %d sequences (%d finished) in %.1f s, %.1f sentences/s", shard, shards, len(frame),
-             int(frame["finished"].sum()), seconds, len(frame) / seconds)
-    return {"sequences": len(frame), "seconds": seconds}
-
-
-def decode_samples(outputs: list[tuple[list[int], bool]], tokenizer) -> pd.DataFrame:
-    """Sampled token sequences to text, split on the separator: text_a, text_b (after the first separator),
-    the number of separators, whether the sequence reached eos, and its length in tokens."""
-    sep = tokenizer.convert_tokens_to_ids(SEPARATOR)
-    decode = lambda ids: tokenizer.decode(ids, skip_special_tokens=True).strip()  # noqa: E731
-    rows = []
-    for tokens, finished in outputs:
-        body = tokens[1:-1] if finished else tokens[1:]  # without bos (and eos)
-        cut = body.index(sep) if sep in body else len(body)
-        rows.append({
-            "text_a": decode(body[:cut]),
-            "text_b": decode(body[cut + 1:]) if cut < len(body) else None,
-            "separators": body.count(sep),
-            "finished": finished,
-            "tokens": len(tokens),
-        })
-    return pd.DataFrame(rows, columns=["text_a", "text_b", "separators", "finished", "tokens"])
-
-
 def match_key(text_a: pd.Series, text_b: pd.Series | None) -> pd.Series:
     """Case- and whitespace-insensitive identity of an example (see the module docstring)."""
     squash = lambda s: s.fillna("").str.lower().map(lambda t: re.sub(r"\s+", "", t))  # noqa: E731
