@@ -90,7 +90,11 @@ def test_no_kd_kd_and_mse_logits():
     kd = build_method("kd", shapes(), {"beta": 0.7})(student, teacher, labels)  # alpha = 1 - beta
     assert kd["loss"].item() == pytest.approx(0.3 * ce + 0.7 * kl(softmax([1, 0]), [0.5, 0.5]), rel=1e-6)
     mse = build_method("mse_logits", shapes())(student, teacher, labels)
-    assert mse["loss"].item() == pytest.approx(0.5)  # ((0-1)^2 + 0^2) / 2
+    assert mse["loss"].item() == pytest.approx(1.0)  # (0-1)^2 + 0^2, summed over classes (thesis Eq. 2.7)
+    batch = out([[0.0, 0.0], [3.0, 1.0]], [[0.0, 0.0], [0.0, 0.0]])
+    teachers = TeacherSignals(torch.tensor([[1.0, 0.0], [1.0, 2.0]]))
+    mse = build_method("mse_logits", shapes())(batch, teachers, torch.tensor([0, 1]))
+    assert mse["loss"].item() == pytest.approx((1 + (4 + 1)) / 2)  # summed over classes, mean over examples
 
 
 def test_annealing_kd_scales_teacher_logits_in_steps():
