@@ -205,6 +205,31 @@ def test_universal_kd_cg_att_on_losses_and_dih_by_hand():
     assert dih == pytest.approx(sum(kl(f, fs) for f in ft) / 3, rel=1e-5)
 
 
+def test_pseudo_classifier_terms_take_no_temperature_only_the_final_kd_term_does():
+    student = out([[1.0, 0.0]], [[0.0, 1.0]], [[0.0, 0.0]])
+    head_logits = torch.tensor([[[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
+    teacher = TeacherSignals(torch.tensor([[0.0, 3.0]]), head_logits=head_logits)
+    ft = [softmax([2, 0]), softmax([0, 1]), softmax([1, 1])]  # f_i^t = σ(W_i^t h_i^t), Eq. 3: no T
+    labels, s, t = torch.tensor([0]), shapes(teacher_layers=3), 2.0
+    final_kd = t * t * kl(softmax([0, 1.5]), softmax([0.5, 0]))  # Eq. 1 at T = 2
+    fs = softmax([1, 0])  # the student's output σ(z_s), Eq. 8
+    lam = softmax([f @ fs for f in ft])
+    expected = {"universal_kd_cg": kl(sum(l * f for l, f in zip(lam, ft)), fs),
+                "universal_kd_att_on_losses": sum(l * kl(f, fs) for l, f in zip(lam, ft))}
+    fj = softmax([0, 1])  # the student's pseudo classifier on layer 1 (identity head), Eq. 4-6
+    lam = softmax([f @ fj for f in ft])
+    expected["universal_kd_il"] = kl(sum(l * f for l, f in zip(lam, ft)), fj)
+    for name, inter in expected.items():
+        method = build_method(name, s, {"temperature": t})
+        if name == "universal_kd_il":
+            with torch.no_grad():
+                method.heads[0].weight.copy_(torch.eye(2))
+                method.heads[0].bias.zero_()
+        terms = method(student, teacher, labels)
+        assert terms["inter"].item() == pytest.approx(inter, rel=1e-5), name
+        assert terms["kd"].item() == pytest.approx(final_kd, rel=1e-5), name
+
+
 def test_mhkd_adds_cross_entropy_on_student_heads():
     method = only("inter", build_method("mhkd", shapes(teacher_layers=2)))  # student 1 <- teacher head 1
     with torch.no_grad():

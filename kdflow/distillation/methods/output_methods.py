@@ -6,6 +6,9 @@ Teacher pseudo classifiers ``f_i^t = σ(W_i^t h_i^t)`` (Eq. 3) are trained once 
 layers 1..N. Student pseudo classifiers are linear heads on the student's layer representations, owned by the
 method and trained only through the distillation loss (no CE on them, §4.1), except for MHKD.
 
+Pseudo classifiers are plain softmaxes ``σ(W h)`` (Eq. 3-6, 8) and their KL terms carry no temperature: T enters
+only the KD term on the final logits (Eq. 1, weighted by beta in Eq. 10).
+
 Regression (STS-B): outputs are scalars, so the "distributions" are the outputs themselves, the attention score
 is their product and KL becomes the squared error (kdflow's reading; the paper only writes the classification
 case).
@@ -29,18 +32,18 @@ class OutputSpaceMethod(Method):
     complement = {"gamma": "beta"}
 
     def distribution(self, logits: torch.Tensor) -> torch.Tensor:
-        """σ(z / T), or the raw output for regression."""
-        return logits if self.shapes.regression else F.softmax(logits / self.options["temperature"], -1)
+        """A pseudo classifier's output σ(z) (Eq. 3, no temperature), or the raw output for regression."""
+        return logits if self.shapes.regression else F.softmax(logits, -1)
 
     def divergence(self, target: torch.Tensor, student_logits: torch.Tensor) -> torch.Tensor:
-        """T² KL(target || σ(z_s/T)) per example (and layer): [..., C] -> [...]; squared error for regression."""
+        """KL(target || σ(z_s)) per example (and layer), without temperature (Eq. 3, 6): [..., C] -> [...];
+        squared error for regression."""
         if self.shapes.regression:
             return (target - student_logits).pow(2).sum(-1)
-        t = self.options["temperature"]
-        log_q = F.log_softmax(student_logits / t, -1)
-        return t * t * (torch.xlogy(target, target) - target * log_q).sum(-1)
+        return (torch.xlogy(target, target) - target * F.log_softmax(student_logits, -1)).sum(-1)
 
     def kd(self, student, teacher) -> torch.Tensor:
+        """Hinton KD on the final logits (Eq. 1), the one term with a temperature."""
         return kd_loss(student.logits, teacher.logits, self.options["temperature"], self.shapes.regression)
 
     def student_heads(self, layer_indices: list[int]) -> nn.ModuleList:
