@@ -188,7 +188,7 @@ def test_universal_kd_term_vanishes_when_student_matches_the_teachers_aggregate(
     assert method(student, teacher, torch.tensor([0]))["loss"].item() == pytest.approx(0.0, abs=1e-6)
 
 
-def test_universal_kd_cg_att_on_losses_and_dih_by_hand():
+def test_universal_kd_cg_and_att_on_losses_by_hand():
     student = out([[1.0, 0.0]], [[0.0, 0.0]], [[0.0, 0.0]])
     head_logits = torch.tensor([[[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
     teacher = TeacherSignals(torch.tensor([[0.0, 0.0]]), head_logits=head_logits)
@@ -201,8 +201,23 @@ def test_universal_kd_cg_att_on_losses_and_dih_by_hand():
     assert cg == pytest.approx(kl(sum(l * f for l, f in zip(lam, ft)), fs), rel=1e-5)  # Eq. 8
     losses = only("inter", build_method("universal_kd_att_on_losses", s))(student, teacher, labels)["loss"].item()
     assert losses == pytest.approx(sum(l * kl(f, fs) for l, f in zip(lam, ft)), rel=1e-5)  # Table 6 variant
-    dih = only("inter", build_method("dih", s))(student, teacher, labels)["loss"].item()
-    assert dih == pytest.approx(sum(kl(f, fs) for f in ft) / 3, rel=1e-5)
+
+
+def test_dih_distils_uniformly_from_the_selected_heads_and_the_final_classifier():
+    student = out([[1.0, 0.0]], [[0.0, 0.0]], [[0.0, 0.0]])
+    head_logits = torch.tensor([[[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
+    teacher = TeacherSignals(torch.tensor([[0.0, 3.0]]), head_logits=head_logits)
+    labels, s = torch.tensor([0]), shapes(teacher_layers=3)
+    cohort = [[2, 0], [0, 1], [1, 1], [0, 3]]  # heads on teacher layers 1-3, then the final classifier
+    method = build_method("dih", s, {"beta": 0.7})  # alpha = 1 - beta
+    uniform = sum(kl(softmax(z), softmax([1, 0])) for z in cohort) / 4
+    assert method(student, teacher, labels)["loss"].item() == pytest.approx(
+        0.3 * -math.log(softmax([1, 0])[0]) + 0.7 * uniform, rel=1e-5)
+    selected = build_method("dih", s, {"head_layers": [1, 3], "temperature": 2.0})  # T on every cohort member
+    at_t2 = 4 * sum(kl(softmax(np.array(z) / 2), softmax([0.5, 0])) for z in (cohort[0], cohort[2], cohort[3])) / 3
+    assert only("kd", selected)(student, teacher, labels)["loss"].item() == pytest.approx(at_t2, rel=1e-5)
+    with pytest.raises(ValueError, match=r"head_layers \[4\] must list teacher layers in 1..3"):
+        build_method("dih", s, {"head_layers": [4]})
 
 
 def test_pseudo_classifier_terms_take_no_temperature_only_the_final_kd_term_does():
@@ -243,10 +258,10 @@ def test_mhkd_adds_cross_entropy_on_student_heads():
 
 
 def test_regression_output_space_uses_squared_error():
-    method = only("inter", build_method("dih", shapes(num_labels=1, regression=True)))
+    method = only("kd", build_method("dih", shapes(num_labels=1, regression=True)))
     student = out([[1.0]], [[0.0, 0.0]], [[0.0, 0.0]])
     teacher = TeacherSignals(torch.tensor([[0.0]]), head_logits=torch.tensor([[[3.0], [2.0]]]))
-    assert method(student, teacher, torch.tensor([1.0]))["loss"].item() == pytest.approx((4 + 1) / 2)
+    assert method(student, teacher, torch.tensor([1.0]))["loss"].item() == pytest.approx((4 + 1 + 1) / 3)
 
 
 # --- every method: gradients, options ---------------------------------------------------------------------

@@ -7,7 +7,8 @@ layers 1..N. Student pseudo classifiers are linear heads on the student's layer 
 method and trained only through the distillation loss (no CE on them, §4.1), except for MHKD.
 
 Pseudo classifiers are plain softmaxes ``σ(W h)`` (Eq. 3-6, 8) and their KL terms carry no temperature: T enters
-only the KD term on the final logits (Eq. 1, weighted by beta in Eq. 10).
+only the KD term on the final logits (Eq. 1, weighted by beta in Eq. 10). DIH is the exception: it distils from
+every head by Hinton KD, temperature included.
 
 Regression (STS-B): outputs are scalars, so the "distributions" are the outputs themselves, the attention score
 is their product and KL becomes the squared error (kdflow's reading; the paper only writes the classification
@@ -120,14 +121,36 @@ class UniversalKDAttentionOnLosses(OutputSpaceMethod):
 
 
 @register("dih")
-class DIH(OutputSpaceMethod):
-    """DIH (Asadian and Salehi-Abari 2021) as Universal-KD compares it (§4.1, Table 4): uniform distillation
-    from every teacher pseudo classifier into the student's output, ``L = mean_i T² KL(f_i^t || f_M^s)``. (The
-    DIH code also repeats the CE term once per head; kdflow counts CE once, weighted by ``alpha``.)"""
+class DIH(Method):
+    """DIH (Asadian and Salehi-Abari 2021), Universal-KD's capacity-gap baseline (Tables 4 and 6): the teacher's
+    intermediate classifier heads and its final classifier are a cohort of k + 1 teachers that distil into the
+    student's output uniformly ("each classifier contributes equally", Universal-KD §3.2; "a uniform distillation
+    from the pseudo TAs", §4.1 after Eq. 8), each by Hinton KD at temperature T (Eq. 1), as the DIH code (``train_dih.py``) does::
+
+        L = alpha * CE + beta * 1/(k+1) Σ_{i ∈ heads ∪ final} T² KL(σ(z_i/T) || σ(z_s/T)),   alpha = 1 - beta
+
+    The DIH code adds one ``(1 - α) CE + α T² KL_i`` per cohort member, k + 1 times this loss. DIH mounts a head
+    after each residual stage of a CNN; for transformers the papers leave the layers open: ``head_layers`` lists
+    them (teacher layers, 1-based), by default all N, as Universal-KD puts pseudo classifiers on every layer."""
+
+    needs = frozenset({"logits", "head_logits"})
+    defaults = {"alpha": None, "beta": 0.5, "temperature": 1.0, "head_layers": None}
+    complement = {"alpha": "beta"}
+
+    def __init__(self, shapes, **options):
+        super().__init__(shapes, **options)
+        layers = self.options["head_layers"]
+        if layers is None:
+            layers = list(range(1, shapes.teacher_layers + 1))
+        if not layers or not all(1 <= k <= shapes.teacher_layers for k in layers):
+            raise ValueError(f"dih head_layers {layers} must list teacher layers in 1..{shapes.teacher_layers}")
+        self.register_buffer("head_layers", torch.tensor(layers) - 1, persistent=False)
 
     def terms(self, student, teacher, labels):
-        per_head = self.divergence(self.distribution(teacher.head_logits), student.logits[:, None])
-        return {"kd": self.kd(student, teacher), "inter": per_head.mean()}
+        cohort = torch.cat([teacher.head_logits[:, self.head_layers], teacher.logits[:, None]], dim=1)  # [B, k+1, C]
+        student_logits = student.logits[:, None].expand_as(cohort)
+        # kd_loss averages over every axis but the classes: the batch mean of the uniform mean over the cohort
+        return {"kd": kd_loss(student_logits, cohort, self.options["temperature"], self.shapes.regression)}
 
 
 @register("mhkd")
