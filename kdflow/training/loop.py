@@ -191,7 +191,6 @@ def train(
         """Evaluate on dev, record it, keep the model if it is the best so far; return the selection score."""
         nonlocal elapsed, started, seen
         scores = _rank_0s(evaluate(model))  # ranks select alike even if their floats differ
-        model.train()  # evaluate() may have switched to eval mode
         record = {"epoch": epoch, "step": step, "train_loss": float(np.mean(running)),
                   "seconds": elapsed + time.perf_counter() - started}
         record.update({f"dev_{name}": value for name, value in scores.items()})
@@ -237,6 +236,7 @@ def train(
                 score = evaluation(epoch)
                 if not math.isfinite(score):
                     return diverge(epoch, step, f"dev {select_metric} {score}")
+                model.train()  # evaluate() may have switched to eval mode
             if checkpoint is not None and _rank_0s(checkpoint.due(step)):  # ranks' clocks differ
                 save(epoch, position + 1, epoch_shuffler, elapsed + time.perf_counter() - started)
         if not result.history or result.history[-1]["step"] != step:  # unless evaluated at this step already
