@@ -190,7 +190,7 @@ def test_a_teacher_fine_tuned_in_two_processes_matches_one_process(separable, tm
     a, b = (pd.read_parquet(tmp_path / d / "predictions.parquet") for d in ("alone", "ranks"))
     np.testing.assert_allclose(np.stack(b.logits), np.stack(a.logits), atol=1e-4)
     text = log.read_text()
-    assert text.count("epoch 1 done") == 1 and "[rank 0]" in text and "[rank 1]" not in text
+    assert text.count("evaluation at epoch 1,") == 1 and "[rank 0]" in text and "[rank 1]" not in text
     together = json.loads((tmp_path / "ranks" / "metrics.json").read_text())
     assert together["scores"]["dev"] == pytest.approx(alone["scores"]["dev"])
 

@@ -195,7 +195,8 @@ def train(
                   "seconds": elapsed + time.perf_counter() - started}
         record.update({f"dev_{name}": value for name, value in scores.items()})
         result.history.append(record)
-        log.info("epoch %d step %d: train loss %.4f, dev %s", epoch, step, record["train_loss"], _fmt(scores))
+        log.info("evaluation at epoch %d, step %d: train loss %.4f, dev %s", epoch, step, record["train_loss"],
+                 _fmt(scores))
         score = scores[select_metric]
         if hp.keep == "best" and score > result.best_score:
             keep(epoch, step, score)
