@@ -14,6 +14,7 @@ from kdflow.training.checkpoint import Checkpoint, job_fingerprint, resumable_ch
 from kdflow.training.loop import train
 
 HP = Hyperparameters(learning_rate=1e-2, batch_size=8, epochs=3, seed=3, log_every=1000)
+ACCUMULATING = Hyperparameters(**{**vars(HP), "gradient_accumulation_steps": 2, "evaluate_every_steps": 3})
 X = torch.randn(60, 5, generator=torch.Generator().manual_seed(0))
 Y = (X[:, 0] > 0).long()
 
@@ -40,8 +41,9 @@ def evaluate(net) -> dict:
         return {"accuracy": float((net(X).argmax(1) == Y).float().mean()), "loss": float(net(X).sum())}
 
 
-def run(checkpoint=None, interrupt_at=None, name="train", steps=None):
-    """Train a fresh model; ``interrupt_at`` raises at that optimiser step, like a kill; ``steps`` records them."""
+def run(checkpoint=None, interrupt_at=None, name="train", steps=None, hp=HP):
+    """Train a fresh model; ``interrupt_at`` raises at that call of the loss (an optimiser step without gradient
+    accumulation), like a kill; ``steps`` records the calls."""
     net, calls = model(), [0]
 
     def loss_fn(net, batch):
@@ -52,7 +54,7 @@ def run(checkpoint=None, interrupt_at=None, name="train", steps=None):
             raise Interrupted
         return nn.functional.cross_entropy(net(batch["x"]), batch["y"])
 
-    result = train(net, loss_fn, batches, len(X), evaluate, "accuracy", HP, torch.device("cpu"),
+    result = train(net, loss_fn, batches, len(X), evaluate, "accuracy", hp, torch.device("cpu"),
                    checkpoint=checkpoint, run=name)
     return net, result
 
@@ -85,6 +87,22 @@ def test_an_interrupted_run_resumes_and_ends_bitwise_like_an_uninterrupted_one(t
     restart = max([saved_steps] + [end for end in epoch_ends if end < interrupt_at])
     assert len(steps) == 3 * 8 - restart  # only the steps after the checkpoint are trained again
     assert_same(resumed, uninterrupted)
+
+
+# loss calls (two per step): step 4's 1st, step 6's 2nd, step 8's 1st (saved after step 6's evaluation), step 10's 2nd
+@pytest.mark.parametrize("interrupt_at", [7, 12, 15, 20])
+def test_a_run_with_accumulation_and_step_evaluations_resumes_bitwise_like_an_uninterrupted_one(tmp_path,
+                                                                                               interrupt_at):
+    uninterrupted = run(hp=ACCUMULATING)
+    path = tmp_path / "job.ckpt"
+    with pytest.raises(Interrupted):
+        run(Checkpoint(path, "job", every_minutes=None, every_steps=2), interrupt_at=interrupt_at, hp=ACCUMULATING)
+    steps = []
+    resumed = run(Checkpoint(path, "job", every_minutes=None, every_steps=2), steps=steps, hp=ACCUMULATING)
+    saved_steps = (interrupt_at - 1) // 2 // 2 * 2  # steps done, down to the last checkpoint (every 2 steps)
+    assert len(steps) == 2 * (24 - saved_steps)  # resumed at an optimiser step, its micro-batches all redone
+    assert_same(resumed, uninterrupted)
+    assert [r["step"] for r in resumed[1].history] == [3, 6, 8, 9, 12, 15, 16, 18, 21, 24]  # each evaluation once
 
 
 def test_a_finished_run_is_not_trained_again_and_later_runs_resume(tmp_path):

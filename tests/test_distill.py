@@ -121,6 +121,13 @@ def test_two_stage_schedule_switches_weights_and_keeps_the_best_dev_state(teache
     assert json.loads((tmp_path / "metrics.json").read_text())["stages"] == stages
 
 
+def test_keep_final_keeps_the_last_stages_final_model(teacher, separable, tmp_path):
+    stages = [{"epochs": 1}, {"epochs": 2}]
+    report = run(separable, teacher, tmp_path, "bilstm", "kd", stages=stages, max_train_examples=64, keep="final")
+    assert report["best"] == {"stage": 2, "epoch": 2}
+    assert report["scores"]["dev"]["accuracy"] == pytest.approx(report["history"][-1]["dev_accuracy"])
+
+
 def test_a_student_whose_loss_turns_nan_ends_its_schedule_and_writes_its_outputs(teacher, separable, loss_turns_nan,
                                                                                  tmp_path):
     stages = [{"epochs": 1}, {"epochs": 2}]  # 4 steps per epoch: step 6 of the job is stage 2's second

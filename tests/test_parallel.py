@@ -1,7 +1,8 @@
 """Data-parallel training (kdflow.training.parallel: DDP in 2 CPU processes over gloo, launched by torchrun): the same
-weights as one process on the same global batches, rank 0 alone writes, a resumed run ends like an uninterrupted
-one, a failing rank fails the job instead of hanging it, a teacher fine-tuned through the rule's entry point
-matches one process; and the workflow gives a teacher's GPUs to its fine-tuning only."""
+weights as one process on the same global batches (with gradient accumulation too), rank 0 alone writes, a resumed
+run ends like an uninterrupted one, a failing rank fails the job instead of hanging it, a teacher fine-tuned
+through the rule's entry point matches one process; and the workflow gives a teacher's GPUs to its fine-tuning
+only."""
 
 import json
 import re
@@ -29,6 +30,7 @@ X = torch.randn(64, 5, generator=torch.Generator().manual_seed(0))
 Y = (X[:, 0] > 0).long()
 # 64 rows split 4 + 4 in every batch; 61 leave a last batch of 5 (3 + 2); 57 one of 1 (rank 1 gets no row).
 SIZES = (64, 61, 57)
+ACCUMULATING = Hyperparameters(**{**vars(HP), "gradient_accumulation_steps": 3})  # batches of 8 as 3 + 3 + 2
 
 
 class Interrupted(Exception):
@@ -43,7 +45,7 @@ class RecordingCheckpoint(Checkpoint):
         super().save(run, state)
 
 
-def fit(n: int, dropout: float, device=CPU, checkpoint=None, interrupt_at=None, data_parallel=None):
+def fit(n: int, dropout: float, device=CPU, checkpoint=None, interrupt_at=None, data_parallel=None, hp=HP):
     """Train a fresh model on the first ``n`` examples; ``interrupt_at`` raises at that call of the loss."""
     torch.manual_seed(1)
     net, calls = nn.Sequential(nn.Linear(5, 16), nn.Dropout(dropout), nn.ReLU(), nn.Linear(16, 2)), [0]
@@ -65,7 +67,7 @@ def fit(n: int, dropout: float, device=CPU, checkpoint=None, interrupt_at=None, 
         with torch.no_grad():
             return {"accuracy": float((net(X[:n]).argmax(1) == Y[:n]).float().mean())}
 
-    result = train(net, loss_fn, batches, n, evaluate, "accuracy", HP, device, checkpoint=checkpoint,
+    result = train(net, loss_fn, batches, n, evaluate, "accuracy", hp, device, checkpoint=checkpoint,
                    data_parallel=data_parallel)
     return net.state_dict(), result
 
@@ -74,6 +76,8 @@ def train_on_each_rank(out, device, data_parallel):
     """Every rank: the runs without dropout, then with dropout an uninterrupted run, and one interrupted at
     step 5 (saved at step 3) then resumed from its checkpoint by fresh objects that read the file."""
     results = {"plain": {n: fit(n, dropout=0.0, device=device, data_parallel=data_parallel) for n in SIZES}}
+    results["accumulated"] = {n: fit(n, dropout=0.0, device=device, data_parallel=data_parallel, hp=ACCUMULATING)
+                              for n in SIZES}
     results["dropout"] = fit(64, dropout=0.3, device=device, data_parallel=data_parallel)
     results["draw"] = torch.rand(4)  # from the generator the run reseeded by rank
     (out / "checkpoint").mkdir(exist_ok=True)
@@ -137,6 +141,18 @@ def test_two_ranks_train_like_one_process_on_the_same_global_batches(ranks, n):
     assert result.best_epoch == alone_result.best_epoch == rank1["plain"][n][1].best_epoch
 
 
+@pytest.mark.parametrize("n", SIZES)
+def test_two_ranks_accumulating_gradients_train_like_one_process_on_whole_batches(ranks, n):
+    (rank0, rank1), _, _ = ranks
+    weights, result = rank0["accumulated"][n]
+    assert_equal_states(weights, rank1["accumulated"][n][0])
+    alone, alone_result = fit(n, dropout=0.0)
+    for name, value in alone.items():
+        torch.testing.assert_close(weights[name], value, atol=1e-6, rtol=0)
+    assert [record["train_loss"] for record in result.history] == pytest.approx(
+        [record["train_loss"] for record in alone_result.history], abs=1e-6)
+
+
 def test_ranks_draw_their_own_dropout_masks(ranks):
     (rank0, rank1), _, _ = ranks
     assert not torch.equal(rank0["draw"], rank1["draw"])
@@ -174,7 +190,7 @@ def test_a_teacher_fine_tuned_in_two_processes_matches_one_process(separable, tm
     a, b = (pd.read_parquet(tmp_path / d / "predictions.parquet") for d in ("alone", "ranks"))
     np.testing.assert_allclose(np.stack(b.logits), np.stack(a.logits), atol=1e-4)
     text = log.read_text()
-    assert text.count("epoch 1 done") == 1 and "[rank 0]" in text and "[rank 1]" not in text
+    assert text.count("evaluation at epoch 1,") == 1 and "[rank 0]" in text and "[rank 1]" not in text
     together = json.loads((tmp_path / "ranks" / "metrics.json").read_text())
     assert together["scores"]["dev"] == pytest.approx(alone["scores"]["dev"])
 

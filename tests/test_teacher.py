@@ -22,7 +22,7 @@ from kdflow.teachers.pseudo_heads import (
 )
 from kdflow.training.batching import batches, tokenize
 from kdflow.training.checkpoint import Checkpoint
-from kdflow.training.loop import adamw, linear_warmup_decay, subset_indices, train
+from kdflow.training.loop import subset_indices, train
 
 CPU = torch.device("cpu")
 HP = TEACHER_HP
@@ -198,25 +198,6 @@ def test_gold_distance_by_hand():
     distance = gold_distance(logits, np.array([0, 1]), regression=False)
     np.testing.assert_allclose(distance[:, 0], [np.sqrt(0.2**2 + 0.2**2), np.sqrt(0.5**2 + 0.5**2)])
     np.testing.assert_allclose(gold_distance(np.array([[[2.5]]]), np.array([4.0]), True), [[1.5]])
-
-
-def test_warmup_then_linear_decay_schedule():
-    param = torch.nn.Parameter(torch.zeros(1))
-    optimizer = torch.optim.SGD([param], lr=1.0)
-    schedule = linear_warmup_decay(optimizer, total_steps=10, warmup_ratio=0.2)
-    rates = []
-    for _ in range(10):
-        rates.append(schedule.get_last_lr()[0])
-        optimizer.step()
-        schedule.step()
-    assert rates == pytest.approx([0.5, 1.0, 1.0, 0.875, 0.75, 0.625, 0.5, 0.375, 0.25, 0.125])
-
-
-def test_adamw_spares_biases_and_layer_norms():
-    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.LayerNorm(3))
-    decay, no_decay = adamw(model.named_parameters(), lr=1e-3, weight_decay=0.01).param_groups
-    assert [p.shape for p in decay["params"]] == [torch.Size([3, 3])] and decay["weight_decay"] == 0.01
-    assert len(no_decay["params"]) == 3 and no_decay["weight_decay"] == 0.0
 
 
 def test_hyperparameters_reject_unknown_names_and_subsets_are_seeded():

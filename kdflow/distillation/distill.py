@@ -119,7 +119,7 @@ def distill(
             diverged = {"stage": number, **result.diverged}
             best = {"stage": number, "epoch": result.best_epoch, "state": result.best_state}
             break
-        if best is None or result.best_score > best["score"]:
+        if best is None or hp.keep == "final" or result.best_score > best["score"]:  # final: the last stage's
             best = {"stage": number, "epoch": result.best_epoch, "score": result.best_score, "state": result.best_state}
     model.load_state_dict(best["state"])
 

@@ -1,5 +1,6 @@
-"""The one training loop of kdflow: AdamW, linear warm-up then linear decay, per-epoch dev evaluation and
-best-dev checkpoint selection. Teachers, pseudo-heads and students differ only in the ``loss`` they pass in.
+"""The one training loop of kdflow: an optimiser (AdamW by default), linear warm-up then linear or no decay,
+gradient accumulation, dev evaluation at epoch ends (or every N optimiser steps) and the best-dev (or the final)
+model kept. Teachers, pseudo-heads and students differ only in the ``loss`` they pass in.
 Given a :class:`~kdflow.training.checkpoint.Checkpoint`, a run saves its state periodically and resumes from it. Run by
 every rank of a data-parallel job with that job's backward step (``data_parallel``), it trains one model on the ranks'
 shares of each batch; the loop itself only agrees with rank 0 through ``torch.distributed``, so that it imports no
@@ -32,7 +33,7 @@ log = logging.getLogger("kdflow")
 
 Batch = dict[str, torch.Tensor]
 LossFn = Callable[[nn.Module, Batch], torch.Tensor]
-Backward = Callable[[Batch], float]  # backpropagates a batch's loss into the model's .grad and returns the loss
+Backward = Callable[[Batch, float], float]  # backpropagates weight x a batch's loss into .grad, returns weight x loss
 
 
 def subset_indices(n: int, limit: int | None, seed: int) -> np.ndarray:
@@ -44,35 +45,48 @@ def subset_indices(n: int, limit: int | None, seed: int) -> np.ndarray:
 
 @dataclass
 class TrainResult:
-    """What a run leaves. A diverged run's ``diverged`` holds the epoch and the (1-based) optimiser step whose
-    loss was non-finite (for a non-finite dev score: the epoch's last step); its best state is then the weights
+    """What a run leaves. ``best_*`` describe the kept model: the best dev evaluation's, or with ``keep: final``
+    the final model's. A diverged run's ``diverged`` holds the epoch and the (1-based) optimiser step whose
+    loss was non-finite (for a non-finite dev score: the evaluation's step); its best state is then the weights
     it diverged with and its best score NaN: a run cut short is not a result of its hyper-parameters, so no
-    earlier epoch stands in for it."""
+    earlier evaluation stands in for it."""
 
-    history: list[dict] = field(default_factory=list)  # one record per epoch: loss, dev metrics, time
+    history: list[dict] = field(default_factory=list)  # one record per evaluation: epoch, step, loss, dev metrics, time
     best_epoch: int = 0
+    best_step: int = 0
     best_score: float = float("-inf")
     best_state: dict[str, torch.Tensor] | None = None
     diverged: dict[str, int] | None = None
 
 
-def adamw(parameters: Iterable[tuple[str, nn.Parameter]], lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW with no decay on biases and LayerNorm weights (the BERT recipe)."""
+OPTIMIZERS = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam, "adadelta": torch.optim.Adadelta}
+
+
+def build_optimizer(parameters: Iterable[tuple[str, nn.Parameter]], hp: Hyperparameters) -> torch.optim.Optimizer:
+    """``hp.optimizer`` over the trainable parameters, with ``hp.betas``/``eps``/``rho`` where given (else torch's
+    defaults). Weight decay spares biases and LayerNorm weights (the BERT recipe) unless ``hp.weight_decay_all``
+    (the thesis's LSTM_S decays every parameter); it is decoupled in AdamW, an L2 term in Adam and Adadelta."""
     decay, no_decay = [], []
     for _, param in parameters:
         if param.requires_grad:
-            (no_decay if param.ndim < 2 else decay).append(param)
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr)
+            (decay if hp.weight_decay_all or param.ndim >= 2 else no_decay).append(param)
+    groups = [{"params": decay, "weight_decay": hp.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    options = {name: getattr(hp, name) for name in ("eps", "rho") if getattr(hp, name) is not None}
+    if hp.betas is not None:
+        options["betas"] = tuple(hp.betas)
+    return OPTIMIZERS[hp.optimizer](groups, lr=hp.learning_rate, **options)
 
 
-def linear_warmup_decay(optimizer: torch.optim.Optimizer, total_steps: int, warmup_ratio: float):
-    """Learning rate rises linearly over the first ``warmup_ratio`` of the steps, then decays linearly to 0."""
+def lr_schedule(optimizer: torch.optim.Optimizer, total_steps: int, warmup_ratio: float, decay: str = "linear"):
+    """Learning rate rises linearly over the first ``warmup_ratio`` of the steps (rounded down), then decays
+    linearly to 0 at the last step, or with ``decay="none"`` stays constant (the thesis's "no decay", Table 5.1)."""
     warmup = int(total_steps * warmup_ratio)
 
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / warmup
+        if decay == "none":
+            return 1.0
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
@@ -93,27 +107,41 @@ def train(
     data_parallel: Callable[[nn.Module, LossFn, torch.device], Backward] | None = None,
 ) -> TrainResult:
     """Train ``model`` with ``loss_fn`` on ``train_batches(rng)`` (one shuffled epoch of ``n_train`` examples,
-    batches of ``hp.batch_size``), evaluating after every epoch.
+    batches of ``hp.batch_size``), one optimiser step per batch.
 
-    Keeps the state of the epoch with the best ``select_metric`` (a dev-set metric: selection never looks at
-    test data). Parameters with ``requires_grad=False`` (a frozen teacher) are left alone. ``on_epoch_start``
-    is called with the 1-based epoch before it starts (epoch-dependent losses such as Annealing-KD's).
+    With ``hp.gradient_accumulation_steps`` = k, a batch is backpropagated in k contiguous micro-batches (its
+    rows split as ``tensor_split`` splits them), each loss weighted by its share of the rows: the step's gradient
+    is the whole batch's (up to float order) in a k-th of the activation memory. ``batch_size`` is thus the
+    effective batch, and a grid's batch sizes mean the same with or without accumulation (the thesis's CoLA
+    BERT_S: 128 as 4 x 32). The schedule, ``evaluate_every_steps``, checkpoints and ``log_every`` count
+    optimiser steps. For a loss that is not a mean over rows, weighting by rows approximates the whole batch's
+    (as in data-parallel training, :mod:`kdflow.training.parallel`).
 
-    With a ``checkpoint``, the run's state is saved under the name ``run`` whenever the checkpoint is due and
-    after every epoch, and a run found there continues from its position: the epoch's batches are rebuilt
-    from the shuffler's state at the epoch's start and those already trained on are skipped. A finished run
-    restores its final weights and returns its result without training; a diverged run is finished too, so that a
-    rerun restores its divergence rather than resuming from the non-finite state.
+    The model is evaluated on dev after every epoch and, with ``hp.evaluate_every_steps`` = N, after every N-th
+    optimiser step (counted across epochs; the thesis evaluates its students every 100 mini-batches, §4.3);
+    ``history`` has one record per evaluation: epoch, step, the mean training loss and the seconds since the
+    previous evaluation, the dev metrics. The model kept is the evaluation's with the best ``select_metric`` (a
+    dev-set metric: selection never looks at test data; the earlier on a tie), or with ``hp.keep == "final"``
+    the final model (the thesis's teachers, which select no checkpoint). Parameters with ``requires_grad=False``
+    (a frozen teacher) are left alone. ``on_epoch_start`` is called with the 1-based epoch before it starts
+    (epoch-dependent losses such as Annealing-KD's).
+
+    With a ``checkpoint``, the run's state is saved under the name ``run`` whenever the checkpoint is due (at an
+    optimiser step, after its evaluation if one is due) and after every epoch, and a run found there continues
+    from its position: the epoch's batches are rebuilt from the shuffler's state at the epoch's start and those
+    already trained on are skipped. A finished run restores its final weights and returns its result without
+    training; a diverged run is finished too, so that a rerun restores its divergence rather than resuming from
+    the non-finite state.
 
     In a data-parallel job every rank calls ``train`` alike, with ``data_parallel`` making the rank's backward
     step: ``hp.batch_size`` is the global batch, every rank builds the same batches, trains on its share of each
-    and gets the gradient of the whole batch; rank 0's dev scores and checkpoint timing are every rank's, and
-    rank 0 alone writes the checkpoint.
+    (micro-)batch and gets the gradient of the whole batch; rank 0's dev scores and checkpoint timing are every
+    rank's, and rank 0 alone writes the checkpoint.
     """
     model.to(device)
     steps_per_epoch = -(-n_train // hp.batch_size)
-    optimizer = adamw(model.named_parameters(), hp.learning_rate, hp.weight_decay)
-    scheduler = linear_warmup_decay(optimizer, steps_per_epoch * hp.epochs, hp.warmup_ratio)
+    optimizer = build_optimizer(model.named_parameters(), hp)
+    scheduler = lr_schedule(optimizer, steps_per_epoch * hp.epochs, hp.warmup_ratio, hp.lr_decay)
     shuffler = np.random.default_rng(hp.seed)
     result = TrainResult()
     step, first_epoch, batches_done, running, elapsed = 0, 1, 0, [], 0.0
@@ -147,14 +175,34 @@ def train(
                          batches_done=batches, running=running, seconds=seconds)
         checkpoint.save(run, state)
 
+    def keep(epoch: int, at_step: int, score: float) -> None:
+        result.best_epoch, result.best_step, result.best_score = epoch, at_step, score
+        result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+
     def diverge(epoch: int, at_step: int, what: str) -> TrainResult:
         log.warning("run %s diverged at epoch %d, step %d (%s): stopped", run, epoch, at_step, what)
         result.diverged = {"epoch": epoch, "step": at_step}
-        result.best_epoch, result.best_score = epoch, float("nan")
-        result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+        keep(epoch, at_step, float("nan"))
         if checkpoint is not None:
             save(epoch, 0, {}, 0.0, finished=True)
         return result
+
+    def evaluation(epoch: int) -> float:
+        """Evaluate on dev, record it, keep the model if it is the best so far; return the selection score."""
+        nonlocal elapsed, started, seen
+        scores = _rank_0s(evaluate(model))  # ranks select alike even if their floats differ
+        record = {"epoch": epoch, "step": step, "train_loss": float(np.mean(running)),
+                  "seconds": elapsed + time.perf_counter() - started}
+        record.update({f"dev_{name}": value for name, value in scores.items()})
+        result.history.append(record)
+        log.info("evaluation at epoch %d, step %d: train loss %.4f, dev %s", epoch, step, record["train_loss"],
+                 _fmt(scores))
+        score = scores[select_metric]
+        if hp.keep == "best" and score > result.best_score:
+            keep(epoch, step, score)
+        running.clear()
+        elapsed, started, seen = 0.0, time.perf_counter(), 0
+        return score
 
     for epoch in range(first_epoch, hp.epochs + 1):
         if on_epoch_start is not None:
@@ -166,7 +214,9 @@ def train(
             if position < batches_done:
                 continue  # trained on before the checkpoint
             optimizer.zero_grad(set_to_none=True)
-            loss = backward(batch)
+            rows = batch_rows(batch)
+            loss = sum(backward(part, batch_rows(part) / rows)
+                       for part in _micro_batches(batch, hp.gradient_accumulation_steps))
             if not math.isfinite(loss):  # the whole batch's loss: every rank stops at the same step
                 return diverge(epoch, step + 1, f"training loss {loss}")
             if hp.max_grad_norm:
@@ -174,7 +224,7 @@ def train(
             optimizer.step()
             scheduler.step()
             step += 1
-            seen += batch_rows(batch)
+            seen += rows
             running.append(loss)
             if step % hp.log_every == 0:
                 rate = seen / (time.perf_counter() - started)
@@ -183,23 +233,24 @@ def train(
                     epoch, step, steps_per_epoch * hp.epochs, np.mean(running[-hp.log_every:]),
                     scheduler.get_last_lr()[0], rate,
                 )
+            if hp.evaluate_every_steps and step % hp.evaluate_every_steps == 0:
+                score = evaluation(epoch)
+                if not math.isfinite(score):
+                    return diverge(epoch, step, f"dev {select_metric} {score}")
+                model.train()  # evaluate() may have switched to eval mode
             if checkpoint is not None and _rank_0s(checkpoint.due(step)):  # ranks' clocks differ
                 save(epoch, position + 1, epoch_shuffler, elapsed + time.perf_counter() - started)
-        scores = _rank_0s(evaluate(model))  # ranks select alike even if their floats differ
-        record = {"epoch": epoch, "train_loss": float(np.mean(running)),
-                  "seconds": elapsed + time.perf_counter() - started}
-        record.update({f"dev_{name}": value for name, value in scores.items()})
-        result.history.append(record)
-        log.info("epoch %d done: train loss %.4f, dev %s", epoch, record["train_loss"], _fmt(scores))
-        if not math.isfinite(scores[select_metric]):
-            return diverge(epoch, step, f"dev {select_metric} {scores[select_metric]}")
-        if scores[select_metric] > result.best_score:
-            result.best_epoch, result.best_score = epoch, scores[select_metric]
-            result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
-        batches_done, running, elapsed = 0, [], 0.0
+        if not result.history or result.history[-1]["step"] != step:  # unless evaluated at this step already
+            score = evaluation(epoch)
+            if not math.isfinite(score):
+                return diverge(epoch, step, f"dev {select_metric} {score}")
+        if hp.keep == "final" and epoch == hp.epochs:
+            keep(epoch, step, result.history[-1][f"dev_{select_metric}"])
+        batches_done = 0
         if checkpoint is not None:
             save(epoch + 1, 0, shuffler.bit_generator.state, 0.0, finished=epoch == hp.epochs)
-    log.info("best dev %s %.4f at epoch %d", select_metric, result.best_score, result.best_epoch)
+    log.info("kept the %s model: dev %s %.4f at epoch %d, step %d", hp.keep, select_metric, result.best_score,
+             result.best_epoch, result.best_step)
     return result
 
 
@@ -210,12 +261,19 @@ def predict(forward: Callable[[Batch], torch.Tensor], batch_iter: Iterable[Batch
 
 
 def _backward_in_one_process(model: nn.Module, loss_fn: LossFn, device: torch.device) -> Backward:
-    def backward(batch: Batch) -> float:
-        loss = loss_fn(model, to_device(batch, device))
+    def backward(batch: Batch, weight: float) -> float:
+        loss = loss_fn(model, to_device(batch, device)) * weight
         loss.backward()
         return loss.item()
 
     return backward
+
+
+def _micro_batches(batch: Batch, parts: int) -> list[Batch]:
+    """``batch``'s rows in ``parts`` contiguous, near-equal micro-batches (fewer when it has fewer rows)."""
+    pieces = {name: value.tensor_split(parts) for name, value in batch.items()}
+    micro = [{name: split[i] for name, split in pieces.items()} for i in range(parts)]
+    return [part for part in micro if batch_rows(part)]
 
 
 def _rank_0s(value):

@@ -1,0 +1,144 @@
+"""The training loop's options: optimisers and their settings, the learning-rate schedule, gradient accumulation,
+evaluation every N optimiser steps and which model is kept (best dev or final)."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.training.loop import build_optimizer, lr_schedule, train
+
+CPU = torch.device("cpu")
+X = torch.randn(60, 5, generator=torch.Generator().manual_seed(0))
+Y = (X[:, 0] > 0).long()
+BASE = dict(learning_rate=1e-2, batch_size=8, epochs=2, seed=3, log_every=1000)  # 8 steps per epoch, last batch 4
+
+
+def batches(rng: np.random.Generator):
+    order = rng.permutation(len(X))
+    for start in range(0, len(order), BASE["batch_size"]):
+        index = order[start:start + BASE["batch_size"]]
+        yield {"x": X[index], "y": Y[index]}
+
+
+def loss_fn(net, batch):
+    assert net.training  # back in train mode after every evaluation
+    return nn.functional.cross_entropy(net(batch["x"]), batch["y"])
+
+
+def fit(evaluate=None, **options):
+    torch.manual_seed(1)
+    net = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 2))
+    evaluate = evaluate or (lambda net: {"score": 0.0})
+    return net, train(net, loss_fn, batches, len(X), evaluate, "score", Hyperparameters(**{**BASE, **options}), CPU)
+
+
+def rates(decay: str) -> list[float]:
+    optimizer = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=1.0)
+    schedule = lr_schedule(optimizer, total_steps=10, warmup_ratio=0.2, decay=decay)
+    seen = []
+    for _ in range(10):
+        seen.append(schedule.get_last_lr()[0])
+        optimizer.step()
+        schedule.step()
+    return seen
+
+
+def test_warmup_then_linear_decay_or_constant_learning_rate():
+    assert rates("linear") == pytest.approx([0.5, 1.0, 1.0, 0.875, 0.75, 0.625, 0.5, 0.375, 0.25, 0.125])
+    assert rates("none") == pytest.approx([0.5, 1.0] + [1.0] * 8)
+
+
+def test_weight_decay_spares_biases_and_layer_norms_unless_it_applies_to_all():
+    model = nn.Sequential(nn.Linear(3, 3), nn.LayerNorm(3))
+    hp = Hyperparameters(learning_rate=1e-3, batch_size=8, epochs=1, weight_decay=0.01)
+    decay, no_decay = build_optimizer(model.named_parameters(), hp).param_groups
+    assert [p.shape for p in decay["params"]] == [torch.Size([3, 3])] and decay["weight_decay"] == 0.01
+    assert len(no_decay["params"]) == 3 and no_decay["weight_decay"] == 0.0
+    hp.weight_decay_all = True  # the thesis's LSTM_S
+    decay, no_decay = build_optimizer(model.named_parameters(), hp).param_groups
+    assert len(decay["params"]) == 4 and not no_decay["params"]
+
+
+def test_optimizer_settings_reach_torch_and_default_to_torchs():
+    params = list(nn.Linear(2, 2).named_parameters())
+    default = build_optimizer(params, Hyperparameters(learning_rate=1e-3, batch_size=8, epochs=1))
+    assert isinstance(default, torch.optim.AdamW)
+    assert default.param_groups[0]["betas"] == (0.9, 0.999) and default.param_groups[0]["eps"] == 1e-8
+    adam = build_optimizer(params, Hyperparameters(learning_rate=5e-4, batch_size=8, epochs=1, optimizer="adam",
+                                                   betas=[0.9, 0.98], eps=1e-6))
+    assert type(adam) is torch.optim.Adam
+    assert adam.param_groups[0]["betas"] == (0.9, 0.98) and adam.param_groups[0]["eps"] == 1e-6
+    adadelta = build_optimizer(params, Hyperparameters(learning_rate=1.0, batch_size=8, epochs=1,
+                                                       optimizer="adadelta", rho=0.95))
+    assert type(adadelta) is torch.optim.Adadelta and adadelta.param_groups[0]["rho"] == 0.95
+
+
+def test_options_an_optimizer_lacks_are_rejected():
+    with pytest.raises(ValueError, match="adadelta takes no betas"):
+        Hyperparameters(learning_rate=1.0, batch_size=8, epochs=1, optimizer="adadelta", betas=[0.9, 0.98])
+    with pytest.raises(ValueError, match="adamw takes no rho"):
+        Hyperparameters(learning_rate=1.0, batch_size=8, epochs=1, rho=0.95)
+    with pytest.raises(ValueError, match="keep 'last'"):
+        Hyperparameters(learning_rate=1.0, batch_size=8, epochs=1, keep="last")
+
+
+def test_one_adadelta_step_is_torchs():
+    net = nn.Linear(5, 2)
+    by_hand = copy.deepcopy(net)
+    batch = {"x": X[:8], "y": Y[:8]}
+    hp = Hyperparameters(learning_rate=1.0, batch_size=8, epochs=1, optimizer="adadelta", rho=0.95,
+                         weight_decay=0.0, max_grad_norm=None, warmup_ratio=0.0)
+    train(net, loss_fn, lambda rng: [batch], 8, lambda net: {"score": 0.0}, "score", hp, CPU)
+    optimizer = torch.optim.Adadelta(by_hand.parameters(), lr=1.0, rho=0.95)
+    loss_fn(by_hand, batch).backward()
+    optimizer.step()
+    assert not torch.equal(net.weight, nn.Linear(5, 2).weight)
+    for trained, expected in zip(net.parameters(), by_hand.parameters()):
+        torch.testing.assert_close(trained, expected, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("micro_batches", [2, 3, 8])  # 8 rows as 4+4, 3+3+2, 1 x 8 (the last batch's 4 rows: 1 x 4)
+def test_gradient_accumulation_equals_one_big_batch(micro_batches):
+    net, result = fit()
+    accumulated, accumulated_result = fit(gradient_accumulation_steps=micro_batches)
+    for name, value in net.state_dict().items():
+        torch.testing.assert_close(accumulated.state_dict()[name], value, atol=1e-6, rtol=0)
+    assert [r["step"] for r in accumulated_result.history] == [8, 16]  # optimiser steps, not micro-batches
+    assert [r["train_loss"] for r in accumulated_result.history] == pytest.approx(
+        [r["train_loss"] for r in result.history], abs=1e-6)
+
+
+class CraftedDev:
+    """Dev scores from a list, one per evaluation, remembering the weights each was given."""
+
+    def __init__(self, scores):
+        self.scores, self.weights = iter(scores), []
+
+    def __call__(self, net):
+        net.eval()
+        self.weights.append(copy.deepcopy(net.state_dict()))
+        return {"score": next(self.scores)}
+
+
+def test_evaluation_every_n_steps_and_at_epoch_ends_keeps_the_best():
+    dev = CraftedDev([0.1, 0.5, 0.3, 0.9, 0.2, 0.9, 0.4])
+    _, result = fit(dev, evaluate_every_steps=3)
+    assert [(r["epoch"], r["step"]) for r in result.history] == [(1, 3), (1, 6), (1, 8), (2, 9), (2, 12), (2, 15),
+                                                                 (2, 16)]
+    assert (result.best_epoch, result.best_step, result.best_score) == (2, 9, 0.9)  # the earlier of a tie
+    for name, value in dev.weights[3].items():
+        assert torch.equal(result.best_state[name], value), name
+    _, once = fit(CraftedDev([0.1] * 4), evaluate_every_steps=4)  # step 8 ends epoch 1: one evaluation there
+    assert [r["step"] for r in once.history] == [4, 8, 12, 16]
+
+
+def test_keep_final_returns_the_final_model_and_its_scores():
+    net, result = fit(CraftedDev([0.9, 0.1, 0.5, 0.3]), evaluate_every_steps=6, keep="final")
+    assert [r["step"] for r in result.history] == [6, 8, 12, 16]
+    assert (result.best_epoch, result.best_step, result.best_score) == (2, 16, 0.3)  # not the better 0.9
+    for name, value in net.state_dict().items():
+        assert torch.equal(result.best_state[name], value), name
