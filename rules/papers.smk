@@ -31,6 +31,7 @@ rule paper_table:
     input:
         unpack(paper_table_inputs),
         reference=PAPER_TABLES.get("reference", []),
+        deviations=PAPER_TABLES.get("deviations", []),
     output:
         csv="results/tables/papers/{paper_table}.csv",
         markdown="results/tables/papers/{paper_table}.md",

@@ -10,6 +10,7 @@ from kdflow.reporting.paper_tables import (
     input_files,
     kdflow_score,
     load_inputs,
+    deviations_of,
     paper_document,
     paper_latex,
     paper_table,
@@ -224,6 +225,16 @@ def test_markdown_shows_kdflow_and_paper_per_cell_and_marks_missing_values():
     assert "| bert-4 | kd | bert_4 / kd | +10.80 | -38.30 |" in text  # kdflow − paper
     assert "- paper: taken from ALP-KD paper (bert-4 / pkd, bert-4 / alp)" in text
     assert "<li>paper: taken from ALP-KD paper (bert-4 / pkd, bert-4 / alp)</li>" in page.html()
+
+
+def test_the_ledgers_entries_of_a_table_are_listed_under_it():
+    entries = deviations_of(REPO / "reference" / "deviations.yaml", "universal_kd_table4")
+    assert entries and all("universal_kd_table4" in entry["tables"] for entry in entries)
+    assert deviations_of(REPO / "reference" / "deviations.yaml", "no_such_table") == deviations_of(None, "x") == []
+    page = paper_document(table_of("universal_kd_table4"), "Table 4", deviations=entries)
+    assert "## Differences from the paper's protocol" in page.markdown()
+    assert f"- *{entries[0]['kind']}*: {entries[0]['what'][:30]}" in page.markdown()
+    assert f"<li><em>{entries[0]['kind']}</em>: " in page.html()
 
 
 def test_thesis_markdown_names_each_score_of_a_task():

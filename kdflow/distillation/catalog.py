@@ -1,5 +1,5 @@
 """What the workflow needs to know about the registered methods and students, as JSON: each method's options
-(with defaults), the teacher signals it needs and whether it learns from a TAKD assistant; each student's options;
+(with defaults, and the weights that default to another's complement), the teacher signals it needs and whether it learns from a TAKD assistant; each student's options;
 the embedding options. ``python -m kdflow.distillation.catalog`` prints it.
 
 The workflow plans without importing torch (:mod:`kdflow.workflow.catalog` runs this module in a subprocess when
@@ -19,7 +19,7 @@ from kdflow.students.registry import STUDENTS
 def catalog() -> dict:
     return {
         "methods": {
-            name: {"defaults": method.defaults, "needs": sorted(method.needs),
+            name: {"defaults": method.defaults, "complement": method.complement, "needs": sorted(method.needs),
                    "learns_from_assistant": method.learns_from_assistant}
             for name, method in sorted(METHODS.items())
         },

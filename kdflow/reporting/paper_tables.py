@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
-from kdflow.core.documents import Bullets, Document, Heading, Paragraph, Table
+from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Paragraph, Table
 from kdflow.core.tasks import GLUE_FILES
 
 TEACHER_METHOD = "teacher"
@@ -267,8 +268,20 @@ def _notes(table: pd.DataFrame) -> list[str]:
     return notes
 
 
-def paper_document(table: pd.DataFrame, title: str, digits: int = 2) -> Document:
-    """The table as people read it: "kdflow (paper)" per cell, then kdflow − paper of the scores, then the notes."""
+def deviations_of(ledger_path, paper_table: str) -> list[dict]:
+    """The ledger entries (reference/deviations.yaml) of one paper table; none without a ledger."""
+    if not ledger_path:
+        return []
+    return [entry for entry in yaml.safe_load(Path(ledger_path).read_text()) or [] if paper_table in entry["tables"]]
+
+
+def _deviation_item(entry: dict) -> list:
+    return [Emphasis(entry["kind"]), f": {entry['what']} Why: {entry['why']} Effect: {entry['effect']}"]
+
+
+def paper_document(table: pd.DataFrame, title: str, digits: int = 2, deviations: list[dict] = ()) -> Document:
+    """The table as people read it: "kdflow (paper)" per cell, then kdflow − paper of the scores, the notes, and
+    the ledger's differences between what kdflow ran and what the paper did."""
     differences = _wide(table, lambda r: _number(r.difference, digits, "—", signed=True), only=is_score(table))
     document = Document(title, [
         Paragraph("Each cell: kdflow (paper). kdflow: mean over seeds of the configuration selected on dev "
@@ -280,6 +293,11 @@ def paper_document(table: pd.DataFrame, title: str, digits: int = 2) -> Document
     notes = _notes(table)
     if notes:
         document.blocks += [Heading("Notes"), Bullets(notes)]
+    if deviations:
+        document.blocks += [Heading("Differences from the paper's protocol"),
+                            Paragraph("From the ledger (reference/deviations.yaml): every known difference between what "
+                                      "config.yaml, the full reproduction, runs and what the paper did."),
+                            Bullets([_deviation_item(entry) for entry in deviations])]
     return document
 
 
@@ -309,9 +327,10 @@ def paper_latex(table: pd.DataFrame, title: str, digits: int = 2) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_paper_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path, html_path=None) -> None:
+def write_paper_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path, html_path=None,
+                      deviations: list[dict] = ()) -> None:
     table.to_csv(csv_path, index=False, float_format="%.4f")
-    paper_document(table, title).write(markdown_path, html_path)
+    paper_document(table, title, deviations=deviations).write(markdown_path, html_path)
     Path(latex_path).write_text(paper_latex(table, title))
 
 
