@@ -1,5 +1,5 @@
 # SentEval probing (thesis §3.3, §4.3.6, §6.1) of the models named in `probing.models`: every layer's
-# encodings are computed once per model and task, then the whole nhid x dropout grid probes each layer.
+# encodings are computed once per model and task, then the whole nhid x dropout x L2 grid probes each layer.
 
 
 rule download_probing_task:
