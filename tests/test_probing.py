@@ -152,14 +152,14 @@ def scripted_dev(monkeypatch):
 
 
 TINY = (np.eye(4, 3, dtype=np.float32), np.array([0, 1, 0, 1]))  # one mini-batch per epoch: cheap epochs
-TWO_CONFIGS = dict(hidden_sizes=(5,), dropouts=(0.0, 0.1), l2_penalties=(0.0,), tenacity=2)
+TWO_CONFIGS = ProbeSettings(hidden_sizes=(5,), dropouts=(0.0, 0.1), l2_penalties=(0.0,), tenacity=2)
 # dev accuracy at checks after 4, 8, ... epochs: config A improves between misses, config B never after its first
 A_AND_B = [[.5, .5], [.6, .5], [.6, .5], [.7, .5], [.65, .5], [.8, .5], [.7, .5], [.7, .5], [.7, .5]]
 
 
 def test_senteval_stopping_checks_every_4_epochs_and_stops_at_the_miss_after_tenacity(scripted_dev):
     calls = scripted_dev(A_AND_B)
-    result = probe(*TINY, *TINY, *TINY, ProbeSettings(**TWO_CONFIGS))
+    result = probe(*TINY, *TINY, *TINY, TWO_CONFIGS)
     a, b = result["configs"]
     # A: misses at 12, 20 (count never reset by the improvements at 16 and 24), 28: the third miss stops it
     assert (a["dev_accuracy"], a["best_epoch"], a["epochs_trained"]) == (.8, 24, 28)
@@ -170,7 +170,7 @@ def test_senteval_stopping_checks_every_4_epochs_and_stops_at_the_miss_after_ten
 
 def test_consecutive_stopping_resets_on_improvement(scripted_dev):
     scripted_dev(A_AND_B)
-    result = probe(*TINY, *TINY, *TINY, ProbeSettings(**TWO_CONFIGS, early_stopping="consecutive"))
+    result = probe(*TINY, *TINY, *TINY, replace(TWO_CONFIGS, early_stopping="consecutive"))
     a, b = result["configs"]
     assert (a["best_epoch"], a["epochs_trained"]) == (24, 32)  # misses at 28 and 32 are the first consecutive two
     assert (b["best_epoch"], b["epochs_trained"]) == (4, 12)
@@ -179,7 +179,7 @@ def test_consecutive_stopping_resets_on_improvement(scripted_dev):
 def test_max_epochs_bounds_the_epochs_before_a_check(scripted_dev):
     """As SentEval's ``while nepoch <= max_epoch``: a chunk of 4 epochs starts while at most max_epochs are done."""
     scripted_dev([[0.1 * check] * 2 for check in range(1, 10)])
-    result = probe(*TINY, *TINY, *TINY, ProbeSettings(**TWO_CONFIGS, max_epochs=10))
+    result = probe(*TINY, *TINY, *TINY, replace(TWO_CONFIGS, max_epochs=10))
     assert [(c["best_epoch"], c["epochs_trained"]) for c in result["configs"]] == [(12, 12)] * 2
 
 

@@ -14,7 +14,8 @@ As in SentEval's code (which the thesis ran):
   first of equal accuracies is kept); any other check is a miss. Misses are counted over the whole run, never reset
   by an improvement, and training stops at a miss that finds ``tenacity`` misses already counted: the
   (tenacity + 1)-th miss, the 6th with tenacity 5. Training goes on while the epochs trained are ≤ ``max_epochs``
-  and a chunk of 4 epochs is never cut short, so SentEval's ``max_epoch`` 200 allows up to 204 epochs (51 checks).
+  and a chunk of ``epochs_per_check`` epochs is never cut short, so SentEval's ``max_epoch`` 200 allows up to 204
+  epochs (51 checks).
 * L2 is Adam's coupled weight decay (SentEval sets ``weight_decay = l2reg``): ``l2 · w`` is added to the gradient
   of every weight and bias before Adam's moments, per configuration.
 * Dropout acts on the pre-activations (inverted dropout before the sigmoid), so a dropped unit outputs
@@ -31,10 +32,10 @@ As in SentEval's code (which the thesis ran):
 
 Where kdflow chooses:
 
-* The loss is the batch-mean cross-entropy. SentEval sets ``loss_fn.size_average = False`` after building the
-  loss: that summed on the PyTorch of 2018 but has been a dead attribute since PyTorch 1.0, so SentEval run on any
-  later PyTorch averages. The choice matters through L2: against a loss summed over 64 examples the same penalty
-  is 64 times weaker.
+* The loss is the batch-mean cross-entropy, because that is what SentEval computes on any PyTorch since 1.0: it
+  sets ``loss_fn.size_average = False`` after building the loss, an attribute PyTorch no longer reads (it summed
+  in the 2018 runs). The choice matters through L2: against a loss summed over 64 examples the same penalty is 64
+  times weaker.
 * Random streams are kdflow's own (below), not SentEval's global numpy/torch generators, so the draws differ.
 * ``early_stopping: consecutive`` stops at the ``tenacity``-th *consecutive* miss instead, as the thesis text
   states the rule (§4.3.6). With ``epochs_per_check: 1`` and ``l2_penalties: [0]`` it is kdflow's earlier
