@@ -1,15 +1,15 @@
-"""Probing throughput: kdflow's batched probe grid (all nhid x dropout configurations trained as one model, one
+"""Probing throughput: kdflow's batched probe grid (all nhid x dropout x L2 configurations trained as one model, one
 ``probe`` call) against training each configuration on its own (one ``probe`` call per configuration), on one
 layer of encodings of SentEval's probing-set size, side by side.
 
-    python benchmarks/probing_throughput.py --threads 2                 # 100k/10k/10k x 768, 9 configs, CPU
+    python benchmarks/probing_throughput.py --threads 2                 # 100k/10k/10k x 768, 36 configs, CPU
     python benchmarks/probing_throughput.py --train 5000 --max-epochs 30  # quick look
     python benchmarks/probing_throughput.py --device cuda --mode batched
 
 Encodings are synthetic: Gaussian features with a few directions of larger variance, labelled by a random
 two-layer tanh network (a linear part plus a nonlinear one) with a fraction of labels replaced at random, so
-the probe learns for a while and early stopping (tenacity 5 on dev accuracy) ends training after tens of
-epochs, as on real probing tasks. Wall times include the dev checks after every epoch and the final test pass.
+the probe learns for a while and early stopping (SentEval's rule on dev accuracy) ends training after tens of
+epochs, as on real probing tasks. Wall times include the dev checks and the final test pass.
 On CPU, float32 subnormals that appear as the probes train can make later epochs markedly slower than the
 first; ``--flush-denormal`` measures the same run with them flushed to zero.
 
@@ -29,6 +29,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -109,8 +110,9 @@ def main() -> None:
     cap = "ProbeSettings' default" if args.max_epochs == defaults.max_epochs else "capped"
     print(f"encodings {args.train:,}/{args.dev:,}/{args.test:,} (train/dev/test) x {args.dim}, {args.classes} classes, "
           f"label noise {args.label_noise:g} (generated in {data_seconds:.1f} s)\n"
-          f"grid {len(grid)} configs: hidden {settings.hidden_sizes} x dropout {settings.dropouts}; batch "
-          f"{settings.batch_size}, tenacity {settings.tenacity}, max epochs {settings.max_epochs} ({cap}); "
+          f"grid {len(grid)} configs: hidden {settings.hidden_sizes} x dropout {settings.dropouts} x L2 "
+          f"{settings.l2_penalties}; batch {settings.batch_size}, tenacity {settings.tenacity}, dev every "
+          f"{settings.epochs_per_check} epochs, max epochs {settings.max_epochs} ({cap}); "
           f"seed {settings.seed}; device {device}, {torch.get_num_threads()} threads, "
           f"denormals {'flushed to zero' if args.flush_denormal else 'kept (torch default)'}")
 
@@ -131,24 +133,23 @@ def main() -> None:
     if args.mode in ("both", "batched"):
         result, seconds, cpu = timed(settings)
         configs = result["configs"]
-        runs["batched"] = (configs, grid.index((result["selected"]["hidden_size"], result["selected"]["dropout"])),
-                           seconds, cpu, max(c["epochs_trained"] for c in configs))
+        runs["batched"] = (configs, grid.index(tuple(result["selected"].values())), seconds, cpu,
+                           max(c["epochs_trained"] for c in configs))
         print(f"batched: {seconds:.1f} s, {runs['batched'][-1]} epochs", flush=True)
     if args.mode in ("both", "sequential"):
         configs, seconds, cpu = [], 0.0, 0.0
-        for hidden, dropout in grid:
-            result, run_seconds, run_cpu = timed(ProbeSettings(hidden_sizes=(hidden,), dropouts=(dropout,),
-                                                               max_epochs=args.max_epochs, seed=args.seed,
-                                                               device=args.device))
+        for hidden, dropout, l2 in grid:
+            result, run_seconds, run_cpu = timed(replace(settings, hidden_sizes=(hidden,), dropouts=(dropout,),
+                                                         l2_penalties=(l2,)))
             configs.append(result["configs"][0])
             seconds, cpu = seconds + run_seconds, cpu + run_cpu
-            print(f"sequential hidden {hidden}, dropout {dropout}: {run_seconds:.1f} s, "
+            print(f"sequential hidden {hidden}, dropout {dropout}, L2 {l2:g}: {run_seconds:.1f} s, "
                   f"{configs[-1]['epochs_trained']} epochs", flush=True)
         dev = np.array([c["dev_accuracy"] for c in configs])
         runs["sequential"] = (configs, int(np.argmax(dev)), seconds, cpu, sum(c["epochs_trained"] for c in configs))
 
     print("\n| mode | wall (s) | CPU (s) | epochs run | s / epoch | config-epochs (useful / computed) "
-          "| useful config-epochs / s | selected (hidden, dropout) | dev acc | test acc |")
+          "| useful config-epochs / s | selected (hidden, dropout, L2) | dev acc | test acc |")
     print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
     for mode, (configs, selected, seconds, cpu, epochs) in runs.items():
         useful = sum(c["epochs_trained"] for c in configs)
@@ -158,14 +159,14 @@ def main() -> None:
               f"| {useful} / {computed} | {useful / seconds:.2f} | {grid[selected]} "
               f"| {100 * configs[selected]['dev_accuracy']:.2f} | {100 * configs[selected]['test_accuracy']:.2f} |")
 
-    print("\n| hidden | dropout | " + " | ".join(f"{mode} dev | {mode} test | {mode} best / trained epochs"
+    print("\n| hidden | dropout | L2 | " + " | ".join(f"{mode} dev | {mode} test | {mode} best / trained epochs"
                                               for mode in runs) + " |")
-    print("|---:|---:|" + "---:|---:|---:|" * len(runs))
-    for k, (hidden, dropout) in enumerate(grid):
+    print("|---:|---:|---:|" + "---:|---:|---:|" * len(runs))
+    for k, (hidden, dropout, l2) in enumerate(grid):
         cells = [f"{100 * c['dev_accuracy']:.2f} | {100 * c['test_accuracy']:.2f} | "
                  f"{c['best_epoch']} / {c['epochs_trained']}"
                  for c in (configs[k] for configs, *_ in runs.values())]
-        print(f"| {hidden} | {dropout} | " + " | ".join(cells) + " |")
+        print(f"| {hidden} | {dropout} | {l2:g} | " + " | ".join(cells) + " |")
 
     load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\n1-minute load average: {load_before:.2f} before, {load_after:.2f} after, on {os.cpu_count()} CPUs "

@@ -1,5 +1,5 @@
 # SentEval probing (thesis §3.3, §4.3.6, §6.1) of the models named in `probing.models`: every layer's
-# encodings are computed once per model and task, then the whole nhid x dropout grid probes each layer.
+# encodings are computed once per model and task, then the whole nhid x dropout x L2 grid probes each layer.
 
 
 rule download_probing_task:
@@ -52,8 +52,9 @@ rule encode_probing_tasks:
 
 
 rule probe_model:
-    """Probe every layer of a model's encodings (9-configuration grid trained as one batched model), with the
-    task's majority and morphology baselines."""
+    """Probe every layer of a model's encodings (the width x dropout x L2 grid, 36 configurations by default,
+    trained as one batched model; WordContent by logistic regression), with the task's majority and morphology
+    baselines."""
     input:
         encodings="results/probing/encodings/{model}/{probing_task}.safetensors",
         probing=lambda w: probing_file(w.probing_task),

@@ -43,7 +43,7 @@ def test_teacher_table_rows_and_markdown(tmp_path):
 
 def probing_result(task: str, accuracies: list[tuple[float, float]]) -> dict:
     """A probe_encodings result: per layer (dev, test) accuracy, and the task's baselines."""
-    layers = [{"layer": layer, "dev_accuracy": dev, "test_accuracy": test, "selected": {"hidden_size": 8, "dropout": 0.1}}
+    layers = [{"layer": layer, "dev_accuracy": dev, "test_accuracy": test, "selected": {"hidden_size": 8, "dropout": 0.1, "l2": 1e-4}}
               for layer, (dev, test) in enumerate(accuracies)]
     return {"task": task, "layers": layers, "baselines": {"majority": 0.5}}
 

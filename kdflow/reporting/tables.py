@@ -108,12 +108,13 @@ def probing_table(results: dict[str, list[dict]]) -> pd.DataFrame:
             for layer in result["layers"]:
                 rows.append(dict(model=model, task=result["task"], layer=layer["layer"], kind="probe",
                                  test_accuracy=100 * layer["test_accuracy"], dev_accuracy=100 * layer["dev_accuracy"],
-                                 hidden_size=layer["selected"]["hidden_size"], dropout=layer["selected"]["dropout"]))
+                                 hidden_size=layer["selected"]["hidden_size"], dropout=layer["selected"]["dropout"],
+                                 l2=layer["selected"]["l2"]))
             for name, accuracy in result["baselines"].items():
                 baselines[result["task"], name] = accuracy
     for (task, name), accuracy in baselines.items():
         rows.append(dict(model=name, task=task, layer=pd.NA, kind=name, test_accuracy=100 * accuracy,
-                         dev_accuracy=float("nan"), hidden_size=pd.NA, dropout=float("nan")))
+                         dev_accuracy=float("nan"), hidden_size=pd.NA, dropout=float("nan"), l2=float("nan")))
     table = pd.DataFrame(rows)
     table["layer"] = table["layer"].astype("Int64")
     table["hidden_size"] = table["hidden_size"].astype("Int64")
