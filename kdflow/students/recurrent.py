@@ -67,9 +67,8 @@ class ThesisBiLSTM(nn.Module):
     def __init__(self, embed: nn.Module, hidden: int, layers: int, fc: int, num_labels: int, dropout: float):
         super().__init__()
         self.embed = embed
-        # Dropout between stacked BiLSTM layers (Table B.2's deeper students); the thesis names only the FC's.
-        between = dropout if layers > 1 else 0.0
-        self.lstm = nn.LSTM(embed.width, hidden, layers, batch_first=True, bidirectional=True, dropout=between)
+        # No dropout between stacked BiLSTM layers (Table B.2's deeper students): the original code has none.
+        self.lstm = nn.LSTM(embed.width, hidden, layers, batch_first=True, bidirectional=True)
         self.fc = nn.Linear(2 * hidden, fc)
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(fc, num_labels)
