@@ -106,7 +106,7 @@ def token_embedding(spec: dict | None, context: StudentContext, width: int | Non
             )
     else:
         if not opts["path"]:
-            raise ValueError("embeddings source 'file' needs `path`, a word2vec/GloVe text file")
+            raise ValueError("embeddings source 'file' needs `path`, a word2vec or GloVe vectors file")
         if not context.read_vector_files:  # trained weights follow
             return TokenEmbedding(unseen_vectors(len(context.tokenizer), vector_width(opts["path"])), mode, width)
         vectors, found = read_word_vectors(opts["path"], context.tokenizer)
