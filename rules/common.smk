@@ -174,7 +174,8 @@ def experiment_of(wildcards):
 
 
 def student_inputs(wildcards):
-    """Data, teacher and the signals the student learns from: the teacher's, or (TAKD) its assistant's."""
+    """Data, teacher, the signals the student learns from (the teacher's, or TAKD's assistant's) and the
+    word-vectors file it reads, if any: a missing file stops the plan, not a job."""
     teacher = experiment_of(wildcards)["teacher"]
     assistant = assistant_run(
         config,
@@ -185,6 +186,7 @@ def student_inputs(wildcards):
         wildcards.seed,
     )
     transfer = experiment_transfer(wildcards)
+    vectors = (student_params(wildcards)["student"].get("embeddings") or {}).get("path")
     if assistant is None:
         signals = f"results/signals/{teacher}/{wildcards.task}/{transfer}.safetensors"
     else:
@@ -199,6 +201,7 @@ def student_inputs(wildcards):
         "teacher": f"results/teachers/{teacher}/{wildcards.task}/model",
         "signals": signals,
         **transfer_inputs(transfer, wildcards.task),
+        **({"vectors": vectors} if vectors else {}),
     }
 
 

@@ -17,9 +17,11 @@ from kdflow.distillation.assistant import compute_assistant_signals
 from kdflow.distillation.distill import distill
 from kdflow.distillation.methods.registry import available_methods
 from kdflow.students.loading import load_distilled
+from kdflow.students.tokens import student_tokenizer, transfer_words
 from kdflow.teachers.pseudo_heads import load_heads, teacher_outputs, train_pseudo_heads
 from kdflow.training.batching import batches, tokenize
 from kdflow.training.hf_models import load_classifier, model_inputs
+from kdflow.training.loop import subset_indices
 from kdflow.transfer.frames import transfer_frame
 from kdflow.transfer.labelling import compute_signals
 from kdflow.transfer.signals import SignalCache
@@ -183,3 +185,38 @@ def test_a_hidden_space_method_without_cached_layers_is_a_clear_error(teacher, s
     with pytest.raises(ValueError, match="needs the teacher's layers"):
         distill(separable, None, teacher_dir, signals, STUDENTS["bert_k"], "pkd", {}, [{"epochs": 1}],
                 Hyperparameters(**STUDENT_HP), tmp_path / "out", CPU)
+
+
+WORD_STUDENTS = {
+    "bilstm_s": {"type": "bilstm_s", "lstm_size": 10, "fc_size": 12},
+    "bert_s": {"type": "bert_s", "hidden_size": 12, "num_hidden_layers": 2, "num_attention_heads": 2,
+               "intermediate_size": 24},
+}
+
+
+@pytest.mark.parametrize("student", sorted(WORD_STUDENTS))
+def test_a_word_level_student_trains_and_reloads_identically_without_its_vectors_file(student, teacher, separable,
+                                                                                      tmp_path):
+    """The vocabulary is the words of the examples it learns from, saved with its weights; reloading reads the
+    vectors file's header only (the trained vectors replace it) and tokenises as the student job did."""
+    teacher_dir, _, signals = teacher
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text("3 8\n" + "".join(f"{word} {' '.join([str(i / 10)] * 8)}\n"
+                                         for i, word in enumerate(["good", "bad", "film"])))
+    spec = {**WORD_STUDENTS[student], "tokens": "words",
+            "embeddings": {"source": "file", "path": str(vectors), "mode": "multichannel"}}
+    hp = Hyperparameters(**{**STUDENT_HP, "max_train_examples": 16})
+    out = tmp_path / "run"
+    distill(separable, None, teacher_dir, signals, spec, "kd", {}, [{"epochs": 1}], hp, out, CPU)  # one step
+
+    vectors.write_text("3 8\nno vectors here\n")  # reading past the header would fail: only the width is read
+    reloaded = load_distilled(out, teacher_dir, separable.num_labels)
+    reader = student_tokenizer(reloaded, AutoTokenizer.from_pretrained(teacher_dir / "model"))
+    learnt_from = transfer_frame(separable).iloc[subset_indices(len(separable.split("train")), 16, hp.seed)]
+    assert getattr(reader, "tokenizer", reader).words == transfer_words(learnt_from)
+
+    dev = tokenize(separable.split("dev"), reader, 32, True)
+    with torch.no_grad():
+        logits = torch.cat([reloaded(b).logits for b in batches(dev, 64, False)]).numpy()
+    saved = pd.read_parquet(out / "predictions.parquet").query("split == 'dev'")
+    np.testing.assert_array_equal(np.stack(saved["logits"]), logits)

@@ -1,6 +1,7 @@
 """Students: every registered architecture on real batches, bert_k's copy of the teacher, padding invariance,
 paper sizes, and the thesis's embedding options."""
 
+import gzip
 import logging
 
 import numpy as np
@@ -13,6 +14,7 @@ from transformers import AutoModel, AutoModelForSequenceClassification, BertToke
 
 from kdflow.students.embeddings import read_word_vectors
 from kdflow.students.registry import StudentContext, build_student
+from kdflow.students.tokens import WordTokenizer, student_tokenizer, transfer_words
 from kdflow.teachers.finetune import build_teacher
 from kdflow.training.batching import collate, tokenize
 from kdflow.training.hf_models import model_inputs
@@ -290,3 +292,139 @@ def test_unknown_students_and_bad_options_are_clear_errors(spec, error, message,
 def test_students_that_need_the_teacher_say_so(tokenizer):
     with pytest.raises(ValueError, match="needs the fine-tuned teacher"):
         build_student({"type": "bert_k", "layers": 1}, StudentContext(NUM_LABELS, tokenizer))
+
+
+# Word-level students and LSTM_S's input (thesis §4.3.3-4.3.4; kdflow.students.tokens)
+WORDS_FRAME = pd.DataFrame(
+    {"text_a": ["The movie, THE film!", "Café's great", "a film the END"], "text_b": None}
+)
+WORD_VECTORS = {"the": [1, 2, 3, 4], "film": [0.5, 0.5, 0.5, 0.5], "great": [-1, 0, 1, 2], "unused": [9, 9, 9, 9]}
+
+
+def test_transfer_words_are_lower_cased_basic_tokens_most_frequent_first():
+    words = transfer_words(WORDS_FRAME)
+    # counts: the 3, film 2, "," "!" "'" a cafe end great movie s 1 (accents stripped, punctuation split off)
+    assert words == ["the", "film", "!", "'", ",", "a", "cafe", "end", "great", "movie", "s"]
+    assert transfer_words(WORDS_FRAME.iloc[::-1]) == words  # whatever the order of the examples
+    assert transfer_words(pd.DataFrame({"text_a": ["A cat"], "text_b": ["the cat"]})) == ["cat", "a", "the"]
+
+    plain, marked = WordTokenizer(words, markers=False), WordTokenizer(words, markers=True)
+    assert [plain.get_vocab()[t] for t in ("<unk>", "<pad>", "the")] == [0, 1, 2] and len(plain) == len(words) + 2
+    assert [marked.get_vocab()[t] for t in ("<cls>", "<sep>", "the")] == [2, 3, 4] and len(marked) == len(words) + 4
+    assert plain.pad_token_id == marked.pad_token_id == 1
+    assert plain(["The unseen FILM"])["input_ids"] == [[2, 0, 3]]  # an unseen word reads as <unk>
+
+
+def test_word_level_bert_s_reads_cls_and_sep_and_truncates_longest_first():
+    tokenizer = WordTokenizer(transfer_words(WORDS_FRAME), markers=True)
+    the, film, a = (tokenizer.get_vocab()[word] for word in ("the", "film", "a"))
+    encoded = tokenizer(["the film", "a"], [None, "the film the"], truncation=True, max_length=6)
+    assert encoded["input_ids"] == [[2, the, film, 3], [2, a, 3, the, film, 3]]  # b loses its last word
+    assert encoded["token_type_ids"] == [[0] * 4, [0, 0, 0, 1, 1, 1]]
+
+
+@pytest.fixture
+def word_context(tokenizer, teacher_dir):
+    return StudentContext(NUM_LABELS, tokenizer, str(teacher_dir), words=transfer_words(WORDS_FRAME))
+
+
+@pytest.fixture
+def word_vectors_file(tmp_path):
+    path = tmp_path / "vectors.txt"
+    lines = [f"{len(WORD_VECTORS)} 4"] + [" ".join([word, *map(str, v)]) for word, v in WORD_VECTORS.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def word_lstm(context, path, **options):
+    spec = {"type": "bilstm_s", "lstm_size": 4, "fc_size": 4, "tokens": "words",
+            "embeddings": {"source": "file", "path": str(path)}, **options}
+    return build_student(spec, context)
+
+
+def test_word_vectors_land_on_their_words_and_the_rest_are_seeded_uniform(word_context, word_vectors_file):
+    torch.manual_seed(0)
+    student = word_lstm(word_context, word_vectors_file)
+    vocab = student.tokenizer.tokenizer.get_vocab()
+    frozen = student.embed.channels[0].weight
+    for word, vector in WORD_VECTORS.items():
+        if word in vocab:
+            assert frozen[vocab[word]].tolist() == vector
+    unseen = [vocab[word] for word in vocab if word not in WORD_VECTORS]  # <unk>, <pad>, cafe, ...
+    assert frozen[unseen].abs().max() <= 0.25 and frozen[unseen].unique().numel() == len(unseen) * 4
+
+    torch.manual_seed(0)
+    assert torch.equal(word_lstm(word_context, word_vectors_file).embed.channels[0].weight, frozen)
+    torch.manual_seed(1)
+    other = word_lstm(word_context, word_vectors_file).embed.channels[0].weight
+    assert not torch.equal(other[unseen], frozen[unseen]) and torch.equal(other[vocab["the"]], frozen[vocab["the"]])
+
+
+def test_word2vec_binary_and_gzipped_files_read_as_the_text_file(word_context, word_vectors_file, tmp_path):
+    binary = tmp_path / "vectors.bin"
+    with open(binary, "wb") as out:
+        out.write(f"{len(WORD_VECTORS)} 4\n".encode())
+        for word, vector in WORD_VECTORS.items():  # word2vec's writer: word, space, float32s, newline
+            out.write(word.encode() + b" " + np.asarray(vector, dtype="<f4").tobytes() + b"\n")
+    zipped = tmp_path / "vectors.bin.gz"
+    zipped.write_bytes(gzip.compress(binary.read_bytes()))
+    tokenizer = WordTokenizer(word_context.words, markers=False)
+    torch.manual_seed(0)
+    expected = read_word_vectors(word_vectors_file, tokenizer)
+    for path in (binary, zipped):
+        torch.manual_seed(0)
+        vectors, found = read_word_vectors(path, tokenizer)
+        assert found == expected[1] == 3 and torch.equal(vectors, expected[0])
+
+
+def test_multichannel_words_train_only_their_trainable_copy(word_context, word_vectors_file):
+    torch.manual_seed(0)
+    student = word_lstm(word_context, word_vectors_file)
+    frozen, trainable = student.embed.channels
+    before = frozen.weight.clone(), trainable.weight.clone()
+    optimiser = torch.optim.SGD(student.parameters(), lr=0.1)
+    batch = batch_of(WORDS_FRAME.assign(label=0), student.tokenizer)
+    student(batch).logits.square().sum().backward()
+    optimiser.step()
+    assert not frozen.weight.requires_grad and frozen.weight.grad is None and torch.equal(frozen.weight, before[0])
+    used = batch["input_ids"][batch["attention_mask"].bool()].unique()
+    changed = (trainable.weight != before[1]).any(dim=1).nonzero().flatten()
+    assert torch.equal(changed, used)  # exactly the rows of the words the batch read
+
+
+def test_lstm_s_reads_whole_sentences_without_cls_and_sep(context, tokenizer, word_context, word_vectors_file):
+    long = pd.DataFrame({"text_a": [" ".join(["good film"] * 40), ""], "text_b": None, "label": 0})
+    student = build_student({"type": "bilstm_s", "layers": 2, "lstm_size": 4, "fc_size": 4}, context)
+    assert student.lstm.dropout == 0  # none between stacked layers
+    split = tokenize(long, student_tokenizer(student, tokenizer), max_length=32, labelled=True)
+    assert split.input_ids[0] == tokenizer(long["text_a"][0], add_special_tokens=False)["input_ids"]
+    assert len(split.input_ids[0]) == 80  # not cut at the job's 32
+    assert split.input_ids[1] == [tokenizer.unk_token_id]  # an empty sentence reads as one unknown token
+    assert student(collate(split, np.arange(2), regression=False)).logits.shape == (2, NUM_LABELS)
+
+    capped = build_student({"type": "bilstm_s", "lstm_size": 4, "fc_size": 4, "max_length": 5}, context)
+    assert len(tokenize(long, capped.tokenizer, 32, labelled=True).input_ids[0]) == 5
+
+    words = word_lstm(word_context, word_vectors_file)
+    split = tokenize(WORDS_FRAME.assign(label=0), words.tokenizer, max_length=32, labelled=True)
+    vocab = words.tokenizer.tokenizer.get_vocab()
+    assert split.input_ids[0] == [vocab[w] for w in ("the", "movie", ",", "the", "film", "!")]
+    assert student_tokenizer(build_student({"type": "bert_k", "layers": 1}, context), tokenizer) is tokenizer
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"type": "bilstm_s", "tokens": "characters"}, "unknown tokens 'characters'"),
+        ({"type": "bilstm_s", "tokens": "words"}, "teacher's vectors are for its wordpieces"),
+        ({"type": "bert_s", "tokens": "words", "embeddings": {"source": "teacher"}}, "for its wordpieces"),
+    ],
+)
+def test_word_level_students_refuse_the_teachers_wordpiece_vectors(spec, message, word_context):
+    with pytest.raises(ValueError, match=message):
+        build_student(spec, word_context)
+
+
+def test_a_word_level_student_needs_the_words_of_its_transfer_set(context):
+    with pytest.raises(ValueError, match="needs its transfer set's words"):
+        build_student({"type": "bilstm_s", "tokens": "words", "embeddings": TINY_EMBEDDINGS}, context)

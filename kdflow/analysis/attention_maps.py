@@ -38,6 +38,7 @@ from kdflow.distillation.methods.registry import (
 )
 from kdflow.students.loading import load_distilled
 from kdflow.students.registry import StudentOutput
+from kdflow.students.tokens import student_tokenizer
 from kdflow.teachers.pseudo_heads import gold_distance
 from kdflow.training.batching import batches, to_device, tokenize
 from kdflow.training.loop import subset_indices
@@ -120,7 +121,8 @@ def attention_weights(
 
     student = load_distilled(run_dir, teacher_dir, task.num_labels).to(device)
     tokenizer = AutoTokenizer.from_pretrained(teacher_dir / "model")
-    encoded = tokenize(examples, tokenizer, report["hyperparameters"]["max_seq_length"], labelled)
+    encoded = tokenize(examples, student_tokenizer(student, tokenizer), report["hyperparameters"]["max_seq_length"],
+                       labelled)
     batch = to_device(next(batches(encoded, len(examples), regression)), device)
     widths = layer_widths(student, batch)
     shapes = Shapes(widths, cache.teacher_layers, cache.teacher_width, task.num_labels, regression)

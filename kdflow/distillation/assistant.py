@@ -12,6 +12,7 @@ from transformers import AutoTokenizer
 
 from kdflow.core.io import atomic_output
 from kdflow.students.loading import load_distilled
+from kdflow.students.tokens import student_tokenizer
 from kdflow.training.batching import batches, to_device, tokenize
 
 log = logging.getLogger("kdflow")
@@ -25,7 +26,7 @@ def compute_assistant_signals(
     """The logits of a distilled teacher assistant (TAKD) on the transfer set: the signals its student learns from."""
     assistant = load_distilled(run_dir, teacher_dir, num_labels).to(device)
     tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
-    split = tokenize(frame, tokenizer, max_seq_length, labelled=False)
+    split = tokenize(frame, student_tokenizer(assistant, tokenizer), max_seq_length, labelled=False)
     logits = [assistant(to_device(batch, device)).logits.float().cpu() for batch in batches(split, batch_size, False)]
     tensors = {"logits": torch.cat(logits), "idx": torch.tensor(frame["idx"].to_numpy())}
     with atomic_output(out_path) as path:

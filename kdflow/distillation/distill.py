@@ -30,7 +30,9 @@ from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.runtime import seed_everything
 from kdflow.distillation.methods.registry import Shapes, build_method, method_class
+from kdflow.students.loading import saved_words
 from kdflow.students.registry import StudentContext, build_student
+from kdflow.students.tokens import reads_words, student_tokenizer, transfer_words
 from kdflow.training.batching import batches, tokenize
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.loop import predict, subset_indices, train
@@ -63,20 +65,24 @@ def distill(
 ) -> dict:
     """Train one student on a transfer set of ``task`` (train, or the ``augmented`` set's file) with ``method``;
     write weights, predictions and metrics. Generated examples have no gold label: they add nothing to the
-    hard-label term (see :func:`kdflow.training.losses.task_loss`) and learn from the teacher alone."""
+    hard-label term (see :func:`kdflow.training.losses.task_loss`) and learn from the teacher alone. Every split is
+    tokenised as the student reads text (:mod:`kdflow.students.tokens`); a word-level student's vocabulary is the
+    words of the transfer set it learns from, saved with its weights."""
     started = time.perf_counter()
     seed_everything(hp.seed)
     regression, metric_names = task.meta["regression"], task.meta["metrics"]
     tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
-    student = build_student(student_spec, StudentContext(task.num_labels, tokenizer, str(teacher_dir)))
-
     frames = {name: transfer_frame(task, augmented) if name == "train" else task.split(name)
               for name in task.meta["splits"]}
     cache = SignalCache(signals_path, device, frames["train"]["idx"].to_numpy(), method_class(method_name).needs)
     rows = subset_indices(len(frames["train"]), hp.max_train_examples, hp.seed)  # train position -> signal row
     frames["train"] = frames["train"].iloc[rows].reset_index(drop=True)
     rows = torch.as_tensor(rows, device=device)
-    encoded = {name: tokenize(f, tokenizer, hp.max_seq_length, name == "train" or task.is_labelled(name))
+
+    words = transfer_words(frames["train"]) if reads_words(student_spec) else None  # its vocabulary: what it learns from
+    student = build_student(student_spec, StudentContext(task.num_labels, tokenizer, str(teacher_dir), words))
+    reader = student_tokenizer(student, tokenizer)
+    encoded = {name: tokenize(f, reader, hp.max_seq_length, name == "train" or task.is_labelled(name))
                for name, f in frames.items()}
     train_split, dev_split = encoded["train"], encoded["dev"]
 
@@ -126,7 +132,7 @@ def distill(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with atomic_output(out_dir / "model.safetensors") as path:
-        save_file({k: v.contiguous() for k, v in best["state"].items()}, str(path))
+        save_file({k: v.contiguous() for k, v in best["state"].items()}, str(path), metadata=saved_words(words))
     scores, tables = {}, []
     for name, split in encoded.items():
         if name == "train":

@@ -26,6 +26,7 @@ from kdflow.core.model_references import reference_kind
 from kdflow.core.runtime import seed_everything
 from kdflow.distillation.selection import selected_run_dir
 from kdflow.students.loading import load_distilled
+from kdflow.students.tokens import student_tokenizer
 from kdflow.students.transformer import HFStudent
 from kdflow.teachers.finetune import build_teacher
 from kdflow.teachers.pseudo_heads import pool_layers
@@ -53,11 +54,12 @@ def hf_model(model: nn.Module, tokenizer) -> LoadedModel:
                        layers, token_level=True)
 
 
-def student_model(student: nn.Module, tokenizer) -> LoadedModel:
-    """A distilled student. Transformer students (:class:`kdflow.students.transformer.HFStudent`) are probed like
-    any Hugging Face model; recurrent and convolutional ones through their own per-layer sentence vectors (the
-    BiLSTM's final states, thesis §6.1; attention-pooled layers of Universal-KD's students), which pooling does
-    not apply to."""
+def student_model(student: nn.Module, teacher_tokenizer) -> LoadedModel:
+    """A distilled student, with the tokenizer it reads text by (its own, or its teacher's). Transformer students
+    (:class:`kdflow.students.transformer.HFStudent`) are probed like any Hugging Face model; recurrent and
+    convolutional ones through their own per-layer sentence vectors (the BiLSTM's final states, thesis §6.1;
+    attention-pooled layers of Universal-KD's students), which pooling does not apply to."""
+    tokenizer = student_tokenizer(student, teacher_tokenizer)
     if isinstance(student, HFStudent):
         loaded = hf_model(student.model, tokenizer)
         loaded.module = student.eval()

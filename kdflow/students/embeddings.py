@@ -7,10 +7,13 @@ dim: N, path: ...}``.
 
 - ``source: random``: ``dim``-wide vectors drawn from U[-0.25, 0.25], the range the thesis (after Kim 2014) uses
   for words without a pre-trained vector. ``teacher``: the fine-tuned teacher's wordpiece matrix, read from
-  ``teacher_dir/model``. ``file``: word vectors in word2vec/GloVe text format (``word v1 v2 ...`` per line, an
-  optional ``count dim`` header), matched to the tokenizer's vocabulary by exact token (a leading RoBERTa ``Ġ`` or
-  SentencePiece ``▁`` word marker is ignored); tokens the file lacks (e.g. ``##`` pieces) are drawn from
-  U[-0.25, 0.25], and the coverage is logged. ``dim`` is the vectors' own width: needed for ``random`` (a student
+  ``teacher_dir/model`` (wordpiece students only). ``file``: word vectors in word2vec/GloVe text format
+  (``word v1 v2 ...`` per line, an optional ``count dim`` header), or word2vec's binary format when the name ends in
+  ``.bin`` (GoogleNews-vectors-negative300.bin), either optionally gzipped (``.gz``). They are matched to the
+  student's vocabulary by exact token: the teacher's wordpieces (a leading RoBERTa ``Ġ`` or SentencePiece ``▁`` word
+  marker is ignored) or a word-level student's lower-cased words (:mod:`kdflow.students.tokens`); only the rows of
+  vocabulary tokens are kept. Tokens the file lacks (``##`` pieces, out-of-vocabulary words, ``<unk>``) are drawn
+  from U[-0.25, 0.25], and the coverage is logged. ``dim`` is the vectors' own width: needed for ``random`` (a student
   may default it), checked against the teacher or file otherwise.
 - ``mode`` (Kim 2014, thesis §4.3.3): ``static`` freezes the vectors, ``non_static`` trains them,
   ``multichannel`` keeps a frozen and a trainable copy and concatenates the two vectors of each token, as the thesis
@@ -26,15 +29,20 @@ dim: N, path: ...}``.
 
 from __future__ import annotations
 
+import gzip
 import logging
+from collections.abc import Callable, Iterator
+from functools import partial
 from itertools import chain
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 from transformers import AutoModel
 
 from kdflow.students.registry import StudentContext, StudentOutput, with_defaults
+from kdflow.students.tokens import WordTokenizer
 
 log = logging.getLogger("kdflow")
 
@@ -87,6 +95,9 @@ def token_embedding(spec: dict | None, context: StudentContext, width: int | Non
             raise ValueError("embeddings source 'random' needs `dim`, the width of the vectors")
         vectors = unseen_vectors(len(context.tokenizer), dim)
     elif source == "teacher":
+        if isinstance(context.tokenizer, WordTokenizer):
+            raise ValueError("the teacher's vectors are for its wordpieces; a word-level student (tokens: words) "
+                             "takes embeddings from a word-vectors file (source: file) or random ones")
         teacher = AutoModel.from_pretrained(teacher_model_dir(context))
         vectors = teacher.get_input_embeddings().weight.detach().float()
         if vectors.shape[0] < len(context.tokenizer):
@@ -95,7 +106,9 @@ def token_embedding(spec: dict | None, context: StudentContext, width: int | Non
             )
     else:
         if not opts["path"]:
-            raise ValueError("embeddings source 'file' needs `path`, a word2vec/GloVe text file")
+            raise ValueError("embeddings source 'file' needs `path`, a word2vec or GloVe vectors file")
+        if not context.read_vector_files:  # trained weights follow
+            return TokenEmbedding(unseen_vectors(len(context.tokenizer), vector_width(opts["path"])), mode, width)
         vectors, found = read_word_vectors(opts["path"], context.tokenizer)
         log.info(
             "embeddings from %s: %d of %d vocabulary tokens (%.1f%%) have a vector, the rest are random",
@@ -115,8 +128,8 @@ def unseen_vectors(rows: int, dim: int) -> torch.Tensor:
 
 def read_word_vectors(path: str | Path, tokenizer) -> tuple[torch.Tensor, int]:
     """A [len(tokenizer), dim] matrix holding the file's vector for each vocabulary token that has one, random
-    vectors for the rest, and how many tokens had one. Only lines of vocabulary words are parsed, which keeps a
-    multi-gigabyte word2vec file quick to scan."""
+    vectors for the rest, and how many tokens had one. Only vectors of vocabulary tokens are parsed and kept, which
+    keeps a multi-gigabyte word2vec file quick to scan and its 3M words out of memory."""
     ids_of_word: dict[str, list[int]] = {}
     for token, index in tokenizer.get_vocab().items():
         word = token
@@ -124,22 +137,81 @@ def read_word_vectors(path: str | Path, tokenizer) -> tuple[torch.Tensor, int]:
             word = word.removeprefix(marker)
         ids_of_word.setdefault(word, []).append(index)
 
-    with open(path, encoding="utf-8", errors="replace") as lines:
-        first = lines.readline()
-        fields = first.split()
-        has_header = len(fields) == 2 and all(field.isdigit() for field in fields)
-        dim = int(fields[1]) if has_header else len(fields) - 1
-        vectors = unseen_vectors(len(tokenizer), dim)
-        found = torch.zeros(len(tokenizer), dtype=torch.bool)
-        for number, line in enumerate(lines if has_header else chain([first], lines), start=2 if has_header else 1):
-            word, *values = line.rstrip().rsplit(" ", dim)  # from the right: a few GloVe words contain spaces
-            if len(values) != dim:
-                raise ValueError(f"{path}:{number}: expected a word and {dim} numbers, got {line[:80]!r}")
+    dim = vector_width(path)
+    vectors = unseen_vectors(len(tokenizer), dim)
+    found = torch.zeros(len(tokenizer), dtype=torch.bool)
+    with open_vectors(path) as stream:
+        entries = binary_entries(stream, dim, path) if is_binary(path) else text_entries(stream, dim, path)
+        for word, parse in entries:
             if word in ids_of_word:
                 ids = ids_of_word[word]
-                vectors[ids] = torch.tensor([float(v) for v in values])
+                vectors[ids] = parse()
                 found[ids] = True
     return vectors, int(found.sum())
+
+
+def is_binary(path: str | Path) -> bool:
+    return Path(path).name.removesuffix(".gz").endswith(".bin")
+
+
+def open_vectors(path: str | Path):
+    opener = gzip.open if Path(path).name.endswith(".gz") else open
+    return opener(path, "rb") if is_binary(path) else opener(path, "rt", encoding="utf-8", errors="replace")
+
+
+def vector_width(path: str | Path) -> int:
+    """The width of a vectors file's vectors, from its ``count dim`` header (which the binary format always has)
+    or else its first line."""
+    with open_vectors(path) as stream:
+        first = stream.readline()
+    fields = (first.decode("utf-8", errors="replace") if isinstance(first, bytes) else first).split()
+    return int(fields[1]) if has_header(fields) else len(fields) - 1
+
+
+def has_header(fields: list[str]) -> bool:
+    return len(fields) == 2 and all(field.isdigit() for field in fields)
+
+
+Entries = Iterator[tuple[str, Callable[[], torch.Tensor]]]
+
+
+def text_entries(lines, dim: int, path: str | Path) -> Entries:
+    """(word, parser of its vector) per line: parsing only the vectors that are used is what makes a scan quick."""
+    first = lines.readline()
+    header = has_header(first.split())
+    for number, line in enumerate(lines if header else chain([first], lines), start=2 if header else 1):
+        word, *values = line.rstrip().rsplit(" ", dim)  # from the right: a few GloVe words contain spaces
+        if len(values) != dim:
+            raise ValueError(f"{path}:{number}: expected a word and {dim} numbers, got {line[:80]!r}")
+        yield word, partial(parse_text, values)
+
+
+def parse_text(values: list[str]) -> torch.Tensor:
+    return torch.tensor([float(value) for value in values])
+
+
+def binary_entries(stream, dim: int, path: str | Path) -> Entries:
+    """word2vec's binary format: a ``count dim`` line, then per word its UTF-8 bytes, a space and ``dim``
+    little-endian float32s (word2vec's own writer adds a newline after each vector). Read in 4 MB chunks."""
+    stream.readline()
+    size, buffer, start = 4 * dim, b"", 0
+    while True:
+        space = buffer.find(b" ", start)  # words hold no space: the first one after a record's start ends its word
+        if space < 0 or len(buffer) < space + 1 + size:
+            chunk = stream.read(1 << 22)
+            if not chunk:
+                if buffer[start:].strip():
+                    raise ValueError(f"{path}: ends inside the entry {buffer[start:start + 80]!r}")
+                return
+            buffer, start = buffer[start:] + chunk, 0
+            continue
+        word = buffer[start:space].lstrip(b"\n").decode("utf-8", errors="replace")
+        yield word, partial(parse_binary, buffer[space + 1 : space + 1 + size])
+        start = space + 1 + size
+
+
+def parse_binary(values: bytes) -> torch.Tensor:
+    return torch.from_numpy(np.frombuffer(values, dtype="<f4").copy())
 
 
 class AttentionSum(nn.Module):

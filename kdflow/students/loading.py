@@ -7,20 +7,34 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from safetensors import safe_open
 from safetensors.torch import load_file
 from torch import nn
 from transformers import AutoTokenizer
 
 from kdflow.students.registry import StudentContext, build_student
 
+WORDS = "words"  # metadata of model.safetensors: a word-level student's word list (kdflow.students.tokens)
+
+
+def saved_words(words: list[str] | None) -> dict[str, str] | None:
+    """The metadata that saves a word-level student's word list with its weights (None: a wordpiece student)."""
+    return None if words is None else {WORDS: json.dumps(words)}
+
 
 def load_distilled(run_dir: Path, teacher_dir: Path, num_labels: int) -> nn.Module:
     """A trained student from its run directory (``metrics.json`` holds its spec, ``model.safetensors`` the
-    best-dev weights of student and method), in eval mode."""
+    best-dev weights of student and method, and a word-level student's word list), in eval mode. Word vectors are
+    not read again: the saved weights replace them."""
     run_dir = Path(run_dir)
     spec = json.loads((run_dir / "metrics.json").read_text())["student"]
     tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
-    student = build_student(spec, StudentContext(num_labels, tokenizer, str(teacher_dir)))
-    state = load_file(str(run_dir / "model.safetensors"))
+    weights = str(run_dir / "model.safetensors")
+    with safe_open(weights, framework="pt") as saved:
+        metadata = saved.metadata() or {}
+    words = json.loads(metadata[WORDS]) if WORDS in metadata else None
+    context = StudentContext(num_labels, tokenizer, str(teacher_dir), words, read_vector_files=False)
+    student = build_student(spec, context)
+    state = load_file(weights)
     student.load_state_dict({k.removeprefix("student."): v for k, v in state.items() if k.startswith("student.")})
     return student.eval()

@@ -7,6 +7,8 @@ final states (those at each sequence's last real token) are what the unpadded se
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -14,6 +16,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from kdflow.students.embeddings import AttentionPooledStudent, token_embedding
 from kdflow.students.registry import StudentContext, StudentOutput, register
+from kdflow.students.tokens import WholeSentences, input_tokenizer
 
 
 def packed_lstm(lstm: nn.LSTM, states: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -67,9 +70,8 @@ class ThesisBiLSTM(nn.Module):
     def __init__(self, embed: nn.Module, hidden: int, layers: int, fc: int, num_labels: int, dropout: float):
         super().__init__()
         self.embed = embed
-        # Dropout between stacked BiLSTM layers (Table B.2's deeper students); the thesis names only the FC's.
-        between = dropout if layers > 1 else 0.0
-        self.lstm = nn.LSTM(embed.width, hidden, layers, batch_first=True, bidirectional=True, dropout=between)
+        # No dropout between stacked BiLSTM layers (Table B.2's deeper students): the original code has none.
+        self.lstm = nn.LSTM(embed.width, hidden, layers, batch_first=True, bidirectional=True)
         self.fc = nn.Linear(2 * hidden, fc)
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(fc, num_labels)
@@ -83,16 +85,26 @@ class ThesisBiLSTM(nn.Module):
         return StudentOutput(self.classifier(self.dropout(hidden)), [*per_layer, hidden])
 
 
-@register("bilstm_s", {"lstm_size": 300, "fc_size": 400, "layers": 1, "dropout": 0.1, "embeddings": None})
+LSTM_S = {"lstm_size": 300, "fc_size": 400, "layers": 1, "dropout": 0.1, "embeddings": None, "tokens": "wordpiece",
+          "max_length": None}
+
+
+@register("bilstm_s", LSTM_S)
 def bilstm_s(opts: dict, context: StudentContext) -> nn.Module:
     """Thesis LSTM_S: 1 BiLSTM layer of 300 units per direction, FC 400, dropout 0.1 (§4.3.3, §4.3.5); Table B.2
     scales ``lstm_size`` (d_LSTM, per direction), ``fc_size`` (d_FC) and ``layers``.
 
-    Embeddings default to the teacher's wordpieces in multichannel mode (the thesis's Sara LSTM_S, Table 5.2); its
-    word2vec setting is ``{source: file, path: ..., mode: multichannel}`` (the thesis builds a word-level vocabulary
-    from the transfer set; here word vectors are mapped onto the teacher's wordpiece vocabulary, so the batches stay
-    the teacher's). With 300-wide multichannel vectors the model has 2,406,002 non-embedding parameters for 2
-    classes: Table 5.2's 2.41M. With 1024-wide multichannel wordpieces and Sara's 57 intents it has 5.90M, as in
-    Table 5.2, which is why recurrent students get no projection to a fixed width."""
-    embed = token_embedding(opts["embeddings"], context, source="teacher", mode="multichannel")
-    return ThesisBiLSTM(embed, opts["lstm_size"], opts["layers"], opts["fc_size"], context.num_labels, opts["dropout"])
+    It reads sentences whole and without [CLS]/[SEP], as the thesis's LSTM_S (:class:`WholeSentences`);
+    ``max_length`` caps them should memory need it. ``tokens``: ``wordpiece`` (the teacher's, the thesis's Sara
+    LSTM_S) or ``words`` (its CoLA and SST-2 LSTM_S, with ``embeddings: {source: file, path: <word2vec>}``; see
+    :mod:`kdflow.students.tokens`). Embeddings default to the teacher's wordpieces in multichannel mode (Table 5.2).
+    With 300-wide multichannel vectors the model has 2,406,002 non-embedding parameters for 2 classes: Table 5.2's
+    2.41M. With 1024-wide multichannel wordpieces and Sara's 57 intents it has 5.90M, as in Table 5.2, which is why
+    recurrent students get no projection to a fixed width."""
+    tokenizer = input_tokenizer(opts["tokens"], context, markers=False)
+    embed = token_embedding(opts["embeddings"], replace(context, tokenizer=tokenizer), source="teacher",
+                            mode="multichannel")
+    student = ThesisBiLSTM(embed, opts["lstm_size"], opts["layers"], opts["fc_size"], context.num_labels,
+                           opts["dropout"])
+    student.tokenizer = WholeSentences(tokenizer, opts["max_length"])
+    return student

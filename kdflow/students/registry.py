@@ -25,11 +25,16 @@ class StudentOutput:
 
 @dataclass
 class StudentContext:
-    """What a builder may use: the task's output size, the teacher's tokenizer and its fine-tuned directory."""
+    """What a builder may use: the task's output size, the teacher's tokenizer and its fine-tuned directory; for a
+    word-level student the words of its transfer set (:mod:`kdflow.students.tokens`). ``read_vector_files`` is False
+    when trained weights will replace the initial ones (:mod:`kdflow.students.loading`): a word-vectors file, up to
+    3.6 GB for word2vec's GoogleNews vectors, is then not read, only its vector width."""
 
     num_labels: int
     tokenizer: object
     teacher_dir: str | None = None
+    words: list[str] | None = None
+    read_vector_files: bool = True
 
 
 Builder = Callable[[dict, StudentContext], nn.Module]
@@ -62,11 +67,18 @@ def with_defaults(spec: dict, defaults: dict, what: str) -> dict:
     return {**defaults, **spec}
 
 
-def build_student(spec: dict, context: StudentContext) -> nn.Module:
-    """Build the student described by ``spec`` (``{"type": <registered name>, ...its options}``)."""
+def student_options(spec: dict) -> tuple[StudentType, dict]:
+    """The registered student ``spec`` (``{"type": <registered name>, ...its options}``) names, and every option of
+    it resolved."""
     spec = dict(spec)
     kind = spec.pop("type")
     if kind not in STUDENTS:
         raise KeyError(f"unknown student type {kind!r}; known: {', '.join(sorted(STUDENTS))}")
     student = STUDENTS[kind]
-    return student.builder(with_defaults(spec, student.defaults, kind), context)
+    return student, with_defaults(spec, student.defaults, kind)
+
+
+def build_student(spec: dict, context: StudentContext) -> nn.Module:
+    """Build the student described by ``spec``."""
+    student, options = student_options(spec)
+    return student.builder(options, context)

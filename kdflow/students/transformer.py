@@ -10,6 +10,7 @@ the "CLS output representation of each layer" of Universal-KD §4.1, as the teac
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import torch
 from torch import nn
@@ -22,6 +23,7 @@ from transformers import (
 
 from kdflow.students.embeddings import teacher_model_dir, token_embedding
 from kdflow.students.registry import StudentContext, StudentOutput, register
+from kdflow.students.tokens import input_tokenizer
 from kdflow.training.hf_models import build_classifier, model_inputs
 
 
@@ -101,22 +103,26 @@ def hf(opts: dict, context: StudentContext) -> nn.Module:
 BERT_S = {"num_hidden_layers": 5, "hidden_size": 204, "num_attention_heads": 3, "intermediate_size": 750}
 
 
-@register("bert_s", {**BERT_S, "embeddings": None})
+@register("bert_s", {**BERT_S, "embeddings": None, "tokens": "wordpiece"})
 def bert_s(opts: dict, context: StudentContext) -> nn.Module:
     """Thesis BERT_S (§4.3.4): BERT-large scaled down ~5x, L=5, d_h=204, A=3, d_I=750 (Table B.1 scales them via
     these options), randomly initialised, 2,417,888 non-embedding parameters for 2 classes (Table 5.2: 2.42M).
 
-    Its wordpiece embeddings are the ``embeddings`` option (see :mod:`kdflow.students.embeddings`), by default the
-    teacher's, projected to d_h by a trainable linear layer (Table 4.3, §5.1 footnote 1). As in the thesis, position
-    and token-type embeddings stay BERT's own (random, d_h wide) and are added after the projection."""
-    embeddings = opts.pop("embeddings")
-    config = BertConfig(
-        vocab_size=len(context.tokenizer),
-        num_labels=context.num_labels,
-        pad_token_id=context.tokenizer.pad_token_id,
-        **opts,
-    )
+    Its token embeddings are the ``embeddings`` option (see :mod:`kdflow.students.embeddings`), by default the
+    teacher's wordpieces, projected to d_h by a trainable linear layer (Table 4.3, §5.1 footnote 1). As in the
+    thesis, position and token-type embeddings stay BERT's own (random, d_h wide) and are added after the
+    projection. ``tokens: words`` reads words instead (the thesis's CoLA and SST-2 BERT_S, with word2vec vectors:
+    ``embeddings: {source: file, path: ..., mode: multichannel}``), ``<cls> a <sep>`` with U[-0.25, 0.25] marker
+    vectors, cut at the job's ``max_seq_length`` as wordpieces are (see :mod:`kdflow.students.tokens`)."""
+    embeddings, tokens = opts.pop("embeddings"), opts.pop("tokens")
+    tokenizer = input_tokenizer(tokens, context, markers=True)
+    config = BertConfig(vocab_size=len(tokenizer), num_labels=context.num_labels, pad_token_id=tokenizer.pad_token_id,
+                        **opts)
     model = BertForSequenceClassification(config)
     width = config.hidden_size
-    model.set_input_embeddings(token_embedding(embeddings, context, width=width, source="teacher", dim=width))
-    return HFStudent(model)
+    embed = token_embedding(embeddings, replace(context, tokenizer=tokenizer), width=width, source="teacher", dim=width)
+    model.set_input_embeddings(embed)
+    student = HFStudent(model)
+    if tokens == "words":
+        student.tokenizer = tokenizer
+    return student
