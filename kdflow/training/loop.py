@@ -28,6 +28,7 @@ from torch import nn
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.training.batching import batch_rows, to_device
 from kdflow.training.checkpoint import Checkpoint, random_states, restore_random_states
+from kdflow.training.curves import LiveCurves
 
 log = logging.getLogger("kdflow")
 
@@ -122,7 +123,8 @@ def train(
     ``history`` has one record per evaluation: epoch, step, ``lr`` (the learning rate of that step), over the
     optimiser steps since the previous evaluation the mean and max of the gradient's total 2-norm before clipping
     (``grad_norm_mean``, ``grad_norm_max``: a spike shows in the max) and the mean training loss, the seconds
-    they took, then the dev metrics (``dev_<name>``). The model kept is the evaluation's with the best
+    they took, then the dev metrics (``dev_<name>``); with TensorBoard on, each record also goes to the run's
+    event files as it is made (:mod:`kdflow.training.curves`). The model kept is the evaluation's with the best
     ``select_metric`` (a dev-set metric: selection never looks at test data; the earlier on a tie), or with
     ``hp.keep == "final"`` the final model (the thesis's teachers, which select no checkpoint). Parameters with
     ``requires_grad=False`` (a frozen teacher) are left alone. ``on_epoch_start`` is called with the 1-based
@@ -167,6 +169,7 @@ def train(
         running, elapsed = saved["running"], saved["seconds"]
         log.info("resuming run %s from its checkpoint: epoch %d, batch %d (step %d)", run, first_epoch,
                  batches_done, step)
+    live = LiveCurves(run, resumed_at_step=step, writes=rank == 0)
 
     def save(epoch: int, batches: int, epoch_shuffler: dict, seconds: float, finished: bool = False) -> None:
         generators = None if finished else _every_ranks(random_states())
@@ -187,6 +190,7 @@ def train(
         log.warning("run %s diverged at epoch %d, step %d (%s): stopped", run, epoch, at_step, what)
         result.diverged = {"epoch": epoch, "step": at_step}
         keep(epoch, at_step, float("nan"))
+        live.close()
         if checkpoint is not None:
             save(epoch, 0, {}, 0.0, finished=True)
         return result
@@ -201,6 +205,7 @@ def train(
                   "seconds": elapsed + time.perf_counter() - started}
         record.update({f"dev_{name}": value for name, value in scores.items()})
         result.history.append(record)
+        live.add(record)
         log.info("evaluation at epoch %d, step %d: train loss %.4f, dev %s", epoch, step, record["train_loss"],
                  _fmt(scores))
         score = scores[select_metric]
@@ -252,6 +257,7 @@ def train(
         batches_done = 0
         if checkpoint is not None:
             save(epoch + 1, 0, shuffler.bit_generator.state, 0.0, finished=epoch == hp.epochs)
+    live.close()
     log.info("kept the %s model: dev %s %.4f at epoch %d, step %d", hp.keep, select_metric, result.best_score,
              result.best_epoch, result.best_step)
     return result
