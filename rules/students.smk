@@ -31,6 +31,7 @@ rule distill_student:
         metrics="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/metrics.json",
         model="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/model.safetensors",
         predictions="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/predictions.parquet",
+        curves="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/curves.parquet",
     log:
         "logs/distill_student/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.log",
     conda:

@@ -6,6 +6,7 @@ rule finetune_teacher:
         model=directory("results/teachers/{teacher}/{task}/model"),
         predictions="results/teachers/{teacher}/{task}/predictions.parquet",
         metrics="results/teachers/{teacher}/{task}/metrics.json",
+        curves="results/teachers/{teacher}/{task}/curves.parquet",
     log:
         "logs/finetune_teacher/{teacher}/{task}.log",
     conda:
@@ -32,6 +33,7 @@ rule train_pseudo_heads:
         heads="results/pseudo_heads/{teacher}/{task}/heads.safetensors",
         predictions="results/pseudo_heads/{teacher}/{task}/dev_predictions.parquet",
         metrics="results/pseudo_heads/{teacher}/{task}/metrics.json",
+        curves="results/pseudo_heads/{teacher}/{task}/curves.parquet",
     log:
         "logs/train_pseudo_heads/{teacher}/{task}.log",
     conda:

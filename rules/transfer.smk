@@ -6,6 +6,7 @@ rule finetune_generator:
     output:
         model=directory("results/generators/{task}/model"),
         metrics="results/generators/{task}/metrics.json",
+        curves="results/generators/{task}/curves.parquet",
     log:
         "logs/finetune_generator/{task}.log",
     conda:

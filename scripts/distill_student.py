@@ -7,9 +7,11 @@ from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.distillation.distill import distill
 from kdflow.training.checkpoint import job_checkpoint
+from kdflow.training.curves import tensorboard_for_job
 
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)
+    tensorboard_for_job(snakemake)
     settings = snakemake.params.settings
     distill(
         TaskData.load(snakemake.input.data),

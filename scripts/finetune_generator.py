@@ -6,10 +6,12 @@ from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.training.checkpoint import job_checkpoint
+from kdflow.training.curves import tensorboard_for_job
 from kdflow.transfer.generation import finetune_generator
 
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)
+    tensorboard_for_job(snakemake)
     settings = snakemake.params.settings
     finetune_generator(
         TaskData.load(snakemake.input.data),

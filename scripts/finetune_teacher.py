@@ -7,10 +7,12 @@ from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.teachers.finetune import finetune
 from kdflow.training.checkpoint import job_checkpoint
+from kdflow.training.curves import tensorboard_for_job
 from kdflow.training.parallel import process_count, run_processes
 
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)
+    tensorboard_for_job(snakemake)
     settings = snakemake.params.settings
     device = select_device(snakemake.params.device)
     run_processes(

@@ -6,9 +6,11 @@ from kdflow.core.data import TaskData
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.teachers.pseudo_heads import train_pseudo_heads
 from kdflow.training.checkpoint import job_checkpoint
+from kdflow.training.curves import tensorboard_for_job
 
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)
+    tensorboard_for_job(snakemake)
     train_pseudo_heads(
         TaskData.load(snakemake.input.data),
         Path(snakemake.input.model).parent,

@@ -4,6 +4,7 @@ uninterrupted run ends; checkpoints of other settings are never resumed; writes 
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -11,6 +12,7 @@ from torch import nn
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.io import atomic_output, write_json
 from kdflow.training.checkpoint import Checkpoint, job_fingerprint, resumable_chunks
+from kdflow.training.curves import write_curves
 from kdflow.training.loop import train
 
 HP = Hyperparameters(learning_rate=1e-2, batch_size=8, epochs=3, seed=3, log_every=1000)
@@ -103,6 +105,19 @@ def test_a_run_with_accumulation_and_step_evaluations_resumes_bitwise_like_an_un
     assert len(steps) == 2 * (24 - saved_steps)  # resumed at an optimiser step, its micro-batches all redone
     assert_same(resumed, uninterrupted)
     assert [r["step"] for r in resumed[1].history] == [3, 6, 8, 9, 12, 15, 16, 18, 21, 24]  # each evaluation once
+
+
+def test_a_resumed_run_writes_the_learning_curves_of_an_uninterrupted_one(tmp_path):
+    path = tmp_path / "job.ckpt"
+    with pytest.raises(Interrupted):  # in step 6: resumed from step 4, which the evaluation at step 6 averages over
+        run(Checkpoint(path, "job", every_minutes=None, every_steps=2), interrupt_at=12, hp=ACCUMULATING)
+    resumed = run(Checkpoint(path, "job", every_minutes=None, every_steps=2), hp=ACCUMULATING)
+    for name, (_, result) in {"uninterrupted": run(hp=ACCUMULATING), "resumed": resumed}.items():
+        write_curves(tmp_path / f"{name}.parquet", result.history)
+    uninterrupted, resumed = (pd.read_parquet(tmp_path / f"{name}.parquet").drop(columns="seconds")
+                              for name in ("uninterrupted", "resumed"))
+    pd.testing.assert_frame_equal(resumed, uninterrupted, check_exact=True)
+    assert {"lr", "grad_norm_mean", "grad_norm_max"} <= set(resumed.columns)
 
 
 def test_a_finished_run_is_not_trained_again_and_later_runs_resume(tmp_path):

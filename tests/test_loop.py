@@ -1,7 +1,8 @@
 """The training loop's options: optimisers and their settings, the learning-rate schedule, gradient accumulation,
-evaluation every N optimiser steps and which model is kept (best dev or final)."""
+evaluation every N optimiser steps, what each evaluation records and which model is kept (best dev or final)."""
 
 import copy
+import math
 
 import numpy as np
 import pytest
@@ -142,3 +143,25 @@ def test_keep_final_returns_the_final_model_and_its_scores():
     assert (result.best_epoch, result.best_step, result.best_score) == (2, 16, 0.3)  # not the better 0.9
     for name, value in net.state_dict().items():
         assert torch.equal(result.best_state[name], value), name
+
+
+def test_each_evaluation_records_the_learning_rate_of_its_step_and_the_gradient_norms_before_clipping():
+    _, result = fit(evaluate_every_steps=3, warmup_ratio=0.25, max_grad_norm=1e-3)  # 16 steps: 4 warm-up, 12 decay
+    assert [r["step"] for r in result.history] == [3, 6, 8, 9, 12, 15, 16]
+    factors = [3 / 4, 11 / 12, 9 / 12, 8 / 12, 5 / 12, 2 / 12, 1 / 12]  # of the step's learning rate, 0-based step-1
+    assert [r["lr"] for r in result.history] == pytest.approx([1e-2 * factor for factor in factors])
+    for record in result.history:
+        assert 1e-3 < record["grad_norm_mean"] <= record["grad_norm_max"] < math.inf  # measured before clipping
+
+
+@pytest.mark.parametrize("max_grad_norm", [1e-3, None])
+def test_the_gradient_norm_is_the_whole_gradients_with_or_without_clipping(max_grad_norm):
+    net = nn.Linear(5, 2)
+    by_hand = copy.deepcopy(net)
+    batch = {"x": X[:8], "y": Y[:8]}
+    hp = Hyperparameters(learning_rate=1.0, batch_size=8, epochs=1, max_grad_norm=max_grad_norm)
+    result = train(net, loss_fn, lambda rng: [batch], 8, lambda net: {"score": 0.0}, "score", hp, CPU)
+    loss_fn(by_hand, batch).backward()
+    norm = torch.cat([p.grad.flatten() for p in by_hand.parameters()]).norm().item()
+    (record,) = result.history
+    assert record["grad_norm_mean"] == record["grad_norm_max"] == pytest.approx(norm, rel=1e-6)

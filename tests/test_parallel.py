@@ -186,7 +186,8 @@ def test_a_teacher_fine_tuned_in_two_processes_matches_one_process(separable, tm
     log = tmp_path / "job.log"
     run_processes(finetune, dict(task=separable, spec=spec, hp=hp, out_dir=tmp_path / "ranks"), processes=2,
                   device=CPU, log_path=str(log))
-    assert sorted(p.name for p in (tmp_path / "ranks").iterdir()) == ["metrics.json", "model", "predictions.parquet"]
+    assert sorted(p.name for p in (tmp_path / "ranks").iterdir()) == ["curves.parquet", "metrics.json", "model",
+                                                                  "predictions.parquet"]
     a, b = (pd.read_parquet(tmp_path / d / "predictions.parquet") for d in ("alone", "ranks"))
     np.testing.assert_allclose(np.stack(b.logits), np.stack(a.logits), atol=1e-4)
     text = log.read_text()

@@ -48,6 +48,15 @@ def planned_jobs(*args, cwd=REPO) -> Counter:
     return jobs
 
 
+def planned_outputs(*args, cwd=REPO) -> dict[str, list[list[str]]]:
+    """The outputs of each job a dry run would execute, per rule."""
+    out = snakemake("-n", *args, cwd=cwd).stdout
+    outputs = {}
+    for rule, files in re.findall(r"^(?:local)?rule (\w+):\n(?:    (?!output:).*\n)*    output: (.*)$", out, flags=re.M):
+        outputs.setdefault(rule, []).append(files.split(", "))
+    return outputs
+
+
 def copy_repo(destination: Path) -> Path:
     ignore = shutil.ignore_patterns(".git", ".venv", ".snakemake", "results", "logs", "__pycache__", "*.egg-info")
     shutil.copytree(REPO, destination, ignore=ignore)
@@ -105,6 +114,15 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         analyse_predictions=3, figure_analysis=3, paper_table=8, measure_inference=9, figure_pseudo_heads=1,
         attention_maps=1,
     )
+
+
+def test_every_training_job_writes_its_learning_curves_beside_its_metrics():
+    outputs = planned_outputs(*DEMO)
+    for rule in ["finetune_teacher", "train_pseudo_heads", "finetune_generator", "distill_student"]:
+        assert outputs[rule], rule
+        for files in outputs[rule]:
+            metrics = next(name for name in files if name.endswith("/metrics.json"))
+            assert metrics.replace("/metrics.json", "/curves.parquet") in files, rule
 
 
 @pytest.mark.parametrize(
@@ -181,6 +199,11 @@ def test_demo_runs_the_whole_dag(demo_run):
     assert "Random generated examples" in (workdir / "results/transfer/sst2/statistics/tiny_bert.md").read_text()
     thesis_run = next((workdir / "results/students/thesis_table52").glob("sst2/*/*/*/seed0/metrics.json"))
     assert json.loads(thesis_run.read_text())["transfer"]["generated"] == hygiene["kept"]
+    for job in [workdir / f"results/{job}" for job in ("teachers/tiny_bert/sst2", "pseudo_heads/tiny_bert/sst2",
+                                                       "generators/sst2")] + [thesis_run.parent]:
+        curves = pd.read_parquet(job / "curves.parquet")  # the learning curves of every kind of training job
+        assert curves.to_dict("records") == json.loads((job / "metrics.json").read_text())["history"], job
+        assert (curves.grad_norm_max > 0).all(), job
     assert methods == set(available_methods())  # the demo runs every method and every student type
     assert students == {"bert_k", "hf", "bilstm", "gated_cnn", "bilstm_s", "bert_s"}
     check_demo_evidence(workdir, config)

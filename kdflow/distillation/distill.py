@@ -35,6 +35,7 @@ from kdflow.students.registry import StudentContext, build_student
 from kdflow.students.tokens import reads_words, student_tokenizer, transfer_words
 from kdflow.training.batching import batches, tokenize
 from kdflow.training.checkpoint import Checkpoint
+from kdflow.training.curves import write_curves
 from kdflow.training.loop import predict, subset_indices, train
 from kdflow.training.predictions import prediction_table
 from kdflow.transfer.frames import transfer_frame
@@ -161,5 +162,6 @@ def distill(
         "seconds": time.perf_counter() - started,
     }
     write_json(out_dir / "metrics.json", report, default=str)
+    write_curves(out_dir / "curves.parquet", history)
     log.info("student done: %s", json.dumps(scores))
     return report

@@ -27,6 +27,7 @@ from kdflow.core.io import atomic_output, write_json
 from kdflow.core.runtime import seed_everything
 from kdflow.training.batching import EncodedSplit, batches, tokenize
 from kdflow.training.checkpoint import Checkpoint
+from kdflow.training.curves import write_curves
 from kdflow.training.hf_models import build_classifier, build_tokenizer, model_inputs
 from kdflow.training.loop import predict, subset_indices, train
 from kdflow.training.losses import task_loss
@@ -59,10 +60,10 @@ def evaluate_split(model, split: EncodedSplit, task: TaskData, hp: Hyperparamete
 
 def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device: torch.device,
              checkpoint: Checkpoint | None = None, data_parallel=None) -> dict | None:
-    """Fine-tune a teacher on ``task`` and write ``model/``, ``predictions.parquet`` and ``metrics.json``
-    (resuming from ``checkpoint`` if it holds this job's interrupted run). Every rank of a data-parallel job
-    (:func:`kdflow.training.parallel.run_processes`) calls it with the job's ``data_parallel`` for the training
-    loop; rank 0 writes the outputs and returns the report, the other ranks return None once trained."""
+    """Fine-tune a teacher on ``task`` and write ``model/``, ``predictions.parquet``, ``metrics.json`` and
+    ``curves.parquet`` (resuming from ``checkpoint`` if it holds this job's interrupted run). Every rank of a
+    data-parallel job (:func:`kdflow.training.parallel.run_processes`) calls it with the job's ``data_parallel`` for
+    the training loop; rank 0 writes the outputs and returns the report, the other ranks return None once trained."""
     started = time.perf_counter()
     regression = task.meta["regression"]
     seed_everything(hp.seed)
@@ -125,6 +126,7 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
         "seconds": time.perf_counter() - started,
     }
     write_json(out_dir / "metrics.json", report)
+    write_curves(out_dir / "curves.parquet", result.history)
     log.info("teacher done: %s", json.dumps(report["scores"]))
     return report
 

@@ -39,6 +39,7 @@ from kdflow.core.io import atomic_output, write_json
 from kdflow.core.runtime import seed_everything
 from kdflow.training.batching import EncodedSplit, batches, to_device, tokenize
 from kdflow.training.checkpoint import Checkpoint
+from kdflow.training.curves import write_curves
 from kdflow.training.hf_models import load_classifier, model_inputs
 from kdflow.training.loop import predict, subset_indices, train
 
@@ -147,7 +148,7 @@ def gold_distance(outputs: np.ndarray, gold: np.ndarray, regression: bool) -> np
 
 def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_dir: Path, device,
                        checkpoint: Checkpoint | None = None) -> dict:
-    """Train heads on every layer of the frozen teacher in ``teacher_dir``; write heads, predictions, metrics."""
+    """Train heads on every layer of the frozen teacher in ``teacher_dir``; write heads, predictions, metrics, curves."""
     started = time.perf_counter()
     settings = dict(settings)
     pooling = settings.pop("pooling", "cls")
@@ -244,6 +245,7 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
         "seconds": time.perf_counter() - started,
     }
     write_json(out_dir / "metrics.json", report)
+    write_curves(out_dir / "curves.parquet", result.history)
     for layer in layers:
         log.info("layer %2d: dev %s %.4f, gold distance %.4f", layer["layer"], main, layer[main], layer["gold_distance"])
     return report

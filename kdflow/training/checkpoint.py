@@ -158,14 +158,20 @@ def job_fingerprint(params: dict, inputs: list[str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def job_checkpoint(snakemake) -> Checkpoint:
-    """The checkpoint of a rule job: ``<checkpoints.dir>/<its log path without logs/>.ckpt``, saved as often as
-    ``checkpoints`` in the config says. Read from the config rather than params, so that changing how often
-    checkpoints are saved reruns nothing."""
-    settings = {"dir": "checkpoints", "every_minutes": 10.0, "every_steps": None,
-                **snakemake.config.get("checkpoints", {})}
+def job_name(snakemake) -> Path:
+    """A rule job's name as a path, ``<rule>/<wildcards>``: its log path without ``logs/`` and the suffix. The
+    job's checkpoint and its TensorBoard events are named after it."""
     log_path = Path(snakemake.log[0])
     relative = log_path.relative_to("logs") if log_path.parts[0] == "logs" else log_path
+    return relative.with_suffix("")
+
+
+def job_checkpoint(snakemake) -> Checkpoint:
+    """The checkpoint of a rule job: ``<checkpoints.dir>/<job name>.ckpt``, saved as often as ``checkpoints`` in
+    the config says. Read from the config rather than params, so that changing how often checkpoints are saved
+    reruns nothing."""
+    settings = {"dir": "checkpoints", "every_minutes": 10.0, "every_steps": None,
+                **snakemake.config.get("checkpoints", {})}
     fingerprint = job_fingerprint({"rule": snakemake.rule, **dict(snakemake.params.items())}, list(snakemake.input))
-    return Checkpoint(Path(settings["dir"]) / relative.with_suffix(".ckpt"), fingerprint,
+    return Checkpoint(Path(settings["dir"]) / f"{job_name(snakemake)}.ckpt", fingerprint,
                       settings["every_minutes"], settings["every_steps"])

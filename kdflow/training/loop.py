@@ -28,6 +28,7 @@ from torch import nn
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.training.batching import batch_rows, to_device
 from kdflow.training.checkpoint import Checkpoint, random_states, restore_random_states
+from kdflow.training.curves import LiveCurves
 
 log = logging.getLogger("kdflow")
 
@@ -51,7 +52,7 @@ class TrainResult:
     it diverged with and its best score NaN: a run cut short is not a result of its hyper-parameters, so no
     earlier evaluation stands in for it."""
 
-    history: list[dict] = field(default_factory=list)  # one record per evaluation: epoch, step, loss, dev metrics, time
+    history: list[dict] = field(default_factory=list)  # one record per evaluation (see train)
     best_epoch: int = 0
     best_step: int = 0
     best_score: float = float("-inf")
@@ -119,12 +120,15 @@ def train(
 
     The model is evaluated on dev after every epoch and, with ``hp.evaluate_every_steps`` = N, after every N-th
     optimiser step (counted across epochs; the thesis evaluates its students every 100 mini-batches, §4.3);
-    ``history`` has one record per evaluation: epoch, step, the mean training loss and the seconds since the
-    previous evaluation, the dev metrics. The model kept is the evaluation's with the best ``select_metric`` (a
-    dev-set metric: selection never looks at test data; the earlier on a tie), or with ``hp.keep == "final"``
-    the final model (the thesis's teachers, which select no checkpoint). Parameters with ``requires_grad=False``
-    (a frozen teacher) are left alone. ``on_epoch_start`` is called with the 1-based epoch before it starts
-    (epoch-dependent losses such as Annealing-KD's).
+    ``history`` has one record per evaluation: epoch, step, ``lr`` (the learning rate of that step), over the
+    optimiser steps since the previous evaluation the mean and max of the gradient's total 2-norm before clipping
+    (``grad_norm_mean``, ``grad_norm_max``: a spike shows in the max) and the mean training loss, the seconds
+    they took, then the dev metrics (``dev_<name>``); with TensorBoard on, each record also goes to the run's
+    event files as it is made (:mod:`kdflow.training.curves`). The model kept is the evaluation's with the best
+    ``select_metric`` (a dev-set metric: selection never looks at test data; the earlier on a tie), or with
+    ``hp.keep == "final"`` the final model (the thesis's teachers, which select no checkpoint). Parameters with
+    ``requires_grad=False`` (a frozen teacher) are left alone. ``on_epoch_start`` is called with the 1-based
+    epoch before it starts (epoch-dependent losses such as Annealing-KD's).
 
     With a ``checkpoint``, the run's state is saved under the name ``run`` whenever the checkpoint is due (at an
     optimiser step, after its evaluation if one is due) and after every epoch, and a run found there continues
@@ -144,7 +148,9 @@ def train(
     scheduler = lr_schedule(optimizer, steps_per_epoch * hp.epochs, hp.warmup_ratio, hp.lr_decay)
     shuffler = np.random.default_rng(hp.seed)
     result = TrainResult()
-    step, first_epoch, batches_done, running, elapsed = 0, 1, 0, [], 0.0
+    step, first_epoch, batches_done, elapsed = 0, 1, 0, 0.0
+    running = []  # (loss, learning rate, gradient norm) of each optimiser step since the last evaluation
+    parameters = list(model.parameters())
     backward = (data_parallel or _backward_in_one_process)(model, loss_fn, device)
     rank = dist.get_rank() if dist.is_initialized() else 0
     saved = checkpoint.load(run) if checkpoint is not None else None
@@ -163,6 +169,7 @@ def train(
         running, elapsed = saved["running"], saved["seconds"]
         log.info("resuming run %s from its checkpoint: epoch %d, batch %d (step %d)", run, first_epoch,
                  batches_done, step)
+    live = LiveCurves(run, resumed_at_step=step, writes=rank == 0)
 
     def save(epoch: int, batches: int, epoch_shuffler: dict, seconds: float, finished: bool = False) -> None:
         generators = None if finished else _every_ranks(random_states())
@@ -183,6 +190,7 @@ def train(
         log.warning("run %s diverged at epoch %d, step %d (%s): stopped", run, epoch, at_step, what)
         result.diverged = {"epoch": epoch, "step": at_step}
         keep(epoch, at_step, float("nan"))
+        live.close()
         if checkpoint is not None:
             save(epoch, 0, {}, 0.0, finished=True)
         return result
@@ -191,10 +199,13 @@ def train(
         """Evaluate on dev, record it, keep the model if it is the best so far; return the selection score."""
         nonlocal elapsed, started, seen
         scores = _rank_0s(evaluate(model))  # ranks select alike even if their floats differ
-        record = {"epoch": epoch, "step": step, "train_loss": float(np.mean(running)),
+        losses, rates, norms = zip(*running)
+        record = {"epoch": epoch, "step": step, "lr": rates[-1], "grad_norm_mean": float(np.mean(norms)),
+                  "grad_norm_max": max(norms), "train_loss": float(np.mean(losses)),
                   "seconds": elapsed + time.perf_counter() - started}
         record.update({f"dev_{name}": value for name, value in scores.items()})
         result.history.append(record)
+        live.add(record)
         log.info("evaluation at epoch %d, step %d: train loss %.4f, dev %s", epoch, step, record["train_loss"],
                  _fmt(scores))
         score = scores[select_metric]
@@ -219,19 +230,16 @@ def train(
                        for part in _micro_batches(batch, hp.gradient_accumulation_steps))
             if not math.isfinite(loss):  # the whole batch's loss: every rank stops at the same step
                 return diverge(epoch, step + 1, f"training loss {loss}")
-            if hp.max_grad_norm:
-                nn.utils.clip_grad_norm_(model.parameters(), hp.max_grad_norm)
+            running.append((loss, optimizer.param_groups[0]["lr"], _gradient_norm(parameters, hp.max_grad_norm)))
             optimizer.step()
             scheduler.step()
             step += 1
             seen += rows
-            running.append(loss)
             if step % hp.log_every == 0:
-                rate = seen / (time.perf_counter() - started)
                 log.info(
                     "epoch %d step %d/%d loss %.4f lr %.2e %.1f ex/s",
-                    epoch, step, steps_per_epoch * hp.epochs, np.mean(running[-hp.log_every:]),
-                    scheduler.get_last_lr()[0], rate,
+                    epoch, step, steps_per_epoch * hp.epochs, np.mean([r[0] for r in running[-hp.log_every:]]),
+                    running[-1][1], seen / (time.perf_counter() - started),
                 )
             if hp.evaluate_every_steps and step % hp.evaluate_every_steps == 0:
                 score = evaluation(epoch)
@@ -249,6 +257,7 @@ def train(
         batches_done = 0
         if checkpoint is not None:
             save(epoch + 1, 0, shuffler.bit_generator.state, 0.0, finished=epoch == hp.epochs)
+    live.close()
     log.info("kept the %s model: dev %s %.4f at epoch %d, step %d", hp.keep, select_metric, result.best_score,
              result.best_epoch, result.best_step)
     return result
@@ -267,6 +276,15 @@ def _backward_in_one_process(model: nn.Module, loss_fn: LossFn, device: torch.de
         return loss.item()
 
     return backward
+
+
+def _gradient_norm(parameters: list[nn.Parameter], max_norm: float | None) -> float:
+    """The gradient's total 2-norm before clipping, clipping it to ``max_norm`` if set (``clip_grad_norm_``'s
+    two halves, so that a run without clipping measures its norm alike)."""
+    norm = nn.utils.get_total_norm([p.grad for p in parameters if p.grad is not None])
+    if max_norm:
+        nn.utils.clip_grads_with_norm_(parameters, max_norm, norm)
+    return norm.item()
 
 
 def _micro_batches(batch: Batch, parts: int) -> list[Batch]:

@@ -34,6 +34,7 @@ from kdflow.core.io import atomic_output, write_json
 from kdflow.core.runtime import seed_everything
 from kdflow.training.batching import EncodedSplit, batches, to_device
 from kdflow.training.checkpoint import Checkpoint
+from kdflow.training.curves import write_curves
 from kdflow.training.hf_models import build_tokenizer
 from kdflow.training.loop import subset_indices, train
 
@@ -128,8 +129,9 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
                        checkpoint: Checkpoint | None = None) -> dict:
     """Fine-tune a causal LM on ``task``'s training sentences (thesis Table 4.2: AdamW 5e-5, weight decay 1e-3,
     10% warm-up then linear decay, 1 epoch). Held-out perplexity on dev is measured before and after each
-    epoch; the best-dev-perplexity epoch is kept. Writes ``model/`` (with tokenizer) and ``metrics.json`` (a
-    diverged run: the weights it diverged with, perplexity NaN and ``diverged``, see :mod:`kdflow.training.loop`)."""
+    epoch; the best-dev-perplexity epoch is kept. Writes ``model/`` (with tokenizer), ``metrics.json`` (a
+    diverged run: the weights it diverged with, perplexity NaN and ``diverged``, see :mod:`kdflow.training.loop`)
+    and ``curves.parquet``."""
     started = time.perf_counter()
     seed_everything(hp.seed)
     model, tokenizer = build_generator(spec)
@@ -168,6 +170,7 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
         "seconds": time.perf_counter() - started,
     }
     write_json(out_dir / "metrics.json", report)
+    write_curves(out_dir / "curves.parquet", result.history)
     return report
 
 
