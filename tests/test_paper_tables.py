@@ -7,10 +7,10 @@ import pytest
 from conftest import REPO
 
 from kdflow.reporting.paper_tables import (
+    deviations_of,
     input_files,
     kdflow_score,
     load_inputs,
-    deviations_of,
     paper_document,
     paper_latex,
     paper_table,

@@ -26,7 +26,13 @@ from fnmatch import fnmatchcase
 
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.workflow.catalog import load_catalog
-from kdflow.workflow.config import generator_settings, grid_points, sampling_settings, student_settings, teacher_settings
+from kdflow.workflow.config import (
+    generator_settings,
+    grid_points,
+    sampling_settings,
+    student_settings,
+    teacher_settings,
+)
 
 # What a run uses for a hyperparameter the config leaves out: a paper's value is compared with this.
 HYPERPARAMETER_DEFAULTS = {f.name: f.default for f in fields(Hyperparameters) if f.default is not MISSING}
