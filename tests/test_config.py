@@ -89,6 +89,27 @@ def test_student_axes_set_student_options():
     assert settings["method_options"] == {"beta": 0.5}
 
 
+def test_thesis_students_follow_the_thesis_code_and_are_larger_on_cola():
+    """thesis-original-code.md: Table 5.2's CoLA BERT_S is L=5, d_h=816, A=12, d_I=3000 at lr 7e-5 with batch
+    128 as 4 x 32, its CoLA LSTM_S 2 x 600 with FC 800; the other tasks keep the default sizes."""
+    config = full_config()
+    cola = student_settings(config, "thesis_table52_bert_s", "cola", "bert_s", "kd", "default", 1)
+    assert cola["student"] == {"type": "bert_s", "num_hidden_layers": 5, "hidden_size": 816,
+                               "num_attention_heads": 12, "intermediate_size": 3000}
+    hp = cola["hyperparameters"]
+    assert (hp["learning_rate"], hp["batch_size"], hp["gradient_accumulation_steps"]) == (7e-5, 128, 4)
+    assert (hp["betas"], hp["eps"], hp["weight_decay"], hp["max_grad_norm"]) == ([0.9, 0.98], 1e-6, 0.0, None)
+    assert (hp["warmup_ratio"], hp["epochs"], hp["evaluate_every_steps"], hp["keep"]) == (0.25, 60, 100, "best")
+    sst2 = student_settings(config, "thesis_table52_bert_s", "sst2", "bert_s", "kd", "default", 1)
+    assert sst2["student"] == {"type": "bert_s"} and sst2["hyperparameters"]["learning_rate"] == 5e-4
+    lstm = student_settings(config, "thesis_table52_lstm_s", "cola", "lstm_s", "mse_logits", "default", 1)
+    assert lstm["student"] == {"type": "bilstm_s", "layers": 2, "lstm_size": 600, "fc_size": 800}
+    hp = lstm["hyperparameters"]
+    assert (hp["weight_decay"], hp["weight_decay_all"], hp["warmup_ratio"], hp["batch_size"]) == (0.01, True, 0.0, 32)
+    teacher = teacher_settings(config, "bert_large", "cola")["hyperparameters"]
+    assert (teacher["weight_decay"], teacher["keep"], teacher["batch_size"]) == (0.0, "final", 36)
+
+
 def test_takd_students_learn_from_an_assistant_at_the_same_grid_point():
     config = full_config()
     run = assistant_run(config, "universal_kd_table4", "rte", "takd", "bs16_beta0.5_lr2e-05", 1)
@@ -140,9 +161,15 @@ def test_experiments_must_reference_what_exists(change, message):
         (lambda c: c["experiments"]["universal_kd_table2"]["methods"].update(t={"method": "takd", "assistant": "bert_2",
                                                                               "assistant_method": "kdd"}),
          "experiments.universal_kd_table2.methods.t.assistant_method: unknown method 'kdd'"),
+        (lambda c: c["experiments"]["thesis_table52_bert_s"]["task_students"]["cola"]["bert_s"].update(hiden_size=8),
+         "experiments.thesis_table52_bert_s.task_students.cola.bert_s: bert_s has no option(s) ['hiden_size']"),
+        (lambda c: c["experiments"]["thesis_table52_bert_s"]["task_students"].update(rte={"bert_s": {}}),
+         "experiments.thesis_table52_bert_s.task_students.rte: 'rte' is not a task of the experiment"),
+        (lambda c: c["experiments"]["thesis_table52_bert_s"]["task_students"]["cola"].update(lstm_s={}),
+         "experiments.thesis_table52_bert_s.task_students.cola.lstm_s: not a student of the experiment"),
     ],
     ids=["method-option", "student-option", "student-type", "embedding-option", "embedding-mode", "student-axis",
-         "grid-axis", "assistant-method"],
+         "grid-axis", "assistant-method", "task-student-option", "task-student-task", "task-student-name"],
 )
 def test_every_option_is_checked_before_any_job_runs(edit, message):
     config = full_config()

@@ -132,6 +132,7 @@ def student_settings(config: dict, experiment: str, task: str, student: str, met
     method, options = method_entry(spec, method)
     options.update({k: v for k, v in point.items() if k not in HYPERPARAMETERS and not is_student_axis(k)})
     student_spec = {**config["students"][student],
+                    **spec.get("task_students", {}).get(task, {}).get(student, {}),
                     **{k.removeprefix("student."): v for k, v in point.items() if is_student_axis(k)}}
     stages = spec.get("task_schedule", {}).get(task) or spec.get("schedule") or [{"epochs": hyperparameters["epochs"]}]
     return canonical({
@@ -293,8 +294,21 @@ def _student_problems(config: dict, catalog: dict) -> list[str]:
 
 
 def _experiment_option_problems(name: str, spec: dict, config: dict, catalog: dict) -> list[str]:
-    """The options of an experiment's method entries and its grid's axes exist in the code that runs them."""
+    """The options of an experiment's method entries, its per-task student options and its grid's axes exist in
+    the code that runs them."""
     problems, methods = [], catalog["methods"]
+    for task, students in spec.get("task_students", {}).items():
+        where = f"experiments.{name}.task_students.{task}"
+        if task not in spec["tasks"]:
+            problems.append(f"{where}: {task!r} is not a task of the experiment")
+        for student, options in students.items():
+            if student not in spec["students"]:
+                problems.append(f"{where}.{student}: not a student of the experiment")
+                continue
+            kind = config.get("students", {}).get(student, {}).get("type")
+            unknown = sorted(set(options) - set(catalog["students"].get(kind, {}).get("defaults", options)))
+            if unknown:
+                problems.append(f"{where}.{student}: {kind} has no option(s) {unknown}")
     for entry in spec["methods"]:
         method, options = method_entry(spec, entry)
         unknown = sorted(set(options) - set(methods[method]["defaults"]))
