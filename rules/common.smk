@@ -20,6 +20,7 @@ from kdflow.workflow.config import (
     check_references,
     generator_settings,
     grid_points,
+    hygiene_settings,
     model_reference,
     pretrained_settings,
     probing_settings,

@@ -172,7 +172,11 @@ def transfer_of(experiment: dict) -> str:
 
 
 SAMPLING_DEFAULTS = {"prefix": "first_token", "max_length": 128, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
-                     "batch_size": 64, "seed": 0, "keep_unfinished": True, "dtype": "float32"}
+                     "batch_size": 64, "seed": 0, "dtype": "float32"}
+# The thesis kept every generated sequence (thesis-original-code.md, "Data"); copies of dev or test examples are a
+# leak of the evaluation data, so kdflow drops them unless told otherwise.
+HYGIENE_DEFAULTS = {"keep_unfinished": True, "keep_duplicates": True, "keep_train_copies": True,
+                    "keep_dev_test_copies": False}
 
 
 def generator_settings(config: dict) -> dict:
@@ -182,6 +186,11 @@ def generator_settings(config: dict) -> dict:
 
 def sampling_settings(config: dict) -> dict:
     return canonical({**SAMPLING_DEFAULTS, **config["generation"]["sampling"]})
+
+
+def hygiene_settings(config: dict) -> dict:
+    """What merging the generated shards drops (:func:`kdflow.transfer.augmentation.build_augmented`)."""
+    return canonical({**HYGIENE_DEFAULTS, **config["generation"].get("hygiene", {})})
 
 
 def augmented_jobs(config: dict) -> list[tuple[str, str]]:
