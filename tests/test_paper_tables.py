@@ -22,16 +22,18 @@ REFERENCE = read_reference(REPO / "reference" / "paper_results.csv")
 
 UKD, ALP = "universal_kd_wu2021", "alp_kd_passban2021"
 SPECS = {  # as in config.yaml
-    "universal_kd_table2": dict(source=UKD, table="2", teacher="bert_base", experiments=["universal_kd_table2"],
-                                students={"bert-4": "bert_4"}),
-    "universal_kd_table3": dict(source=UKD, table="3", teacher="bert_base", experiments=["universal_kd_table2"],
-                                students={"bert-4": "bert_4"}),
+    "universal_kd_table2": dict(source=UKD, table="2", teacher="bert_base",
+                                experiments=["universal_kd_table2", "alp_kd_table1"], students={"bert-4": "bert_4"}),
+    "universal_kd_table3": dict(source=UKD, table="3", teacher="bert_base",
+                                experiments=["universal_kd_table2", "alp_kd_table1"], students={"bert-4": "bert_4"}),
     "universal_kd_table4": dict(source=UKD, table="4", teacher="roberta_large", experiments=["universal_kd_table4"],
                                 students={"distilroberta": "distilroberta"}),
     "universal_kd_table5": dict(source=UKD, table="5", teacher="bert_base", experiments=["universal_kd_table5"],
                                 students={"bilstm": "bilstm", "gated_cnn": "gated_cnn"}),
     "universal_kd_table6": dict(source=UKD, table="6", teacher="roberta_large", experiments=["universal_kd_table4"],
                                 students={"distilroberta": "distilroberta"}),
+    "alp_kd_table1": dict(source=ALP, table="1", teacher="bert_base", experiments=["alp_kd_table1"],
+                          students={"bert-4": "bert_4"}),
     "alp_kd_table2": dict(source=ALP, table="2", teacher="bert_base", experiments=["alp_kd_table2"],
                           students={"bert-6": "bert_6"}),
     "alp_kd_table3": dict(source=ALP, table="3", teacher="bert_base", experiments=["alp_kd_table3"],
@@ -45,7 +47,7 @@ SPECS = {  # as in config.yaml
     ),
 }
 ROWS = {"universal_kd_table2": 63, "universal_kd_table3": 52, "universal_kd_table4": 63, "universal_kd_table5": 63,
-        "universal_kd_table6": 12, "alp_kd_table2": 81, "alp_kd_table3": 72, "thesis_table52": 36}
+        "universal_kd_table6": 12, "alp_kd_table1": 81, "alp_kd_table2": 81, "alp_kd_table3": 72, "thesis_table52": 36}
 GLUE = ["cola", "mnli", "mrpc", "qnli", "qqp", "rte", "sst2", "stsb"]
 MAIN_METRIC = {"cola": "mcc", "stsb": "pearson", "sara": "f1_micro"}
 
@@ -61,6 +63,9 @@ def student_scores(student, method, tasks=GLUE):
 
 EXPERIMENTS = {
     "universal_kd_table2": pd.DataFrame(student_scores("bert_4", "kd") + student_scores("bert_4", "no_kd", ["sst2"])),
+    # ALP-KD Table 1's runs: kd as well, which Universal-KD Table 2 must take from its own experiment
+    "alp_kd_table1": pd.DataFrame(student_scores("bert_4", "pkd") + student_scores("bert_4", "kd", ["cola"])
+                                  + student_scores("bert_4", "ckd_no", ["rte"])).assign(mean=lambda f: f["mean"] + 10),
     "thesis_table52_lstm_s": pd.DataFrame([
         dict(task="sst2", student="lstm_s", method="mse_logits", split="dev", metric="accuracy", mean=90.0, std=0.5,
              seeds=3, selected="default"),
@@ -86,11 +91,12 @@ def test_every_paper_row_is_present_in_the_papers_order(name):
     table = table_of(name)
     assert len(table) == ROWS[name]
     paper = REFERENCE[(REFERENCE.source == SPECS[name]["source"]) & (REFERENCE.table == str(SPECS[name]["table"]))]
-    assert table.paper.tolist() == paper.value.tolist()
+    assert table.paper.fillna(-1).tolist() == paper.value.fillna(-1).tolist()
     assert table[["student", "method", "task", "metric", "split"]].values.tolist() == paper[
         ["student", "method", "task", "metric", "split"]].values.tolist()
     scores = ~table.metric.isin(["params_millions_non_embedding", "ms_per_example_cpu"])
-    assert (table.difference.isna() == (table.kdflow.isna() | ~scores)).all()  # only scores have a difference
+    # only scores that both have differ
+    assert (table.difference.isna() == (table.kdflow.isna() | table.paper.isna() | ~scores)).all()
     assert (table.kdflow.notna() | (table.kdflow_note != "")).all()  # every empty cell says why
 
 
@@ -103,9 +109,30 @@ def test_students_and_teachers_get_kdflow_values_and_differences():
     assert kd_cola.kdflow_from == "universal_kd_table2"
     teacher = cell(table, "bert-base (teacher)", "teacher", "stsb")
     assert (teacher.kdflow, teacher.difference, teacher.kdflow_student) == (50.0, pytest.approx(50 - 88.9), "bert_base")
-    missing = cell(table, "bert-4", "pkd", "rte")
-    assert pd.isna(missing.kdflow) and missing.kdflow_note == "not in the tables of experiments universal_kd_table2"
+    missing = cell(table, "bert-4", "alp", "rte")
+    assert pd.isna(missing.kdflow)
+    assert missing.kdflow_note == "not in the tables of experiments universal_kd_table2, alp_kd_table1"
     assert missing.paper_note == "taken from ALP-KD paper"
+
+
+def test_universal_kd_takes_pkd_from_alp_kd_table1_and_its_own_methods_from_its_own_experiment():
+    """Universal-KD Table 2's PKD and ALP are "taken from" ALP-KD: the experiments are searched in order, so kd
+    comes from universal_kd_table2 although alp_kd_table1 has it too, and pkd from alp_kd_table1."""
+    table = table_of("universal_kd_table2")
+    pkd = cell(table, "bert-4", "pkd", "rte")
+    assert (pkd.kdflow, pkd.kdflow_from, pkd.paper) == (55.0, "alp_kd_table1", 65.7)
+    kd = cell(table, "bert-4", "kd", "cola")
+    assert (kd.kdflow, kd.kdflow_from) == (40.0, "universal_kd_table2")
+
+
+def test_alp_kd_table1_shows_kdflow_beside_a_dash_where_the_paper_is_not_transcribed():
+    table = table_of("alp_kd_table1")
+    ckd = cell(table, "bert-4", "ckd_no", "rte")
+    assert ckd.kdflow == 50.0 and pd.isna(ckd.paper) and pd.isna(ckd.difference)
+    assert cell(table, "bert-4", "pkd", "cola").paper == 32.1  # as Universal-KD Table 2 quotes it
+    text = paper_document(table, "ALP-KD Table 1").markdown()
+    assert "| bert-4 | ckd_no | bert_4 / ckd_no | — (—) | — (—) | — (—) | — (—) | — (—) | 50.00 (—) |" in text
+    assert "| bert-4 | pkd | bert_4 / pkd | 50.00 (32.1) |" in text
 
 
 def test_averages_are_kdflows_over_the_same_tasks_only_when_it_has_them_all():
@@ -175,7 +202,7 @@ def test_the_thesis_sizes_and_speeds_come_from_the_inference_measurements():
 def test_tasks_limit_the_cells_kdflow_fills_and_the_inputs_it_needs():
     spec = {**SPECS["universal_kd_table2"], "tasks": ["sst2"]}
     assert required_inputs(spec, REFERENCE) == {
-        "teacher_tasks": ["sst2"], "experiments": ["universal_kd_table2"], "inference_models": []}
+        "teacher_tasks": ["sst2"], "experiments": ["universal_kd_table2", "alp_kd_table1"], "inference_models": []}
     table = paper_table(REFERENCE, spec, TEACHER, EXPERIMENTS, INFERENCE)
     assert table[table.kdflow.notna()].task.unique().tolist() == ["sst2"]
     assert "kdflow does not run this task" in cell(table, "bert-4", "kd", "cola").kdflow_note

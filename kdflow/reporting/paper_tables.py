@@ -254,7 +254,9 @@ def _number(value, digits: int, missing: str, signed: bool = False) -> str:
 
 
 def _score_cell(digits: int):
-    return lambda row: f"{_number(row.kdflow, digits, '—')} ({row.paper:g})"
+    """"kdflow (paper)"; a paper value can be missing too (ALP-KD Table 1 is transcribed only where Universal-KD
+    quotes it)."""
+    return lambda row: f"{_number(row.kdflow, digits, '—')} ({'—' if pd.isna(row.paper) else f'{row.paper:g}'})"
 
 
 def _notes(table: pd.DataFrame) -> list[str]:
