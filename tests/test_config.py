@@ -61,6 +61,8 @@ def test_grid_points_keep_only_axes_the_method_has():
     assert len(grid_points(annealing, "annealing_kd")) == 6  # the entry fixes beta, so beta is not searched
     alp = config["experiments"]["alp_kd_table3"]
     assert len(grid_points(alp, "pkd_6")) == 48 and len(grid_points(alp, "kd")) == 12  # kd has no gamma
+    cross = config["experiments"]["universal_kd_table5"]  # Table 9's picks are grid points: lr 3e-5, batch 16
+    assert len(grid_points(cross, "kd")) == 4 * 5 * 3 * 4 and "bs16_beta0.7_lr3e-05_dropout0.4" in grid_points(cross, "kd")
 
 
 def test_student_settings_layer_defaults_experiment_task_and_grid_point():
