@@ -49,7 +49,7 @@ rule sample_transfer_shard:
 
 rule build_augmented_transfer_set:
     """Train plus the generated shards after hygiene: no malformed or empty sequences and, as
-    `generation.hygiene` says, no unfinished, copied or repeated ones; counts of each."""
+    `generation.hygiene` says, no unfinished, copied or repeated ones; counts."""
     input:
         data="results/data/{task}",
         shards=lambda w: expand(

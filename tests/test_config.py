@@ -13,6 +13,7 @@ from kdflow.workflow.config import (
     check_references,
     grid_points,
     pseudo_head_settings,
+    run_values,
     student_jobs,
     student_settings,
     teacher_jobs,
@@ -110,6 +111,16 @@ def test_thesis_students_follow_the_thesis_code_and_are_larger_on_cola():
     assert (hp["weight_decay"], hp["weight_decay_all"], hp["warmup_ratio"], hp["batch_size"]) == (0.01, True, 0.0, 32)
     teacher = teacher_settings(config, "bert_large", "cola")["hyperparameters"]
     assert (teacher["weight_decay"], teacher["keep"], teacher["batch_size"]) == (0.0, "final", 36)
+
+
+def test_run_values_give_every_grid_point_the_settings_it_trains_with():
+    """What a table of selected hyperparameters (Universal-KD Table 9) reads for the point kdflow selected."""
+    config = full_config()
+    names = ["learning_rate", "batch_size", "beta", "student.dropout", "gamma"]
+    values = run_values(config, "universal_kd_table5", "rte", "gated_cnn", "universal_kd_ca", names)
+    assert len(values) == 240
+    assert values["bs16_beta0.5_lr1e-05_dropout0.4"] == {
+        "learning_rate": 1e-5, "batch_size": 16, "beta": 0.5, "student.dropout": 0.4, "gamma": None}
 
 
 def test_takd_students_learn_from_an_assistant_at_the_same_grid_point():

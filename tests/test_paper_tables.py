@@ -7,6 +7,9 @@ import pytest
 from conftest import REPO
 
 from kdflow.reporting.paper_tables import (
+    hyperparameter_document,
+    hyperparameter_runs,
+    hyperparameter_table,
     input_files,
     kdflow_score,
     load_inputs,
@@ -15,6 +18,7 @@ from kdflow.reporting.paper_tables import (
     paper_table,
     read_reference,
     required_inputs,
+    run_key,
     write_paper_table,
 )
 
@@ -284,3 +288,54 @@ def test_written_csv_keeps_every_row_and_leaves_missing_values_empty(tmp_path):
     assert len(written) == 12 and written.kdflow.isna().all() and written.paper.iloc[0] == 86.8
     assert (tmp_path / "t.md").read_text().startswith("# Table 6") and (tmp_path / "t.tex").exists()
     assert "<h1>Table 6</h1>" in (tmp_path / "t.html").read_text()
+
+
+# Universal-KD Tables 7-9: the paper's selected hyperparameters beside kdflow's selection.
+
+SELECTED = read_reference(REPO / "reference" / "selected_hyperparameters.csv")
+TABLE9 = dict(kind="hyperparameters", source=UKD, table="9", experiments=["universal_kd_table5"],
+              students={"bilstm": "bilstm", "gated_cnn": "gated_cnn"})
+
+
+def selected(table, student, task, hyperparameter):
+    rows = SELECTED[(SELECTED.table == table) & (SELECTED.student == student) & (SELECTED.task == task)
+                    & (SELECTED.hyperparameter == hyperparameter)]
+    return rows.value.squeeze()
+
+
+def test_selected_hyperparameters_are_transcribed_from_the_paper():
+    """Cells checked by hand against Universal-KD Tables 7-9 (Appendix A)."""
+    assert len(SELECTED) == 8 * (3 + 3 + 2 * 4)
+    assert (selected("7", "bert-4", "rte", "batch_size"), selected("7", "bert-4", "qqp", "beta")) == (16, 0.7)
+    assert selected("7", "bert-4", "sst2", "learning_rate") == 2e-5
+    assert (selected("8", "distilroberta", "cola", "learning_rate"), selected("8", "distilroberta", "sst2",
+                                                                              "batch_size")) == (2e-5, 16)
+    assert selected("9", "bilstm", "cola", "learning_rate") == 2e-4 and selected("9", "bilstm", "mrpc", "beta") == 0.7
+    assert selected("9", "bilstm", "qnli", "student.dropout") == 0.2
+    assert [selected("9", "gated_cnn", t, "batch_size") for t in GLUE] == [64, 64, 16, 32, 32, 16, 64, 8]
+    assert [selected("9", "gated_cnn", t, "learning_rate") for t in GLUE] == [
+        2e-4, 2e-5, 3e-5, 2e-5, 3e-5, 1e-5, 5e-5, 1e-5]
+    assert set(SELECTED.method) == {"universal_kd_il", "universal_kd_cg", "universal_kd_ca"}
+
+
+def test_hyperparameter_tables_show_the_grid_point_kdflow_selected_beside_the_papers():
+    runs = hyperparameter_runs(SELECTED, TABLE9)
+    assert len(runs) == 16 and runs[0] == {"task": "cola", "student": "bilstm", "method": "universal_kd_ca",
+                                           "hyperparameters": ["learning_rate", "batch_size", "student.dropout", "beta"]}
+    point = {"learning_rate": 2e-4, "batch_size": 32, "student.dropout": 0.4, "beta": 0.5}
+    values = {"universal_kd_table5": {run_key("cola", "bilstm", "universal_kd_ca"): {"p": point, "q": {}}}}
+    selections = {"universal_kd_table5": {"selections": [
+        {"task": "cola", "student": "bilstm", "method": "universal_kd_ca", "selected": "p"},
+        {"task": "cola", "student": "bilstm", "method": "kd", "selected": "q"}]}}
+    table = hyperparameter_table(SELECTED, TABLE9, selections, values)
+    assert len(table) == 64
+    cola = table[(table.student == "bilstm") & (table.task == "cola")].set_index("hyperparameter")
+    assert cola.kdflow.to_dict() == point and cola.kdflow_config.unique().tolist() == ["p"]
+    assert cola.agrees.to_dict() == {"learning_rate": True, "batch_size": False, "student.dropout": True, "beta": True}
+    missing = table[(table.student == "gated_cnn")].iloc[0]
+    assert pd.isna(missing.kdflow) and not missing.agrees
+    assert missing.kdflow_note == "not in the selections of experiments universal_kd_table5"
+    text = hyperparameter_document(table, "Universal-KD Table 9").markdown()
+    assert "| student | method | hyperparameter | cola | mnli |" in text
+    assert "| bilstm | universal_kd_ca | batch_size | 32 (8) | — (64) |" in text
+    assert "kdflow selected the paper's value in 3 of 4 cells it has." in text

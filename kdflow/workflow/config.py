@@ -146,6 +146,20 @@ def student_settings(config: dict, experiment: str, task: str, student: str, met
     })
 
 
+def run_values(config: dict, experiment: str, task: str, student: str, method: str, names: list[str]) -> dict:
+    """What every grid point of ``task``/``student``/``method`` trains with, by kdflow's names (training
+    hyperparameters, method options, ``student.<option>``): ``{config_id: {name: value}}`` for ``names``, None
+    where a run has no such setting. A table of selected hyperparameters reads the selected point's."""
+    spec = config["experiments"][experiment]
+    values = {}
+    for point in grid_points(spec, method):
+        settings = student_settings(config, experiment, task, student, method, point, spec["seeds"][0])
+        known = {**settings["hyperparameters"], **settings["method_options"],
+                 **{f"student.{k}": v for k, v in settings["student"].items()}}
+        values[point] = {name: known.get(name) for name in names}
+    return values
+
+
 def assistant_run(config: dict, experiment: str, task: str, entry: str, point_id: str, seed) -> dict | None:
     """For a TAKD entry, the run of its teacher assistant (student, method, config, seed), which the student
     learns from; None for methods that learn from the teacher. The assistant is distilled at the same grid
