@@ -20,10 +20,12 @@ from kdflow.workflow.config import (
     check_references,
     generator_settings,
     grid_points,
+    hygiene_settings,
     model_reference,
     pretrained_settings,
     probing_settings,
     pseudo_head_settings,
+    run_values,
     sampling_settings,
     signal_needs,
     student_jobs,
@@ -33,7 +35,15 @@ from kdflow.workflow.config import (
     transfer_of,
 )
 from kdflow.core.model_references import reference_kind
-from kdflow.reporting.paper_tables import input_files, read_reference, title_of
+from kdflow.reporting.paper_tables import (
+    SELECTION,
+    hyperparameter_runs,
+    input_files,
+    is_hyperparameter_table,
+    read_reference,
+    run_key,
+    title_of,
+)
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.workflow.provenance import script_fingerprint
 from kdflow.core.tasks import GLUE_FILES, TASKS
@@ -331,10 +341,51 @@ def analysis_inputs(wildcards):
 
 PAPER_TABLES = config.get("paper_tables", {})
 REFERENCE = read_reference(PAPER_TABLES["reference"]) if PAPER_TABLES else None
+SELECTED = (
+    read_reference(PAPER_TABLES["selected_hyperparameters"])
+    if any(map(is_hyperparameter_table, PAPER_TABLES.get("tables", {}).values()))
+    else None
+)
 
 
 def paper_table_inputs(wildcards):
-    return input_files(PAPER_TABLES["tables"][wildcards.paper_table], REFERENCE)
+    """The paper's numbers and the kdflow results its table reads: scores, or (Universal-KD Tables 7-9) the
+    experiments' selections."""
+    spec = PAPER_TABLES["tables"][wildcards.paper_table]
+    if is_hyperparameter_table(spec):
+        return {
+            "reference": PAPER_TABLES["selected_hyperparameters"],
+            "selections": [SELECTION.format(experiment=e) for e in spec["experiments"]],
+        }
+    return {"reference": PAPER_TABLES["reference"], **input_files(spec, REFERENCE)}
+
+
+def paper_table_values(wildcards):
+    """For a table of selected hyperparameters, the values every grid point of its runs trains with, per
+    experiment that has the run; nothing for a table of scores."""
+    spec = PAPER_TABLES["tables"][wildcards.paper_table]
+    if not is_hyperparameter_table(spec):
+        return {}
+    values = {}
+    for experiment in spec["experiments"]:
+        setup = config["experiments"][experiment]
+        for run in hyperparameter_runs(SELECTED, spec):
+            if (
+                run["task"] in setup["tasks"]
+                and run["student"] in setup["students"]
+                and run["method"] in setup["methods"]
+            ):
+                values.setdefault(experiment, {})[
+                    run_key(run["task"], run["student"], run["method"])
+                ] = run_values(
+                    config,
+                    experiment,
+                    run["task"],
+                    run["student"],
+                    run["method"],
+                    run["hyperparameters"],
+                )
+    return canonical(values)
 
 
 def attention_inputs(wildcards):

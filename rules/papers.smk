@@ -26,11 +26,10 @@ rule measure_inference:
 
 
 rule paper_table:
-    """One paper table: every number the paper reports, kdflow's value and, for scores, the difference (CSV,
-    Markdown, LaTeX)."""
+    """One paper table: every number the paper reports, kdflow's value and, for scores, the difference; or
+    the paper's selected hyperparameters beside kdflow's (CSV, Markdown, LaTeX)."""
     input:
         unpack(paper_table_inputs),
-        reference=PAPER_TABLES.get("reference", []),
         deviations=PAPER_TABLES.get("deviations", []),
     output:
         csv="results/tables/papers/{paper_table}.csv",
@@ -55,6 +54,7 @@ rule paper_table:
     params:
         spec=lambda w: canonical(PAPER_TABLES["tables"][w.paper_table]),
         title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
+        values=paper_table_values,
         code=code_of("paper_table.py"),
     script:
         "../scripts/paper_table.py"

@@ -49,8 +49,8 @@ rule sample_transfer_shard:
 
 
 rule build_augmented_transfer_set:
-    """Train plus the generated shards, after hygiene: no duplicates, nothing identical to a dev or test
-    example, no malformed pairs; counts of everything dropped."""
+    """Train plus the generated shards after hygiene: no malformed or empty sequences and, as
+    `generation.hygiene` says, no unfinished, copied or repeated ones; counts."""
     input:
         data="results/data/{task}",
         shards=lambda w: expand(
@@ -70,7 +70,7 @@ rule build_augmented_transfer_set:
         mem_mb=8000,
         runtime=30,
     params:
-        keep_unfinished=lambda w: sampling_settings(config)["keep_unfinished"],
+        hygiene=lambda w: hygiene_settings(config),
         code=code_of("build_augmented_transfer_set.py"),
     script:
         "../scripts/build_augmented_transfer_set.py"

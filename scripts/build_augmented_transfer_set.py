@@ -8,7 +8,7 @@ with rule_job(snakemake):
     build_augmented(
         TaskData.load(snakemake.input.data),
         snakemake.input.shards,
-        snakemake.params.keep_unfinished,
         snakemake.output.transfer,
         snakemake.output.hygiene,
+        **snakemake.params.hygiene,
     )

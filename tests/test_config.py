@@ -13,6 +13,7 @@ from kdflow.workflow.config import (
     check_references,
     grid_points,
     pseudo_head_settings,
+    run_values,
     student_jobs,
     student_settings,
     teacher_jobs,
@@ -61,6 +62,8 @@ def test_grid_points_keep_only_axes_the_method_has():
     assert len(grid_points(annealing, "annealing_kd")) == 6  # the entry fixes beta, so beta is not searched
     alp = config["experiments"]["alp_kd_table3"]
     assert len(grid_points(alp, "pkd_6")) == 48 and len(grid_points(alp, "kd")) == 12  # kd has no gamma
+    cross = config["experiments"]["universal_kd_table5"]  # Table 9's picks are grid points: lr 3e-5, batch 16
+    assert len(grid_points(cross, "kd")) == 4 * 5 * 3 * 4 and "bs16_beta0.7_lr3e-05_dropout0.4" in grid_points(cross, "kd")
 
 
 def test_student_settings_layer_defaults_experiment_task_and_grid_point():
@@ -87,6 +90,38 @@ def test_student_axes_set_student_options():
     settings = student_settings(config, "universal_kd_table5", "rte", "gated_cnn", "kd", point, 1)
     assert settings["student"] == {"type": "gated_cnn", "dropout": 0.3}
     assert settings["method_options"] == {"beta": 0.5}
+
+
+def test_thesis_students_follow_the_thesis_code_and_are_larger_on_cola():
+    """thesis-original-code.md: Table 5.2's CoLA BERT_S is L=5, d_h=816, A=12, d_I=3000 at lr 7e-5 with batch
+    128 as 4 x 32, its CoLA LSTM_S 2 x 600 with FC 800; the other tasks keep the default sizes."""
+    config = full_config()
+    cola = student_settings(config, "thesis_table52_bert_s", "cola", "bert_s", "kd", "default", 1)
+    assert cola["student"] == {"type": "bert_s", "num_hidden_layers": 5, "hidden_size": 816,
+                               "num_attention_heads": 12, "intermediate_size": 3000}
+    hp = cola["hyperparameters"]
+    assert (hp["learning_rate"], hp["batch_size"], hp["gradient_accumulation_steps"]) == (7e-5, 128, 4)
+    assert (hp["betas"], hp["eps"], hp["weight_decay"], hp["max_grad_norm"]) == ([0.9, 0.98], 1e-6, 0.0, None)
+    # dev every 100 mini-batches of 32, i.e. 25 steps of 4 accumulated mini-batches
+    assert (hp["warmup_ratio"], hp["epochs"], hp["evaluate_every_steps"], hp["keep"]) == (0.25, 60, 25, "best")
+    sst2 = student_settings(config, "thesis_table52_bert_s", "sst2", "bert_s", "kd", "default", 1)
+    assert sst2["student"] == {"type": "bert_s"} and sst2["hyperparameters"]["learning_rate"] == 5e-4
+    lstm = student_settings(config, "thesis_table52_lstm_s", "cola", "lstm_s", "mse_logits", "default", 1)
+    assert lstm["student"] == {"type": "bilstm_s", "layers": 2, "lstm_size": 600, "fc_size": 800}
+    hp = lstm["hyperparameters"]
+    assert (hp["weight_decay"], hp["weight_decay_all"], hp["warmup_ratio"], hp["batch_size"]) == (0.01, True, 0.0, 32)
+    teacher = teacher_settings(config, "bert_large", "cola")["hyperparameters"]
+    assert (teacher["weight_decay"], teacher["keep"], teacher["batch_size"]) == (0.0, "final", 36)
+
+
+def test_run_values_give_every_grid_point_the_settings_it_trains_with():
+    """What a table of selected hyperparameters (Universal-KD Table 9) reads for the point kdflow selected."""
+    config = full_config()
+    names = ["learning_rate", "batch_size", "beta", "student.dropout", "gamma"]
+    values = run_values(config, "universal_kd_table5", "rte", "gated_cnn", "universal_kd_ca", names)
+    assert len(values) == 240
+    assert values["bs16_beta0.5_lr1e-05_dropout0.4"] == {
+        "learning_rate": 1e-5, "batch_size": 16, "beta": 0.5, "student.dropout": 0.4, "gamma": None}
 
 
 def test_takd_students_learn_from_an_assistant_at_the_same_grid_point():
@@ -140,9 +175,15 @@ def test_experiments_must_reference_what_exists(change, message):
         (lambda c: c["experiments"]["universal_kd_table2"]["methods"].update(t={"method": "takd", "assistant": "bert_2",
                                                                               "assistant_method": "kdd"}),
          "experiments.universal_kd_table2.methods.t.assistant_method: unknown method 'kdd'"),
+        (lambda c: c["experiments"]["thesis_table52_bert_s"]["task_students"]["cola"]["bert_s"].update(hiden_size=8),
+         "experiments.thesis_table52_bert_s.task_students.cola.bert_s: bert_s has no option(s) ['hiden_size']"),
+        (lambda c: c["experiments"]["thesis_table52_bert_s"]["task_students"].update(rte={"bert_s": {}}),
+         "experiments.thesis_table52_bert_s.task_students.rte: 'rte' is not a task of the experiment"),
+        (lambda c: c["experiments"]["thesis_table52_bert_s"]["task_students"]["cola"].update(lstm_s={}),
+         "experiments.thesis_table52_bert_s.task_students.cola.lstm_s: not a student of the experiment"),
     ],
     ids=["method-option", "student-option", "student-type", "embedding-option", "embedding-mode", "student-axis",
-         "grid-axis", "assistant-method"],
+         "grid-axis", "assistant-method", "task-student-option", "task-student-task", "task-student-name"],
 )
 def test_every_option_is_checked_before_any_job_runs(edit, message):
     config = full_config()

@@ -8,6 +8,9 @@ from conftest import REPO
 
 from kdflow.reporting.paper_tables import (
     deviations_of,
+    hyperparameter_document,
+    hyperparameter_runs,
+    hyperparameter_table,
     input_files,
     kdflow_score,
     load_inputs,
@@ -16,6 +19,7 @@ from kdflow.reporting.paper_tables import (
     paper_table,
     read_reference,
     required_inputs,
+    run_key,
     write_paper_table,
 )
 
@@ -23,16 +27,18 @@ REFERENCE = read_reference(REPO / "reference" / "paper_results.csv")
 
 UKD, ALP = "universal_kd_wu2021", "alp_kd_passban2021"
 SPECS = {  # as in config.yaml
-    "universal_kd_table2": dict(source=UKD, table="2", teacher="bert_base", experiments=["universal_kd_table2"],
-                                students={"bert-4": "bert_4"}),
-    "universal_kd_table3": dict(source=UKD, table="3", teacher="bert_base", experiments=["universal_kd_table2"],
-                                students={"bert-4": "bert_4"}),
+    "universal_kd_table2": dict(source=UKD, table="2", teacher="bert_base",
+                                experiments=["universal_kd_table2", "alp_kd_table1"], students={"bert-4": "bert_4"}),
+    "universal_kd_table3": dict(source=UKD, table="3", teacher="bert_base",
+                                experiments=["universal_kd_table2", "alp_kd_table1"], students={"bert-4": "bert_4"}),
     "universal_kd_table4": dict(source=UKD, table="4", teacher="roberta_large", experiments=["universal_kd_table4"],
                                 students={"distilroberta": "distilroberta"}),
     "universal_kd_table5": dict(source=UKD, table="5", teacher="bert_base", experiments=["universal_kd_table5"],
                                 students={"bilstm": "bilstm", "gated_cnn": "gated_cnn"}),
     "universal_kd_table6": dict(source=UKD, table="6", teacher="roberta_large", experiments=["universal_kd_table4"],
                                 students={"distilroberta": "distilroberta"}),
+    "alp_kd_table1": dict(source=ALP, table="1", teacher="bert_base", experiments=["alp_kd_table1"],
+                          students={"bert-4": "bert_4"}),
     "alp_kd_table2": dict(source=ALP, table="2", teacher="bert_base", experiments=["alp_kd_table2"],
                           students={"bert-6": "bert_6"}),
     "alp_kd_table3": dict(source=ALP, table="3", teacher="bert_base", experiments=["alp_kd_table3"],
@@ -46,7 +52,7 @@ SPECS = {  # as in config.yaml
     ),
 }
 ROWS = {"universal_kd_table2": 63, "universal_kd_table3": 52, "universal_kd_table4": 63, "universal_kd_table5": 63,
-        "universal_kd_table6": 12, "alp_kd_table2": 81, "alp_kd_table3": 72, "thesis_table52": 36}
+        "universal_kd_table6": 12, "alp_kd_table1": 81, "alp_kd_table2": 81, "alp_kd_table3": 72, "thesis_table52": 36}
 GLUE = ["cola", "mnli", "mrpc", "qnli", "qqp", "rte", "sst2", "stsb"]
 MAIN_METRIC = {"cola": "mcc", "stsb": "pearson", "sara": "f1_micro"}
 
@@ -62,6 +68,9 @@ def student_scores(student, method, tasks=GLUE):
 
 EXPERIMENTS = {
     "universal_kd_table2": pd.DataFrame(student_scores("bert_4", "kd") + student_scores("bert_4", "no_kd", ["sst2"])),
+    # ALP-KD Table 1's runs: kd as well, which Universal-KD Table 2 must take from its own experiment
+    "alp_kd_table1": pd.DataFrame(student_scores("bert_4", "pkd") + student_scores("bert_4", "kd", ["cola"])
+                                  + student_scores("bert_4", "ckd_no", ["rte"])).assign(mean=lambda f: f["mean"] + 10),
     "thesis_table52_lstm_s": pd.DataFrame([
         dict(task="sst2", student="lstm_s", method="mse_logits", split="dev", metric="accuracy", mean=90.0, std=0.5,
              seeds=3, selected="default"),
@@ -87,11 +96,12 @@ def test_every_paper_row_is_present_in_the_papers_order(name):
     table = table_of(name)
     assert len(table) == ROWS[name]
     paper = REFERENCE[(REFERENCE.source == SPECS[name]["source"]) & (REFERENCE.table == str(SPECS[name]["table"]))]
-    assert table.paper.tolist() == paper.value.tolist()
+    assert table.paper.fillna(-1).tolist() == paper.value.fillna(-1).tolist()
     assert table[["student", "method", "task", "metric", "split"]].values.tolist() == paper[
         ["student", "method", "task", "metric", "split"]].values.tolist()
     scores = ~table.metric.isin(["params_millions_non_embedding", "ms_per_example_cpu"])
-    assert (table.difference.isna() == (table.kdflow.isna() | ~scores)).all()  # only scores have a difference
+    # only scores that both have differ
+    assert (table.difference.isna() == (table.kdflow.isna() | table.paper.isna() | ~scores)).all()
     assert (table.kdflow.notna() | (table.kdflow_note != "")).all()  # every empty cell says why
 
 
@@ -104,9 +114,30 @@ def test_students_and_teachers_get_kdflow_values_and_differences():
     assert kd_cola.kdflow_from == "universal_kd_table2"
     teacher = cell(table, "bert-base (teacher)", "teacher", "stsb")
     assert (teacher.kdflow, teacher.difference, teacher.kdflow_student) == (50.0, pytest.approx(50 - 88.9), "bert_base")
-    missing = cell(table, "bert-4", "pkd", "rte")
-    assert pd.isna(missing.kdflow) and missing.kdflow_note == "not in the tables of experiments universal_kd_table2"
+    missing = cell(table, "bert-4", "alp", "rte")
+    assert pd.isna(missing.kdflow)
+    assert missing.kdflow_note == "not in the tables of experiments universal_kd_table2, alp_kd_table1"
     assert missing.paper_note == "taken from ALP-KD paper"
+
+
+def test_universal_kd_takes_pkd_from_alp_kd_table1_and_its_own_methods_from_its_own_experiment():
+    """Universal-KD Table 2's PKD and ALP are "taken from" ALP-KD: the experiments are searched in order, so kd
+    comes from universal_kd_table2 although alp_kd_table1 has it too, and pkd from alp_kd_table1."""
+    table = table_of("universal_kd_table2")
+    pkd = cell(table, "bert-4", "pkd", "rte")
+    assert (pkd.kdflow, pkd.kdflow_from, pkd.paper) == (55.0, "alp_kd_table1", 65.7)
+    kd = cell(table, "bert-4", "kd", "cola")
+    assert (kd.kdflow, kd.kdflow_from) == (40.0, "universal_kd_table2")
+
+
+def test_alp_kd_table1_shows_kdflow_beside_a_dash_where_the_paper_is_not_transcribed():
+    table = table_of("alp_kd_table1")
+    ckd = cell(table, "bert-4", "ckd_no", "rte")
+    assert ckd.kdflow == 50.0 and pd.isna(ckd.paper) and pd.isna(ckd.difference)
+    assert cell(table, "bert-4", "pkd", "cola").paper == 32.1  # as Universal-KD Table 2 quotes it
+    text = paper_document(table, "ALP-KD Table 1").markdown()
+    assert "| bert-4 | ckd_no | bert_4 / ckd_no | — (—) | — (—) | — (—) | — (—) | — (—) | 50.00 (—) |" in text
+    assert "| bert-4 | pkd | bert_4 / pkd | 50.00 (32.1) |" in text
 
 
 def test_averages_are_kdflows_over_the_same_tasks_only_when_it_has_them_all():
@@ -176,7 +207,7 @@ def test_the_thesis_sizes_and_speeds_come_from_the_inference_measurements():
 def test_tasks_limit_the_cells_kdflow_fills_and_the_inputs_it_needs():
     spec = {**SPECS["universal_kd_table2"], "tasks": ["sst2"]}
     assert required_inputs(spec, REFERENCE) == {
-        "teacher_tasks": ["sst2"], "experiments": ["universal_kd_table2"], "inference_models": []}
+        "teacher_tasks": ["sst2"], "experiments": ["universal_kd_table2", "alp_kd_table1"], "inference_models": []}
     table = paper_table(REFERENCE, spec, TEACHER, EXPERIMENTS, INFERENCE)
     assert table[table.kdflow.notna()].task.unique().tolist() == ["sst2"]
     assert "kdflow does not run this task" in cell(table, "bert-4", "kd", "cola").kdflow_note
@@ -268,3 +299,54 @@ def test_written_csv_keeps_every_row_and_leaves_missing_values_empty(tmp_path):
     assert len(written) == 12 and written.kdflow.isna().all() and written.paper.iloc[0] == 86.8
     assert (tmp_path / "t.md").read_text().startswith("# Table 6") and (tmp_path / "t.tex").exists()
     assert "<h1>Table 6</h1>" in (tmp_path / "t.html").read_text()
+
+
+# Universal-KD Tables 7-9: the paper's selected hyperparameters beside kdflow's selection.
+
+SELECTED = read_reference(REPO / "reference" / "selected_hyperparameters.csv")
+TABLE9 = dict(kind="hyperparameters", source=UKD, table="9", experiments=["universal_kd_table5"],
+              students={"bilstm": "bilstm", "gated_cnn": "gated_cnn"})
+
+
+def selected(table, student, task, hyperparameter):
+    rows = SELECTED[(SELECTED.table == table) & (SELECTED.student == student) & (SELECTED.task == task)
+                    & (SELECTED.hyperparameter == hyperparameter)]
+    return rows.value.squeeze()
+
+
+def test_selected_hyperparameters_are_transcribed_from_the_paper():
+    """Cells checked by hand against Universal-KD Tables 7-9 (Appendix A)."""
+    assert len(SELECTED) == 8 * (3 + 3 + 2 * 4)
+    assert (selected("7", "bert-4", "rte", "batch_size"), selected("7", "bert-4", "qqp", "beta")) == (16, 0.7)
+    assert selected("7", "bert-4", "sst2", "learning_rate") == 2e-5
+    assert (selected("8", "distilroberta", "cola", "learning_rate"), selected("8", "distilroberta", "sst2",
+                                                                              "batch_size")) == (2e-5, 16)
+    assert selected("9", "bilstm", "cola", "learning_rate") == 2e-4 and selected("9", "bilstm", "mrpc", "beta") == 0.7
+    assert selected("9", "bilstm", "qnli", "student.dropout") == 0.2
+    assert [selected("9", "gated_cnn", t, "batch_size") for t in GLUE] == [64, 64, 16, 32, 32, 16, 64, 8]
+    assert [selected("9", "gated_cnn", t, "learning_rate") for t in GLUE] == [
+        2e-4, 2e-5, 3e-5, 2e-5, 3e-5, 1e-5, 5e-5, 1e-5]
+    assert set(SELECTED.method) == {"universal_kd_il", "universal_kd_cg", "universal_kd_ca"}
+
+
+def test_hyperparameter_tables_show_the_grid_point_kdflow_selected_beside_the_papers():
+    runs = hyperparameter_runs(SELECTED, TABLE9)
+    assert len(runs) == 16 and runs[0] == {"task": "cola", "student": "bilstm", "method": "universal_kd_ca",
+                                           "hyperparameters": ["learning_rate", "batch_size", "student.dropout", "beta"]}
+    point = {"learning_rate": 2e-4, "batch_size": 32, "student.dropout": 0.4, "beta": 0.5}
+    values = {"universal_kd_table5": {run_key("cola", "bilstm", "universal_kd_ca"): {"p": point, "q": {}}}}
+    selections = {"universal_kd_table5": {"selections": [
+        {"task": "cola", "student": "bilstm", "method": "universal_kd_ca", "selected": "p"},
+        {"task": "cola", "student": "bilstm", "method": "kd", "selected": "q"}]}}
+    table = hyperparameter_table(SELECTED, TABLE9, selections, values)
+    assert len(table) == 64
+    cola = table[(table.student == "bilstm") & (table.task == "cola")].set_index("hyperparameter")
+    assert cola.kdflow.to_dict() == point and cola.kdflow_config.unique().tolist() == ["p"]
+    assert cola.agrees.to_dict() == {"learning_rate": True, "batch_size": False, "student.dropout": True, "beta": True}
+    missing = table[(table.student == "gated_cnn")].iloc[0]
+    assert pd.isna(missing.kdflow) and not missing.agrees
+    assert missing.kdflow_note == "not in the selections of experiments universal_kd_table5"
+    text = hyperparameter_document(table, "Universal-KD Table 9").markdown()
+    assert "| student | method | hyperparameter | cola | mnli |" in text
+    assert "| bilstm | universal_kd_ca | batch_size | 32 (8) | — (64) |" in text
+    assert "kdflow selected the paper's value in 3 of 4 cells it has." in text

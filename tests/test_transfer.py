@@ -196,24 +196,37 @@ def pair_task(tmp_path):
     return TaskData.load(tmp_path / "data")
 
 
-def test_hygiene_drops_evaluation_matches_duplicates_and_malformed_pairs(pair_task, tmp_path):
+STRICT = dict(keep_unfinished=False, keep_duplicates=False, keep_train_copies=False, keep_dev_test_copies=False)
+THESIS = dict(keep_unfinished=True, keep_duplicates=True, keep_train_copies=True, keep_dev_test_copies=False)
+
+
+@pytest.fixture
+def pair_shards(tmp_path):
     generated = pd.DataFrame([
-        ("the sky is blue .", "the sky has a colour .", 1),  # dev, as a generator decodes it: dropped
-        ("Dogs  bark.", "cats meow.", 1),  # test, other spacing and case: dropped
-        ("a man runs.", "a person moves.", 1),  # a copy of train: dropped
+        ("the sky is blue .", "the sky has a colour .", 1),  # dev, as a generator decodes it
+        ("Dogs  bark.", "cats meow.", 1),  # test, other spacing and case
+        ("a man runs.", "a person moves.", 1),  # a copy of train
         ("new premise", "new hypothesis", 1),
-        ("new premise", "new hypothesis", 1),  # duplicate: dropped
-        ("no separator", None, 0),  # dropped
-        ("two", "separators", 2),  # dropped
-        ("", "empty premise", 1),  # dropped
+        ("new premise", "new hypothesis", 1),  # a repeat
+        ("no separator", None, 0),  # malformed: always dropped
+        ("two", "separators", 2),  # malformed: always dropped
+        ("", "empty premise", 1),  # empty: always dropped
         ("another premise", "another hypothesis", 1),
     ], columns=["text_a", "text_b", "separators"]).assign(finished=True, tokens=10)
     shards = [tmp_path / "0.parquet", tmp_path / "1.parquet"]
     generated.iloc[:5].to_parquet(shards[0])
     generated.iloc[5:].to_parquet(shards[1])
-    report = build_augmented(pair_task, shards, True, tmp_path / "augmented.parquet", tmp_path / "hygiene.json")
-    assert {k: report[k] for k in ("generated", "wrong_separators", "empty", "in_dev_or_test", "duplicates", "kept")} == {
-        "generated": 9, "wrong_separators": 2, "empty": 1, "in_dev_or_test": 2, "duplicates": 2, "kept": 2}
+    return shards
+
+
+def test_strict_hygiene_drops_evaluation_and_train_copies_repeats_and_malformed_pairs(pair_task, pair_shards,
+                                                                                    tmp_path):
+    report = build_augmented(pair_task, pair_shards, tmp_path / "augmented.parquet", tmp_path / "hygiene.json",
+                             **STRICT)
+    assert {k: report[k] for k in ("generated", "wrong_separators", "empty", "unfinished", "in_dev_or_test",
+                                   "train_copies", "duplicates", "kept")} == {
+        "generated": 9, "wrong_separators": 2, "empty": 1, "unfinished": 0, "in_dev_or_test": 2, "train_copies": 1,
+        "duplicates": 1, "kept": 2}
     frame = transfer_frame(pair_task, tmp_path / "augmented.parquet")
     assert frame["idx"].tolist() == [0, 1, 2, 3]
     assert frame["origin"].tolist() == ["train", "train", "generated", "generated"]
@@ -222,11 +235,26 @@ def test_hygiene_drops_evaluation_matches_duplicates_and_malformed_pairs(pair_ta
     assert json.loads((tmp_path / "hygiene.json").read_text()) == report
 
 
+def test_thesis_hygiene_keeps_train_copies_and_repeats_but_drops_dev_and_test_copies(pair_task, pair_shards,
+                                                                                     tmp_path):
+    """thesis-original-code.md: no dedup, no filtering; kdflow's default still drops dev/test copies (a leak)."""
+    report = build_augmented(pair_task, pair_shards, tmp_path / "augmented.parquet", tmp_path / "hygiene.json",
+                             **THESIS)
+    assert (report["in_dev_or_test"], report["train_copies"], report["duplicates"], report["kept"]) == (2, 1, 1, 4)
+    assert report["dropped"] == ["wrong_separators", "empty", "in_dev_or_test"]
+    frame = transfer_frame(pair_task, tmp_path / "augmented.parquet")
+    assert frame.loc[2:, "text_a"].tolist() == ["a man runs.", "new premise", "new premise", "another premise"]
+    leaky = build_augmented(pair_task, pair_shards, tmp_path / "a.parquet", tmp_path / "h.json",
+                            **{**THESIS, "keep_dev_test_copies": True})
+    assert leaky["kept"] == 6 and leaky["dropped"] == ["wrong_separators", "empty"]
+
+
 def test_unfinished_sequences_can_be_dropped(separable, tmp_path):
     shard = tmp_path / "0.parquet"
     pd.DataFrame({"text_a": ["cut off here", "a whole one"], "text_b": [None, None], "separators": [0, 0],
                   "finished": [False, True], "tokens": [128, 5]}).to_parquet(shard)
-    report = build_augmented(separable, [shard], False, tmp_path / "a.parquet", tmp_path / "h.json")
+    report = build_augmented(separable, [shard], tmp_path / "a.parquet", tmp_path / "h.json",
+                             **{**THESIS, "keep_unfinished": False})
     assert report["unfinished"] == 1 and report["kept"] == 1
 
 
@@ -238,7 +266,7 @@ def augmented_set(separable, trained_generator, tmp_path_factory):
         shards.append(root / f"{index}.parquet")
         sample_shard(separable, trained_generator[0] / "model", index, 2, 60, 0, "first_token",
                      SamplingSettings(max_length=24, batch_size=16), CPU, shards[-1])
-    build_augmented(separable, shards, True, root / "augmented.parquet", root / "hygiene.json")
+    build_augmented(separable, shards, root / "augmented.parquet", root / "hygiene.json", **THESIS)
     return root / "augmented.parquet"
 
 
@@ -302,7 +330,8 @@ def test_distinct_n_and_statistics(separable):
     frame = pd.concat([train, generated], ignore_index=True)
     logits = np.zeros((len(frame), 2), dtype=np.float32)
     logits[len(train):, 1] = 1.0  # the teacher calls every generated sentence positive
-    stats = transfer_statistics(separable, frame, logits, {"kept": 6}, examples=4)
+    hygiene = {"generated": 9, "unfinished": 2, "in_dev_or_test": 1, "kept": 6, "dropped": ["in_dev_or_test"]}
+    stats = transfer_statistics(separable, frame, logits, hygiene, examples=4)
     assert stats["sizes"] == {"train": len(train), "generated": 6}
     assert stats["origins"]["generated"]["teacher_labels"] == {"negative": 0.0, "positive": 1.0}
     assert stats["origins"]["generated"]["words"]["mean"] == pytest.approx(2.5)
@@ -311,6 +340,7 @@ def test_distinct_n_and_statistics(separable):
     stats["examples"][0]["text_a"] = "a *great* <b>film</b>"  # generated sentences are text, never markup
     page = statistics_document(stats)
     markdown, html = page.markdown(), page.html()
+    assert "Generated sequences: generated 9, unfinished 2 (kept), in dev or test 1, kept 6" in markdown
     assert "| distinct-1 (6 each) | " in markdown and "|  | train | generated |\n|---|---:|---:|" in markdown
     assert r"- a \*great\* \<b\>film\</b\> — *positive* (0.73)" in markdown
     assert "<li>a *great* &lt;b&gt;film&lt;/b&gt; — <em>positive</em> (0.73)</li>" in html

@@ -89,14 +89,15 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     pairs = [(teacher, task) for teacher, spec in config["teachers"].items() for task in spec["tasks"]]
     assert len(pairs) == 19  # BERT-base and RoBERTa-large on 8 GLUE tasks, BERT-large on CoLA, SST-2, Sara
-    # Grids (points per task): Universal-KD Tables 2/4/5: batch 3 x lr 2 (x beta 3 for methods with beta);
-    # ALP-KD: lr 3 x eta 4 x lambda 4 (kd has no lambda; no_kd neither); seeds 1, the thesis's students 3.
-    ukd2 = 8 * (6 + 5 * 18)  # no_kd + kd, pkd, alp, mhkd, universal_kd_il
-    alp2 = 8 * (3 + 12 + 6 * 48)  # no_kd, kd, pkd, ckd_no/po, alp_no/po, alp
+    # Grids (points per task): Universal-KD Tables 2/4: batch 3 x lr 2 (x beta 3 for methods with beta); Table 5:
+    # batch 4 x lr 5 (x beta 3) x dropout 4; ALP-KD: lr 3 x eta 4 x lambda 4 (kd has no lambda; no_kd neither);
+    # seeds 1, the thesis's students 3.
+    ukd2 = 8 * (6 + 3 * 18)  # no_kd + kd, mhkd, universal_kd_il (PKD and ALP are ALP-KD Table 1's)
+    alp1 = alp2 = 8 * (3 + 12 + 6 * 48)  # no_kd, kd, pkd, ckd_no/po, alp_no/po, alp
     alp3 = 8 * (3 + 12 + 5 * 48)  # no_kd, kd, pkd_1/6/12, ckd, alp
     ukd4 = 8 * (6 + 6 + 5 * 18)  # no_kd, annealing_kd (beta fixed), kd, takd, dih, cg, att_on_losses
     assistants = 8 * 18  # TAKD's RoBERTa-base assistant, one per grid point
-    ukd5 = 8 * 2 * 4 * (9 + 2 * 27)  # bilstm, gated_cnn x 4 dropouts: no_kd (9) + kd, universal_kd_ca (27)
+    ukd5 = 8 * 2 * 4 * (20 + 2 * 60)  # bilstm, gated_cnn x 4 dropouts: no_kd (20) + kd, universal_kd_ca (60)
     thesis = 2 * 3 * 3  # two students on CoLA, SST-2, Sara, three seeds
     augmented = 3  # the thesis's students learn from BERT-large's augmented sets of CoLA, SST-2 and Sara
     assert planned_jobs() == Counter(
@@ -104,14 +105,14 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         compute_teacher_signals=16 + augmented,  # BERT-base and RoBERTa-large on train, BERT-large on augmented
         finetune_generator=augmented, sample_transfer_shard=augmented * config["generation"]["sampling"]["shards"],
         build_augmented_transfer_set=augmented, transfer_statistics=augmented,
-        distill_student=ukd2 + alp2 + alp3 + ukd4 + assistants + ukd5 + thesis,
+        distill_student=ukd2 + alp1 + alp2 + alp3 + ukd4 + assistants + ukd5 + thesis,
         compute_assistant_signals=assistants,
         select_students=len(config["experiments"]),
         glue_submission=len(config["experiments"]),  # every experiment has a GLUE task
-        # evidence: 10 models probed on SentEval's 10 tasks (files downloaded once), 3 analyses, 8 paper tables,
-        # thesis Table 5.2's 9 measured models, the figures
+        # evidence: 10 models probed on SentEval's 10 tasks (files downloaded once), 3 analyses, 9 paper tables of
+        # scores and 3 of selected hyperparameters, thesis Table 5.2's 9 measured models, the figures
         download_probing_task=10, encode_probing_tasks=10, probe_model=10 * 10, probing_table=1, figure_probing=1,
-        analyse_predictions=3, figure_analysis=3, paper_table=8, measure_inference=9, figure_pseudo_heads=1,
+        analyse_predictions=3, figure_analysis=3, paper_table=9 + 3, measure_inference=9, figure_pseudo_heads=1,
         attention_maps=1,
     )
 
@@ -219,13 +220,22 @@ def check_demo_evidence(workdir, config):
     assert {"majority", "morphology"} <= set(probing.kind)
     analysis = json.loads((workdir / "results/analysis/sst2.json").read_text())
     assert analysis["models"] == ["tiny_bert_sst2", "lstm_s_sst2", "bert_s_sst2"] and analysis["n_examples"] > 0
-    reference = pd.read_csv(REPO / "reference/paper_results.csv", dtype={"table": str})
+    references = {kind: pd.read_csv(REPO / f"reference/{file}.csv", dtype={"table": str})
+                  for kind, file in (("scores", "paper_results"), ("hyperparameters", "selected_hyperparameters"))}
     for name, spec in config["paper_tables"]["tables"].items():
         table = pd.read_csv(workdir / f"results/tables/papers/{name}.csv", dtype={"table": str})
+        reference = references[spec.get("kind", "scores")]
         paper_rows = reference[(reference.source == spec["source"]) & (reference.table == str(spec["table"]))]
         assert len(table) == len(paper_rows), name  # a row for every paper row
         assert (workdir / f"results/tables/papers/{name}.tex").read_text().count("\\toprule") >= 1
         assert "—" in (workdir / f"results/tables/papers/{name}.md").read_text()  # kdflow lacks most cells
+    ukd = pd.read_csv(workdir / "results/tables/papers/universal_kd_table2.csv")
+    assert set(ukd[(ukd.task == "sst2") & ukd.method.isin(["pkd", "alp"])].kdflow_from) == {"alp_kd_table2"}
+    selected = pd.read_csv(workdir / "results/tables/papers/universal_kd_table7.csv").query("task == 'sst2'")
+    kdflow = selected.set_index("hyperparameter").kdflow  # the selected point of the demo's grid over beta
+    defaults = config["student_defaults"]
+    assert (kdflow.learning_rate, kdflow.batch_size) == (defaults["learning_rate"], defaults["batch_size"])
+    assert kdflow.beta in (0.3, 0.7)
     thesis = pd.read_csv(workdir / "results/tables/papers/thesis_table52.csv")
     measured = thesis[(thesis.task == "sst2") & (thesis.metric == "params_millions_non_embedding")]
     assert measured.kdflow.notna().all() and (measured.kdflow > 0).all()

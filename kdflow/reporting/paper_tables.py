@@ -14,6 +14,10 @@ std and number of seeds; a teacher's is its single fine-tuned model. A paper's a
 same scores (per task the mean of its metrics, then the mean over tasks: GLUE's rule, which is how Universal-KD's
 Table 3 averages its 12 test scores) when kdflow has all of them. GLUE test scores need the GLUE server, so kdflow
 never has them; their rows point to the submission files instead.
+
+A spec of ``kind: hyperparameters`` is a table of selected hyperparameters instead (Universal-KD Tables 7-9,
+reference/selected_hyperparameters.csv): per task, each hyperparameter the paper chose beside the value of the grid
+point kdflow selected on dev (results/selection/<experiment>.json).
 """
 
 from __future__ import annotations
@@ -36,6 +40,11 @@ TEACHER_METRICS = "results/teachers/{teacher}/{task}/metrics.json"
 EXPERIMENT_TABLE = "results/tables/experiments/{experiment}.csv"
 INFERENCE = "results/inference/{model}.json"
 GLUE_SUBMISSION = "results/glue_submission/{experiment}/"
+SELECTION = "results/selection/{experiment}.json"
+HYPERPARAMETERS_KIND = "hyperparameters"
+HYPERPARAMETER_COLUMNS = ["source", "table", "student", "method", "task", "hyperparameter", "paper", "kdflow",
+                          "agrees", "kdflow_student", "kdflow_method", "kdflow_from", "kdflow_config", "paper_note",
+                          "kdflow_note"]
 # The papers' MNLI test scores are matched/mismatched accuracies; kdflow keeps mismatched as its own split. Their
 # plain MNLI dev accuracy is the matched one, which is kdflow's `dev`.
 MNLI_SPLIT_SUFFIX = {"accuracy_matched": "", "accuracy_mismatched": "_mismatched"}
@@ -48,6 +57,10 @@ COLUMNS = ["source", "table", "teacher", "student", "method", "task", "metric", 
 def read_reference(path) -> pd.DataFrame:
     """The papers' scores; ``table`` stays text ("2", "5.2") and missing notes are empty strings."""
     return pd.read_csv(path, dtype={"table": str}).fillna({"note": ""})
+
+
+def is_hyperparameter_table(spec: dict) -> bool:
+    return spec.get("kind") == HYPERPARAMETERS_KIND
 
 
 def table_rows(reference: pd.DataFrame, spec: dict) -> pd.DataFrame:
@@ -78,16 +91,18 @@ def kdflow_score(task: str, metric: str, split: str) -> tuple[str, str]:
     return split, metric
 
 
+def kdflow_names(row, spec: dict) -> tuple[str | None, str]:
+    """The kdflow student (None if the spec maps none) and method entry of a paper row's student and method."""
+    overrides = spec.get("student_methods", {}).get(row.student, {})
+    return (spec.get("students", {}).get(row.student),
+            overrides.get(row.method, spec.get("methods", {}).get(row.method, row.method)))
+
+
 def _plan(row, spec: dict) -> dict:
     """Where kdflow's value for one paper row comes from (``kind``: average, teacher, experiment, inference or
     missing), under which kdflow names, and why it is missing when it must be."""
     teacher_row = row.method == TEACHER_METHOD
-    if teacher_row:
-        student, method = spec["teacher"], TEACHER_METHOD
-    else:
-        student = spec.get("students", {}).get(row.student)
-        overrides = spec.get("student_methods", {}).get(row.student, {})
-        method = overrides.get(row.method, spec.get("methods", {}).get(row.method, row.method))
+    student, method = (spec["teacher"], TEACHER_METHOD) if teacher_row else kdflow_names(row, spec)
     plan = dict(kind="missing", kdflow_student=student, kdflow_method=method, kdflow_from=None, note="")
     tasks = spec.get("tasks")
     if row.task == AVERAGE_TASK:
@@ -255,7 +270,9 @@ def _number(value, digits: int, missing: str, signed: bool = False) -> str:
 
 
 def _score_cell(digits: int):
-    return lambda row: f"{_number(row.kdflow, digits, '—')} ({row.paper:g})"
+    """"kdflow (paper)"; a paper value can be missing too (ALP-KD Table 1 is transcribed only where Universal-KD
+    quotes it)."""
+    return lambda row: f"{_number(row.kdflow, digits, '—')} ({'—' if pd.isna(row.paper) else f'{row.paper:g}'})"
 
 
 def _notes(table: pd.DataFrame) -> list[str]:
@@ -311,9 +328,13 @@ def latex_escape(text: str) -> str:
 
 
 def paper_latex(table: pd.DataFrame, title: str, digits: int = 2) -> str:
-    """A booktabs tabular of "kdflow (paper)" cells (``---``: kdflow has no value), written directly rather
-    than through pandas' Styler, which needs jinja2."""
-    cells = _wide(table, _score_cell(digits))
+    """A booktabs tabular of "kdflow (paper)" cells (``---``: kdflow has no value)."""
+    return _latex(_wide(table, _score_cell(digits)), title)
+
+
+def _latex(cells: pd.DataFrame, title: str) -> str:
+    """A booktabs tabular of text cells after three name columns, written directly rather than through pandas'
+    Styler, which needs jinja2."""
     lines = [
         f"% {latex_escape(title)}: kdflow (paper); --- : no kdflow value",
         r"\begin{tabular}{lll" + "r" * (len(cells.columns) - 3) + "}",
@@ -336,3 +357,90 @@ def write_paper_table(table: pd.DataFrame, title: str, csv_path, markdown_path, 
 
 def title_of(spec: dict) -> str:
     return spec.get("title") or f"{spec['source']} Table {spec['table']}"
+
+
+# Selected hyperparameters (Universal-KD Tables 7-9): the paper's choice beside kdflow's dev-selected grid point.
+
+
+def hyperparameter_runs(reference: pd.DataFrame, spec: dict) -> list[dict]:
+    """Each (task, kdflow student, kdflow method) of the spec's table with the hyperparameters the paper gives for
+    it: what the workflow resolves every grid point's values of (:func:`kdflow.workflow.config.run_values`)."""
+    runs: dict[tuple, dict] = {}
+    for row in table_rows(reference, spec).itertuples():
+        student, method = kdflow_names(row, spec)
+        if student is not None:
+            run = runs.setdefault((row.task, student, method),
+                                  {"task": row.task, "student": student, "method": method, "hyperparameters": []})
+            run["hyperparameters"] = list(dict.fromkeys([*run["hyperparameters"], row.hyperparameter]))
+    return list(runs.values())
+
+
+def run_key(task: str, student: str, method: str) -> str:
+    return f"{task}/{student}/{method}"
+
+
+def hyperparameter_table(reference: pd.DataFrame, spec: dict, selections: Mapping[str, dict],
+                         values: Mapping[str, Mapping[str, dict]]) -> pd.DataFrame:
+    """Every row of the spec's table of selected hyperparameters with kdflow's value at the grid point selected
+    on dev. ``selections``: experiment -> its selection JSON; ``values``: experiment -> :func:`run_key` -> grid
+    point -> hyperparameter -> value. The spec's experiments are searched in order, as for scores."""
+    selected = {}
+    for experiment in (e for e in spec["experiments"] if e in selections):
+        for entry in selections[experiment]["selections"]:
+            key = run_key(entry["task"], entry["student"], entry["method"])
+            if key in values.get(experiment, {}):
+                selected.setdefault(key, (experiment, entry["selected"]))
+    records = []
+    for row in table_rows(reference, spec).itertuples():
+        student, method = kdflow_names(row, spec)
+        record = {**row._asdict(), "paper": row.value, "paper_note": row.note, "kdflow_student": student,
+                  "kdflow_method": method, "kdflow": np.nan, "kdflow_from": None, "kdflow_config": None,
+                  "kdflow_note": ""}
+        found = None if student is None else selected.get(run_key(row.task, student, method))
+        if student is None:
+            record["kdflow_note"] = f"no kdflow student for {row.student} (spec `students`)"
+        elif found is None:
+            record["kdflow_note"] = f"not in the selections of experiments {', '.join(spec['experiments'])}"
+        else:
+            experiment, point = found
+            value = values[experiment][run_key(row.task, student, method)][point].get(row.hyperparameter)
+            record.update(kdflow=np.nan if value is None else value, kdflow_from=experiment, kdflow_config=point)
+            if value is None:
+                record["kdflow_note"] = f"kdflow's runs have no {row.hyperparameter}"
+        records.append(record)
+    table = pd.DataFrame(records)
+    table["agrees"] = np.isclose(table.kdflow.astype(float), table.paper.astype(float))  # False where kdflow has none
+    return table[HYPERPARAMETER_COLUMNS]
+
+
+def _hyperparameter_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per paper student, method and hyperparameter, one column per task: "kdflow (paper)"."""
+    tasks = list(dict.fromkeys(table.task))
+    lines: dict[tuple, dict] = {}
+    for row in table.itertuples():
+        line = lines.setdefault((row.student, row.method, row.hyperparameter), {})
+        line[row.task] = f"{'—' if pd.isna(row.kdflow) else f'{row.kdflow:g}'} ({row.paper:g})"
+    rows = [[s, m, h, *(line.get(t, "") for t in tasks)] for (s, m, h), line in lines.items()]
+    return pd.DataFrame(rows, columns=["student", "method", "hyperparameter", *tasks])
+
+
+def hyperparameter_document(table: pd.DataFrame, title: str) -> Document:
+    """The table as people read it: "kdflow (paper)" per task and hyperparameter, how many agree, the notes."""
+    known = table[table.kdflow.notna()]
+    document = Document(title, [
+        Paragraph("Each cell: kdflow (paper). kdflow: the value of the grid point selected on dev (mean over seeds); "
+                  "— : kdflow has no selection for it (see the notes)."),
+        Table(_hyperparameter_cells(table)),
+        Paragraph(f"kdflow selected the paper's value in {int(known.agrees.sum())} of {len(known)} cells it has."),
+    ])
+    notes = _notes(table)
+    if notes:
+        document.blocks += [Heading("Notes"), Bullets(notes)]
+    return document
+
+
+def write_hyperparameter_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path,
+                               html_path=None) -> None:
+    table.to_csv(csv_path, index=False)
+    hyperparameter_document(table, title).write(markdown_path, html_path)
+    Path(latex_path).write_text(_latex(_hyperparameter_cells(table), title))

@@ -1,19 +1,20 @@
 """Transfer sets: the examples a student learns from, each labelled by the teacher (thesis §3.2, §4.3.2).
 
 ``train`` is the task's training split. ``augmented`` is train plus sentences sampled from a fine-tuned
-generator (:mod:`kdflow.transfer.generation`), sampled in independent seeded shards and merged with hygiene:
+generator (:mod:`kdflow.transfer.generation`), sampled in independent seeded shards and merged:
 
 * a sequence with the wrong number of separators (a pair without one, or a single sentence with one) and an
-  empty sentence are dropped;
-* exact duplicates are dropped, including copies of a training example;
-* anything identical to a dev or test example is dropped, so that nothing of the evaluation data leaks into
-  training through the generator. "Identical" is compared case- and whitespace-insensitively, because a
-  generator's decoded text differs from the raw text in spacing (WordPiece: ``it ' s``) and, for uncased
-  vocabularies, in case.
+  empty sentence are always dropped: they are not an input of the task;
+* the hygiene options (config ``generation.hygiene``) drop unfinished sequences (cut at ``max_length``), copies
+  of a training example, repeats of an earlier generated sequence, and copies of a dev or test example. The
+  thesis kept all of these (thesis-original-code.md, "Data"); kdflow follows it except for dev/test copies,
+  which stay dropped by default, so that nothing of the evaluation data leaks into training through the
+  generator. Copies are compared case- and whitespace-insensitively, because a generator's decoded text differs
+  from the raw text in spacing (WordPiece: ``it ' s``) and, for uncased vocabularies, in case.
 
-Every drop is counted. ``augmented.parquet`` has the prepared splits' columns plus ``origin`` (train or
-generated); generated examples have no gold label (null in the file; -1, or NaN for regression, in memory:
-see :func:`kdflow.training.losses.task_loss`).
+Every step is counted (the matching sequences, whether dropped or kept). ``augmented.parquet`` has the prepared
+splits' columns plus ``origin`` (train or generated); generated examples have no gold label (null in the file;
+-1, or NaN for regression, in memory: see :func:`kdflow.training.losses.task_loss`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ from kdflow.core.io import atomic_output, write_json
 
 log = logging.getLogger("kdflow")
 
-HYGIENE_COUNTS = ("generated", "wrong_separators", "empty", "unfinished", "in_dev_or_test", "duplicates", "kept")
+HYGIENE_COUNTS = ("generated", "wrong_separators", "empty", "unfinished", "in_dev_or_test", "train_copies",
+                  "duplicates", "kept")
+HYGIENE_STEPS = HYGIENE_COUNTS[1:-1]
+
+
 def match_key(text_a: pd.Series, text_b: pd.Series | None) -> pd.Series:
     """Case- and whitespace-insensitive identity of an example (see the module docstring)."""
     squash = lambda s: s.fillna("").str.lower().map(lambda t: re.sub(r"\s+", "", t))  # noqa: E731
@@ -42,34 +47,35 @@ def match_key(text_a: pd.Series, text_b: pd.Series | None) -> pd.Series:
     return key if text_b is None else key + "\t" + squash(text_b)
 
 
-def build_augmented(task: TaskData, shard_paths: list[Path], keep_unfinished: bool, out_path: Path,
-                    report_path: Path) -> dict:
-    """Merge the generated shards with train into ``augmented.parquet`` under the hygiene rules, and write
-    the counts of everything dropped."""
+def build_augmented(task: TaskData, shard_paths: list[Path], out_path: Path, report_path: Path, *,
+                    keep_unfinished: bool, keep_duplicates: bool, keep_train_copies: bool,
+                    keep_dev_test_copies: bool) -> dict:
+    """Merge the generated shards with train into ``augmented.parquet`` under the hygiene options, and write
+    the count of every step (``dropped`` lists the steps that dropped what they matched)."""
     pair = task.meta["pair"]
     generated = pd.concat([pd.read_parquet(p) for p in shard_paths], ignore_index=True)
-    counts = {"generated": len(generated)}
+    counts, dropped = {"generated": len(generated)}, []
 
-    def drop(mask: pd.Series, reason: str) -> None:
+    def step(mask: pd.Series, name: str, keep: bool = False) -> None:
         nonlocal generated
-        counts[reason] = int(mask.sum())
-        generated = generated[~mask]
+        counts[name] = int(mask.sum())
+        if not keep:
+            dropped.append(name)
+            generated = generated[~mask]
 
-    drop(generated["separators"] != (1 if pair else 0), "wrong_separators")
-    drop((generated["text_a"].str.strip() == "") | (pair & (generated["text_b"].fillna("").str.strip() == "")), "empty")
-    if not keep_unfinished:
-        drop(~generated["finished"], "unfinished")
-    key = match_key(generated["text_a"], generated["text_b"] if pair else None)
+    step(generated["separators"] != (1 if pair else 0), "wrong_separators")
+    step((generated["text_a"].str.strip() == "") | (pair & (generated["text_b"].fillna("").str.strip() == "")), "empty")
+    step(~generated["finished"], "unfinished", keep_unfinished)
+    key = lambda frame: match_key(frame["text_a"], frame["text_b"] if pair else None)  # noqa: E731
     evaluation = set()
     for name in task.meta["splits"]:
         if name != "train":
-            frame = task.split(name)
-            evaluation.update(match_key(frame["text_a"], frame["text_b"] if pair else None))
+            evaluation.update(key(task.split(name)))
     train = task.split("train")
-    train_keys = set(match_key(train["text_a"], train["text_b"] if pair else None))
-    drop(key.isin(evaluation), "in_dev_or_test")
-    key = key[generated.index]
-    drop(key.isin(train_keys) | key.duplicated(), "duplicates")
+    keys = key(generated)
+    step(keys.isin(evaluation), "in_dev_or_test", keep_dev_test_copies)
+    step(keys[generated.index].isin(set(key(train))), "train_copies", keep_train_copies)
+    step(keys[generated.index].duplicated(), "duplicates", keep_duplicates)
     counts["kept"] = len(generated)
 
     labelled = train.assign(origin="train")
@@ -84,7 +90,7 @@ def build_augmented(task: TaskData, shard_paths: list[Path], keep_unfinished: bo
     table = columns.to_table(task.meta["regression"]).append_column("origin", pa.array(merged["origin"], pa.string()))
     with atomic_output(out_path) as path:
         pq.write_table(table, path)
-    report = {"task": task.meta["task"], "train": len(train), "total": len(merged), **counts}
+    report = {"task": task.meta["task"], "train": len(train), "total": len(merged), **counts, "dropped": dropped}
     write_json(report_path, report)
     log.info("augmented transfer set: %s", report)
     return report
@@ -167,7 +173,10 @@ def statistics_document(stats: dict) -> Document:
         label = example.get("teacher_label", example.get("teacher_score"))
         confidence = f" ({example['confidence']:.2f})" if "confidence" in example else ""
         examples.append([text, " — ", Emphasis(str(label)), confidence])
-    hygiene = ", ".join(f"{k.replace('_', ' ')} {stats['hygiene'][k]:,}" for k in HYGIENE_COUNTS if k in stats["hygiene"])
+    counts = stats["hygiene"]
+    kept = [k for k in HYGIENE_STEPS if k not in counts["dropped"]]  # matched, but kept under the hygiene options
+    hygiene = ", ".join(f"{k.replace('_', ' ')} {counts[k]:,}{' (kept)' if k in kept else ''}"
+                        for k in HYGIENE_COUNTS if k in counts)
     return Document(f"Augmented transfer set: {stats['task']}", [
         Paragraph(f"Train {stats['sizes']['train']:,} + generated {stats['sizes']['generated']:,} examples."),
         Paragraph(f"Generated sequences: {hygiene}"),

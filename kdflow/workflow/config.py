@@ -132,6 +132,7 @@ def student_settings(config: dict, experiment: str, task: str, student: str, met
     method, options = method_entry(spec, method)
     options.update({k: v for k, v in point.items() if k not in HYPERPARAMETERS and not is_student_axis(k)})
     student_spec = {**config["students"][student],
+                    **spec.get("task_students", {}).get(task, {}).get(student, {}),
                     **{k.removeprefix("student."): v for k, v in point.items() if is_student_axis(k)}}
     stages = spec.get("task_schedule", {}).get(task) or spec.get("schedule") or [{"epochs": hyperparameters["epochs"]}]
     return canonical({
@@ -143,6 +144,20 @@ def student_settings(config: dict, experiment: str, task: str, student: str, met
         "stages": stages,
         "hyperparameters": hyperparameters,
     })
+
+
+def run_values(config: dict, experiment: str, task: str, student: str, method: str, names: list[str]) -> dict:
+    """What every grid point of ``task``/``student``/``method`` trains with, by kdflow's names (training
+    hyperparameters, method options, ``student.<option>``): ``{config_id: {name: value}}`` for ``names``, None
+    where a run has no such setting. A table of selected hyperparameters reads the selected point's."""
+    spec = config["experiments"][experiment]
+    values = {}
+    for point in grid_points(spec, method):
+        settings = student_settings(config, experiment, task, student, method, point, spec["seeds"][0])
+        known = {**settings["hyperparameters"], **settings["method_options"],
+                 **{f"student.{k}": v for k, v in settings["student"].items()}}
+        values[point] = {name: known.get(name) for name in names}
+    return values
 
 
 def assistant_run(config: dict, experiment: str, task: str, entry: str, point_id: str, seed) -> dict | None:
@@ -171,7 +186,11 @@ def transfer_of(experiment: dict) -> str:
 
 
 SAMPLING_DEFAULTS = {"prefix": "first_token", "max_length": 128, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
-                     "batch_size": 64, "seed": 0, "keep_unfinished": True, "dtype": "float32"}
+                     "batch_size": 64, "seed": 0, "dtype": "float32"}
+# The thesis kept every generated sequence (thesis-original-code.md, "Data"); copies of dev or test examples are a
+# leak of the evaluation data, so kdflow drops them unless told otherwise.
+HYGIENE_DEFAULTS = {"keep_unfinished": True, "keep_duplicates": True, "keep_train_copies": True,
+                    "keep_dev_test_copies": False}
 
 
 def generator_settings(config: dict) -> dict:
@@ -181,6 +200,11 @@ def generator_settings(config: dict) -> dict:
 
 def sampling_settings(config: dict) -> dict:
     return canonical({**SAMPLING_DEFAULTS, **config["generation"]["sampling"]})
+
+
+def hygiene_settings(config: dict) -> dict:
+    """What merging the generated shards drops (:func:`kdflow.transfer.augmentation.build_augmented`)."""
+    return canonical({**HYGIENE_DEFAULTS, **config["generation"].get("hygiene", {})})
 
 
 def augmented_jobs(config: dict) -> list[tuple[str, str]]:
@@ -293,8 +317,21 @@ def _student_problems(config: dict, catalog: dict) -> list[str]:
 
 
 def _experiment_option_problems(name: str, spec: dict, config: dict, catalog: dict) -> list[str]:
-    """The options of an experiment's method entries and its grid's axes exist in the code that runs them."""
+    """The options of an experiment's method entries, its per-task student options and its grid's axes exist in
+    the code that runs them."""
     problems, methods = [], catalog["methods"]
+    for task, students in spec.get("task_students", {}).items():
+        where = f"experiments.{name}.task_students.{task}"
+        if task not in spec["tasks"]:
+            problems.append(f"{where}: {task!r} is not a task of the experiment")
+        for student, options in students.items():
+            if student not in spec["students"]:
+                problems.append(f"{where}.{student}: not a student of the experiment")
+                continue
+            kind = config.get("students", {}).get(student, {}).get("type")
+            unknown = sorted(set(options) - set(catalog["students"].get(kind, {}).get("defaults", options)))
+            if unknown:
+                problems.append(f"{where}.{student}: {kind} has no option(s) {unknown}")
     for entry in spec["methods"]:
         method, options = method_entry(spec, entry)
         unknown = sorted(set(options) - set(methods[method]["defaults"]))
