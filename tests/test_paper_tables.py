@@ -350,3 +350,6 @@ def test_hyperparameter_tables_show_the_grid_point_kdflow_selected_beside_the_pa
     assert "| student | method | hyperparameter | cola | mnli |" in text
     assert "| bilstm | universal_kd_ca | batch_size | 32 (8) | — (64) |" in text
     assert "kdflow selected the paper's value in 3 of 4 cells it has." in text
+    entries = deviations_of(REPO / "reference" / "deviations.yaml", "universal_kd_table9")
+    assert entries and "## Differences from the paper's protocol" not in text
+    assert "## Differences from the paper's protocol" in hyperparameter_document(table, "T9", entries).markdown()

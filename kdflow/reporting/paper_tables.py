@@ -292,8 +292,15 @@ def deviations_of(ledger_path, paper_table: str) -> list[dict]:
     return [entry for entry in yaml.safe_load(Path(ledger_path).read_text()) or [] if paper_table in entry["tables"]]
 
 
-def _deviation_item(entry: dict) -> list:
-    return [Emphasis(entry["kind"]), f": {entry['what']} Why: {entry['why']} Effect: {entry['effect']}"]
+def _deviation_blocks(deviations: list[dict]) -> list:
+    """The ledger's entries of a table, as the last section of its page (none without entries)."""
+    if not deviations:
+        return []
+    return [Heading("Differences from the paper's protocol"),
+            Paragraph("From the ledger (reference/deviations.yaml): every known difference between what config.yaml, "
+                      "the full reproduction, runs and what the paper did."),
+            Bullets([[Emphasis(entry["kind"]), f": {entry['what']} Why: {entry['why']} Effect: {entry['effect']}"]
+                     for entry in deviations])]
 
 
 def paper_document(table: pd.DataFrame, title: str, digits: int = 2, deviations: list[dict] = ()) -> Document:
@@ -310,11 +317,7 @@ def paper_document(table: pd.DataFrame, title: str, digits: int = 2, deviations:
     notes = _notes(table)
     if notes:
         document.blocks += [Heading("Notes"), Bullets(notes)]
-    if deviations:
-        document.blocks += [Heading("Differences from the paper's protocol"),
-                            Paragraph("From the ledger (reference/deviations.yaml): every known difference between what "
-                                      "config.yaml, the full reproduction, runs and what the paper did."),
-                            Bullets([_deviation_item(entry) for entry in deviations])]
+    document.blocks += _deviation_blocks(deviations)
     return document
 
 
@@ -424,8 +427,9 @@ def _hyperparameter_cells(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["student", "method", "hyperparameter", *tasks])
 
 
-def hyperparameter_document(table: pd.DataFrame, title: str) -> Document:
-    """The table as people read it: "kdflow (paper)" per task and hyperparameter, how many agree, the notes."""
+def hyperparameter_document(table: pd.DataFrame, title: str, deviations: list[dict] = ()) -> Document:
+    """The table as people read it: "kdflow (paper)" per task and hyperparameter, how many agree, the notes and the
+    ledger's entries."""
     known = table[table.kdflow.notna()]
     document = Document(title, [
         Paragraph("Each cell: kdflow (paper). kdflow: the value of the grid point selected on dev (mean over seeds); "
@@ -436,11 +440,12 @@ def hyperparameter_document(table: pd.DataFrame, title: str) -> Document:
     notes = _notes(table)
     if notes:
         document.blocks += [Heading("Notes"), Bullets(notes)]
+    document.blocks += _deviation_blocks(deviations)
     return document
 
 
 def write_hyperparameter_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path,
-                               html_path=None) -> None:
+                               html_path=None, deviations: list[dict] = ()) -> None:
     table.to_csv(csv_path, index=False)
-    hyperparameter_document(table, title).write(markdown_path, html_path)
+    hyperparameter_document(table, title, deviations).write(markdown_path, html_path)
     Path(latex_path).write_text(_latex(_hyperparameter_cells(table), title))
