@@ -31,7 +31,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.probing_throughput import synthetic_encodings  # noqa: E402
+from benchmarks.probing_throughput import add_problem_arguments, synthetic_encodings  # noqa: E402
 from kdflow.probing.probe import ProbeSettings, probe  # noqa: E402
 
 SENTEVAL = ProbeSettings()
@@ -45,12 +45,7 @@ PROTOCOLS = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--train", type=int, default=100_000, help="training encodings (SentEval: 100k)")
-    parser.add_argument("--dev", type=int, default=10_000, help="dev encodings (SentEval: 10k)")
-    parser.add_argument("--test", type=int, default=10_000, help="test encodings (SentEval: 10k)")
-    parser.add_argument("--dim", type=int, default=768, help="encoding dimension")
-    parser.add_argument("--classes", type=int, default=2)
-    parser.add_argument("--label-noise", type=float, default=0.1, help="fraction of labels replaced at random")
+    add_problem_arguments(parser)
     parser.add_argument("--data-seeds", type=int, nargs="+", default=[0], help="one synthetic problem per seed")
     parser.add_argument("--protocols", nargs="+", choices=list(PROTOCOLS), default=list(PROTOCOLS))
     parser.add_argument("--seed", type=int, default=SENTEVAL.seed, help="probe seed (init, shuffling, dropout)")

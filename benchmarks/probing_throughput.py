@@ -68,6 +68,16 @@ def synthetic_encodings(n: int, dim: int, classes: int, label_noise: float, seed
     return X, y.astype(np.int64)
 
 
+def add_problem_arguments(parser: argparse.ArgumentParser) -> None:
+    """The synthetic probing problem's size and difficulty (the arguments of :func:`synthetic_encodings`)."""
+    parser.add_argument("--train", type=int, default=100_000, help="training encodings (SentEval: 100k)")
+    parser.add_argument("--dev", type=int, default=10_000, help="dev encodings (SentEval: 10k)")
+    parser.add_argument("--test", type=int, default=10_000, help="test encodings (SentEval: 10k)")
+    parser.add_argument("--dim", type=int, default=768, help="encoding dimension")
+    parser.add_argument("--classes", type=int, default=2)
+    parser.add_argument("--label-noise", type=float, default=0.1, help="fraction of labels replaced at random")
+
+
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -76,12 +86,7 @@ def sync(device: torch.device) -> None:
 def main() -> None:
     defaults = ProbeSettings()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--train", type=int, default=100_000, help="training encodings (SentEval: 100k)")
-    parser.add_argument("--dev", type=int, default=10_000, help="dev encodings (SentEval: 10k)")
-    parser.add_argument("--test", type=int, default=10_000, help="test encodings (SentEval: 10k)")
-    parser.add_argument("--dim", type=int, default=768, help="encoding dimension")
-    parser.add_argument("--classes", type=int, default=2)
-    parser.add_argument("--label-noise", type=float, default=0.1, help="fraction of labels replaced at random")
+    add_problem_arguments(parser)
     parser.add_argument("--max-epochs", type=int, default=defaults.max_epochs,
                         help=f"epoch cap of every probe (ProbeSettings' default: {defaults.max_epochs})")
     parser.add_argument("--mode", choices=["both", "batched", "sequential"], default="both")
