@@ -17,6 +17,8 @@ import pytest
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel
 
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.training.checkpoint import Checkpoint
@@ -78,6 +80,8 @@ def train_on_each_rank(out, device, data_parallel):
     results = {"plain": {n: fit(n, dropout=0.0, device=device, data_parallel=data_parallel) for n in SIZES}}
     results["accumulated"] = {n: fit(n, dropout=0.0, device=device, data_parallel=data_parallel, hp=ACCUMULATING)
                               for n in SIZES}
+    results["all-reduces"] = {name: count_gradient_all_reduces(hp, device, data_parallel)
+                              for name, hp in (("plain", HP), ("accumulated", ACCUMULATING))}
     results["dropout"] = fit(64, dropout=0.3, device=device, data_parallel=data_parallel)
     results["draw"] = torch.rand(4)  # from the generator the run reseeded by rank
     (out / "checkpoint").mkdir(exist_ok=True)
@@ -92,6 +96,29 @@ def train_on_each_rank(out, device, data_parallel):
     results["resumed"] = fit(64, dropout=0.3, device=device, checkpoint=checkpoint(), data_parallel=data_parallel)
     torch.save(results, out / f"rank{dist.get_rank()}.pt")
     fail_on_rank_1(device, data_parallel)
+
+
+def count_gradient_all_reduces(hp, device, data_parallel) -> int:
+    """How many times DDP all-reduced a gradient bucket while training on 64 rows (one bucket: a tiny model)."""
+    count = [0]
+
+    def counting_hook(state, bucket):
+        count[0] += 1
+        return default_hooks.allreduce_hook(None, bucket)
+
+    class CountingDDP(DistributedDataParallel):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.register_comm_hook(None, counting_hook)
+
+    # the ranks run kdflow.training.parallel as __main__: patch the module that data_parallel reads its names from
+    names = data_parallel.__globals__
+    names["DistributedDataParallel"] = CountingDDP
+    try:
+        fit(64, dropout=0.0, device=device, data_parallel=data_parallel, hp=hp)
+    finally:
+        names["DistributedDataParallel"] = DistributedDataParallel
+    return count[0]
 
 
 def fail_on_rank_1(device, data_parallel):
@@ -151,6 +178,12 @@ def test_two_ranks_accumulating_gradients_train_like_one_process_on_whole_batche
         torch.testing.assert_close(weights[name], value, atol=1e-6, rtol=0)
     assert [record["train_loss"] for record in result.history] == pytest.approx(
         [record["train_loss"] for record in alone_result.history], abs=1e-6)
+
+
+def test_accumulating_micro_batches_all_reduce_the_gradient_once_per_optimiser_step(ranks):
+    (rank0, rank1), _, _ = ranks
+    steps = HP.epochs * 64 // HP.batch_size
+    assert rank0["all-reduces"] == rank1["all-reduces"] == {"plain": steps, "accumulated": steps}  # not 3 per step
 
 
 def test_ranks_draw_their_own_dropout_masks(ranks):

@@ -34,7 +34,9 @@ log = logging.getLogger("kdflow")
 
 Batch = dict[str, torch.Tensor]
 LossFn = Callable[[nn.Module, Batch], torch.Tensor]
-Backward = Callable[[Batch, float], float]  # backpropagates weight x a batch's loss into .grad, returns weight x loss
+# backpropagates weight x a batch's loss into .grad and returns weight x loss; the bool is False for every
+# micro-batch of a step but its last (a data-parallel job all-reduces the gradients once per step)
+Backward = Callable[[Batch, float, bool], float]
 
 
 def subset_indices(n: int, limit: int | None, seed: int) -> np.ndarray:
@@ -226,8 +228,8 @@ def train(
                 continue  # trained on before the checkpoint
             optimizer.zero_grad(set_to_none=True)
             rows = batch_rows(batch)
-            loss = sum(backward(part, batch_rows(part) / rows)
-                       for part in _micro_batches(batch, hp.gradient_accumulation_steps))
+            parts = _micro_batches(batch, hp.gradient_accumulation_steps)
+            loss = sum(backward(part, batch_rows(part) / rows, i == len(parts) - 1) for i, part in enumerate(parts))
             if not math.isfinite(loss):  # the whole batch's loss: every rank stops at the same step
                 return diverge(epoch, step + 1, f"training loss {loss}")
             running.append((loss, optimizer.param_groups[0]["lr"], _gradient_norm(parameters, hp.max_grad_norm)))
@@ -270,7 +272,7 @@ def predict(forward: Callable[[Batch], torch.Tensor], batch_iter: Iterable[Batch
 
 
 def _backward_in_one_process(model: nn.Module, loss_fn: LossFn, device: torch.device) -> Backward:
-    def backward(batch: Batch, weight: float) -> float:
+    def backward(batch: Batch, weight: float, last: bool) -> float:
         loss = loss_fn(model, to_device(batch, device)) * weight
         loss.backward()
         return loss.item()

@@ -21,9 +21,9 @@ not split evenly too: it splits unevenly and is weighted by rows, rather than ev
 (DistributedSampler) or dropping some, which would change what a step learns from and part a multi-GPU teacher
 from a one-GPU one. (DDP's join is for ranks with different numbers of batches; here every rank has a share of
 every batch.) A rank left without rows (a last batch with fewer rows than ranks) backpropagates one borrowed row
-with weight 0, as DDP needs a backward pass on every rank. With gradient accumulation every micro-batch is
-all-reduced as it is backpropagated (no ``no_sync``): an all-reduce per micro-batch rather than per step, but the
-accumulated gradient is the same on every rank. Clipping and the optimiser step then see the same gradient on
+with weight 0, as DDP needs a backward pass on every rank. With gradient accumulation the micro-batches of a step
+but its last accumulate locally under DDP's ``no_sync``, and the last one's backward all-reduces the sum: one
+all-reduce per optimiser step, and the accumulated gradient is the same on every rank. Clipping and the optimiser step then see the same gradient on
 every rank, which keeps the weights identical. Every trainable parameter must take part in the loss
 (a sequence classifier's do); DDP fails the next step if one does not.
 
@@ -37,6 +37,7 @@ dev scores on every rank (:mod:`kdflow.training.loop`); every rank evaluates the
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import os
@@ -139,22 +140,24 @@ class _Loss(nn.Module):
 def data_parallel(model: nn.Module, loss_fn: LossFn, device: torch.device) -> Backward:
     """The training loop's backward step on this rank: backpropagate ``loss_fn`` on the rank's share of a batch
     (weighted by rows, see the module's docstring) and add the gradient of ``weight`` times the whole batch's loss
-    to every parameter's ``.grad`` on every rank (the loop's micro-batches weigh their share of a step's rows);
-    return ``weight`` times the whole batch's loss. Wrapping ``model`` in DDP gives every rank rank 0's weights and
+    to every parameter's ``.grad`` on every rank (the loop's micro-batches weigh their share of a step's rows; until
+    the ``last`` of a step, each rank adds only its own share's gradient); return ``weight`` times the whole
+    batch's loss. Wrapping ``model`` in DDP gives every rank rank 0's weights and
     buffers; torch is reseeded from its seed and the rank, so that each rank draws its own dropout masks for its
     rows, as one process draws a mask per row."""
     rank, ranks = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(int(np.random.SeedSequence([torch.initial_seed(), rank]).generate_state(1)[0]))
     replicas = DistributedDataParallel(_Loss(model, loss_fn), device_ids=[device] if device.type == "cuda" else None)
 
-    def backward(batch: Batch, weight: float) -> float:
+    def backward(batch: Batch, weight: float, last: bool) -> float:
         rows = batch_rows(batch)
         share = {name: value.tensor_split(ranks)[rank] for name, value in batch.items()}
         share_rows = batch_rows(share)
         if not share_rows:  # fewer rows than ranks: a borrowed row, weighted 0, keeps this rank in the all-reduce
             share = {name: value[:1] for name, value in batch.items()}
-        loss = replicas(to_device(share, device))
-        (loss * (weight * ranks * share_rows / rows)).backward()
+        with contextlib.nullcontext() if last else replicas.no_sync():
+            loss = replicas(to_device(share, device))
+            (loss * (weight * ranks * share_rows / rows)).backward()
         whole = loss.detach() * (weight * share_rows / rows)
         dist.all_reduce(whole)
         return whole.item()
