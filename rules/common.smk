@@ -4,14 +4,10 @@ import sys
 
 from snakemake.utils import validate
 
-# This file and the rule scripts (child processes, here or on a cluster node) import the kdflow package
-# from this repository, whether or not it is installed in the job's environment.
+# This file and the rule scripts import the kdflow package from this repository, whether or not it is installed
+# in the job's environment: Snakemake's script preamble extends a script's sys.path with this process's, so the
+# scripts find it without PYTHONPATH, which Snakemake clears in conda environments (`--sdm conda`).
 sys.path.insert(0, workflow.basedir)
-os.environ.update(
-    PYTHONPATH=os.pathsep.join(
-        filter(None, [workflow.basedir, os.getenv("PYTHONPATH")])
-    )
-)
 
 from kdflow.workflow.config import (
     assistant_run,

@@ -1,10 +1,12 @@
 """The Snakemake workflow: lint, formatting, config validation, the full dry run, and the demo end to end."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections import Counter
 from pathlib import Path
 
@@ -334,6 +336,28 @@ def test_broken_data_fails_with_one_clear_line(tmp_path):
     log = (workdir / "logs/prepare_task/rte.log").read_text()
     assert "demo/data/glue/RTE/train.tsv:6: expected 4 tab-separated fields, found 2" in log
     assert "Traceback" not in log
+
+
+@pytest.mark.slow
+def test_rule_scripts_import_kdflow_without_pythonpath_or_an_installed_package(tmp_path):
+    """As in a conda job environment (`--sdm conda`): an interpreter that has the dependencies but not kdflow, no
+    PYTHONPATH (Snakemake clears it there), and a working directory outside the repository."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / "bin" / "python"
+    site_packages = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   capture_output=True, text=True, check=True).stdout.strip()
+    # this environment's packages, without processing its .pth files: the editable kdflow is not importable
+    (Path(site_packages) / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    assert subprocess.run([python, "-c", "import kdflow"], cwd=tmp_path, env=environment).returncode != 0
+    workdir = copy_repo(tmp_path / "repository")
+    result = subprocess.run([python, "-m", "snakemake", "--snakefile", workdir / "Snakefile", "--directory", workdir,
+                             "--configfile", workdir / "demo/config.yaml", "--replace-workflow-config", "--cores", "1",
+                             "results/data/sst2"], cwd=tmp_path, env=environment, capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, result.stderr
+    assert (workdir / "results/data/sst2/meta.json").is_file()
 
 
 def test_slurm_profile_dry_run_gives_gpu_rules_a_gpu():
