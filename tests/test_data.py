@@ -1,11 +1,11 @@
-"""Ingestion: every reader on the shipped fixtures, the hub path on a stand-in, and broken inputs."""
+"""Ingestion: every reader on the shipped fixtures, the hub path on a local copy in the hub's schema, and broken
+inputs."""
 
-import sys
-import types
-
+import datasets
 import pytest
 from conftest import demo_task_dir
 
+from kdflow.core import data as data_module
 from kdflow.core.data import DataError, TaskData, prepare_task, read_hub
 from kdflow.core.tasks import TASKS, get_task
 
@@ -56,36 +56,69 @@ def test_meta_records_sources_with_checksums(prepared):
     assert all(len(digest) == 64 for digest in meta["source"]["files"].values())
 
 
-def test_hub_ingestion_maps_columns_and_hidden_test_labels(monkeypatch, tmp_path):
-    """The hub path on a stand-in for `datasets` (the hub is unreachable here)."""
-    calls = []
+# nyu-mll/glue on the Hugging Face hub, as its dataset card declares it (written down here independently of
+# kdflow.core.tasks): text columns, label names (None: STS-B's float score), splits. Test labels are -1.
+HUB_GLUE = {
+    "cola": (("sentence",), ("unacceptable", "acceptable"), ("train", "validation", "test")),
+    "sst2": (("sentence",), ("negative", "positive"), ("train", "validation", "test")),
+    "mrpc": (("sentence1", "sentence2"), ("not_equivalent", "equivalent"), ("train", "validation", "test")),
+    "qqp": (("question1", "question2"), ("not_duplicate", "duplicate"), ("train", "validation", "test")),
+    "stsb": (("sentence1", "sentence2"), None, ("train", "validation", "test")),
+    "mnli": (("premise", "hypothesis"), ("entailment", "neutral", "contradiction"),
+             ("train", "validation_matched", "validation_mismatched", "test_matched", "test_mismatched")),
+    "qnli": (("question", "sentence"), ("entailment", "not_entailment"), ("train", "validation", "test")),
+    "rte": (("sentence1", "sentence2"), ("entailment", "not_entailment"), ("train", "validation", "test")),
+}
 
-    class FakeSplit:
-        def __init__(self, split):
-            labelled = not split.startswith("test")
-            self.data = {
-                "premise": ["a man sleeps", "a dog runs"],
-                "hypothesis": ["someone rests", "a cat runs"],
-                "label": [0, 2] if labelled else [-1, -1],
-                "idx": [0, 1],
-            }
 
-        def to_dict(self):
-            return self.data
+@pytest.fixture(scope="module")
+def hub_copy(tmp_path_factory):
+    """A local copy of nyu-mll/glue in the hub's own layout (a dataset card with `configs`, one Parquet file per
+    config and split, `datasets` features), which `datasets.load_dataset` reads like the hub repository."""
+    root = tmp_path_factory.mktemp("hub") / "glue"
+    card = ["---", "configs:"]
+    for config, (columns, names, splits) in HUB_GLUE.items():
+        label = datasets.Value("float32") if names is None else datasets.ClassLabel(names=list(names))
+        features = datasets.Features({**{column: datasets.Value("string") for column in columns},
+                                      "label": label, "idx": datasets.Value("int32")})
+        card += [f"- config_name: {config}", "  data_files:"]
+        for split in splits:
+            hidden = split.startswith("test")
+            labels = [-1, -1] if hidden else ([4.5, 0.25] if names is None else [len(names) - 1, 0])
+            rows = {**{column: [f"{config} {split} {column} {i}" for i in range(2)] for column in columns},
+                    "label": labels, "idx": [0, 1]}
+            (root / config).mkdir(parents=True, exist_ok=True)
+            datasets.Dataset.from_dict(rows, features=features).to_parquet(
+                root / config / f"{split}-00000-of-00001.parquet")
+            card += [f"  - split: {split}", f"    path: {config}/{split}-*"]
+    (root / "README.md").write_text("\n".join([*card, "---", ""]))
+    return root
 
-    def load_dataset(name, config, split):
-        calls.append((name, config, split))
-        return FakeSplit(split)
 
-    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
-    meta = prepare_task(get_task("mnli"), None, tmp_path / "mnli")
-    assert ("nyu-mll/glue", "mnli", "validation_mismatched") in calls
-    assert meta["source"] == {"kind": "hub", "dataset": "nyu-mll/glue", "config": "mnli"}
-    data = TaskData.load(tmp_path / "mnli")
-    dev = data.split("dev_mismatched")
-    assert dev["text_b"].tolist() == ["someone rests", "a cat runs"] and dev["label"].tolist() == [0, 2]
-    assert data.split("test")["label"].isna().all()
-    assert sorted(data.meta["labelled_splits"]) == ["dev", "dev_mismatched", "train"]
+@pytest.mark.parametrize("task_name", sorted(HUB_GLUE))
+def test_hub_ingestion_reads_the_hubs_own_schema(hub_copy, task_name, monkeypatch, tmp_path):
+    """The hub branch through the real `datasets.load_dataset`, offline, on a copy in the hub's schema: every split
+    found under its hub name, the text columns, label ids in the hub's order, hidden test labels."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(data_module, "HUB_DATASET", str(hub_copy))
+    columns, names, _ = HUB_GLUE[task_name]
+    task = get_task(task_name)
+    assert task.labels == names  # kdflow's label ids are the hub's
+    meta = prepare_task(task, None, tmp_path / task_name)
+    assert meta["source"] == {"kind": "hub", "dataset": str(hub_copy), "config": task_name}
+    data = TaskData.load(tmp_path / task_name)
+    assert set(data.meta["splits"]) == set(task.splits)
+    for split, hub_split in task.hub.items():
+        frame = data.split(split)
+        assert frame["text_a"].tolist() == [f"{task_name} {hub_split} {columns[0]} {i}" for i in range(2)]
+        if task.is_pair:
+            assert frame["text_b"].tolist() == [f"{task_name} {hub_split} {columns[1]} {i}" for i in range(2)]
+        if hub_split.startswith("test"):
+            assert frame["label"].isna().all()
+        else:
+            expected = [4.5, 0.25] if names is None else [len(names) - 1, 0]
+            assert frame["label"].tolist() == pytest.approx(expected)
 
 
 def test_sara_is_not_on_the_hub():
