@@ -10,6 +10,7 @@ from snakemake.utils import validate
 sys.path.insert(0, workflow.basedir)
 
 from kdflow.workflow.config import (
+    TRANSFER_SOURCES,
     assistant_run,
     augmented_jobs,
     canonical,
@@ -29,6 +30,7 @@ from kdflow.workflow.config import (
     teacher_jobs,
     teacher_settings,
     transfer_of,
+    unlabelled_files,
 )
 from kdflow.core.model_references import reference_kind
 from kdflow.reporting.paper_tables import (
@@ -66,7 +68,7 @@ wildcard_constraints:
     method="[a-z0-9_]+",
     config="[^/]+",
     seed="[0-9]+",
-    transfer="train|augmented",
+    transfer="train|augmented|unlabelled|unlabelled_augmented",
     shard="[0-9]+",
     model="|".join(config.get("models", {})) or "no-models",
     probing_task="|".join(PROBING_TASKS),
@@ -149,10 +151,25 @@ def probing_resource(name):
 
 
 def transfer_inputs(transfer, task):
-    """The files a transfer set adds beyond the prepared task: the augmented set's merged examples."""
-    if transfer == "augmented":
-        return {"transfer": f"results/transfer/{task}/augmented.parquet"}
+    """The files a transfer set adds beyond the prepared task: the built set's merged examples."""
+    if transfer != "train":
+        return {"transfer": f"results/transfer/{task}/{transfer}.parquet"}
     return {}
+
+
+def transfer_set_inputs(wildcards):
+    """The prepared task and the sources of its transfer set (kdflow.workflow.config.TRANSFER_SOURCES)."""
+    sources = TRANSFER_SOURCES[wildcards.transfer]
+    inputs = {"data": f"results/data/{wildcards.task}"}
+    if "generated" in sources:
+        inputs["shards"] = expand(
+            "results/transfer/{task}/shards/{shard}.parquet",
+            task=wildcards.task,
+            shard=range(config["generation"]["sampling"]["shards"]),
+        )
+    if "unlabelled" in sources:
+        inputs["unlabelled"] = unlabelled_files(config, wildcards.task)
+    return inputs
 
 
 def teacher_signal_inputs(wildcards):

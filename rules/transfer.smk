@@ -48,21 +48,19 @@ rule sample_transfer_shard:
         "../scripts/sample_transfer_shard.py"
 
 
-rule build_augmented_transfer_set:
-    """Train plus the generated shards after hygiene: no malformed or empty sequences and, as
-    `generation.hygiene` says, no unfinished, copied or repeated ones; counts."""
+rule build_transfer_set:
+    """Train plus the sources of a transfer set (generated shards, the researcher's unlabelled text), each after
+    its hygiene: no malformed or empty sequences and, as `generation.hygiene` and `unlabelled.hygiene` say, no
+    unfinished, copied or repeated ones; counts per source."""
     input:
-        data="results/data/{task}",
-        shards=lambda w: expand(
-            "results/transfer/{task}/shards/{shard}.parquet",
-            task=w.task,
-            shard=range(config["generation"]["sampling"]["shards"]),
-        ),
+        unpack(transfer_set_inputs),
     output:
-        transfer="results/transfer/{task}/augmented.parquet",
-        hygiene="results/transfer/{task}/hygiene.json",
+        transfer="results/transfer/{task}/{transfer}.parquet",
+        hygiene="results/transfer/{task}/{transfer}.hygiene.json",
     log:
-        "logs/build_augmented_transfer_set/{task}.log",
+        "logs/build_transfer_set/{task}/{transfer}.log",
+    wildcard_constraints:
+        transfer="augmented|unlabelled|unlabelled_augmented",
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -70,10 +68,10 @@ rule build_augmented_transfer_set:
         mem_mb=8000,
         runtime=30,
     params:
-        hygiene=lambda w: hygiene_settings(config),
-        code=code_of("build_augmented_transfer_set.py"),
+        hygiene=lambda w: hygiene_settings(config, w.transfer),
+        code=code_of("build_transfer_set.py"),
     script:
-        "../scripts/build_augmented_transfer_set.py"
+        "../scripts/build_transfer_set.py"
 
 
 rule transfer_statistics:
@@ -82,7 +80,7 @@ rule transfer_statistics:
     input:
         data="results/data/{task}",
         transfer="results/transfer/{task}/augmented.parquet",
-        hygiene="results/transfer/{task}/hygiene.json",
+        hygiene="results/transfer/{task}/augmented.hygiene.json",
         signals="results/signals/{teacher}/{task}/augmented.safetensors",
     output:
         json="results/transfer/{task}/statistics/{teacher}.json",

@@ -12,6 +12,7 @@ from kdflow.workflow.config import (
     assistant_run,
     check_references,
     grid_points,
+    hygiene_settings,
     pseudo_head_settings,
     run_values,
     student_jobs,
@@ -191,6 +192,30 @@ def test_every_option_is_checked_before_any_job_runs(edit, message):
     with pytest.raises(ValueError, match="invalid config") as error:
         check_references(config)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize("unlabelled, message", [
+    (None, "unlabelled.files.sst2: experiments with `transfer: unlabelled` on sst2 need the task's unlabelled text"),
+    ({"files": {"sst2": "no/such/file.txt"}}, "unlabelled.files.sst2: no such file or directory: no/such/file.txt"),
+], ids=["no-section", "missing-file"])
+def test_an_unlabelled_transfer_set_needs_the_tasks_text(unlabelled, message):
+    config = full_config()
+    config["experiments"]["thesis_table52_lstm_s"]["transfer"] = "unlabelled"
+    if unlabelled:
+        config["unlabelled"] = unlabelled
+    with pytest.raises(ValueError, match="invalid config") as error:
+        check_references(config)
+    assert message in str(error.value)
+
+
+def test_transfer_sets_hygiene_settings_cover_their_sources_only():
+    config = {"generation": {"hygiene": {"keep_duplicates": False}},
+              "unlabelled": {"files": {}, "hygiene": {"keep_train_copies": False}}}
+    assert hygiene_settings(config, "augmented") == {"generated": {
+        "keep_dev_test_copies": False, "keep_duplicates": False, "keep_train_copies": True, "keep_unfinished": True}}
+    assert hygiene_settings(config, "unlabelled") == {"unlabelled": {
+        "keep_dev_test_copies": False, "keep_duplicates": True, "keep_train_copies": False}}
+    assert set(hygiene_settings(config, "unlabelled_augmented")) == {"generated", "unlabelled"}
 
 
 def test_the_full_config_passes_its_checks():

@@ -21,7 +21,13 @@ from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.hf_models import load_classifier, model_inputs
 from kdflow.training.losses import task_loss
 from kdflow.transfer import sampling
-from kdflow.transfer.augmentation import build_augmented, distinct_n, statistics_document, transfer_statistics
+from kdflow.transfer.augmentation import (
+    HYGIENE_STEPS,
+    build_transfer_set,
+    distinct_n,
+    statistics_document,
+    transfer_statistics,
+)
 from kdflow.transfer.frames import transfer_frame
 from kdflow.transfer.generation import (
     SEPARATOR,
@@ -34,6 +40,7 @@ from kdflow.transfer.generation import (
 )
 from kdflow.transfer.labelling import compute_signals
 from kdflow.transfer.sampling import decode_samples, sample_shard, shard_size
+from kdflow.transfer.unlabelled import UnlabelledTextError, read_unlabelled, source_files
 
 CPU = torch.device("cpu")
 TINY_GPT2 = {"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 64}
@@ -221,12 +228,11 @@ def pair_shards(tmp_path):
 
 def test_strict_hygiene_drops_evaluation_and_train_copies_repeats_and_malformed_pairs(pair_task, pair_shards,
                                                                                     tmp_path):
-    report = build_augmented(pair_task, pair_shards, tmp_path / "augmented.parquet", tmp_path / "hygiene.json",
-                             **STRICT)
-    assert {k: report[k] for k in ("generated", "wrong_separators", "empty", "unfinished", "in_dev_or_test",
-                                   "train_copies", "duplicates", "kept")} == {
-        "generated": 9, "wrong_separators": 2, "empty": 1, "unfinished": 0, "in_dev_or_test": 2, "train_copies": 1,
-        "duplicates": 1, "kept": 2}
+    report = build_transfer_set(pair_task, tmp_path / "augmented.parquet", tmp_path / "hygiene.json",
+                                shard_paths=pair_shards, generated_hygiene=STRICT)
+    assert report["sources"]["generated"] == {
+        "read": 9, "wrong_separators": 2, "empty": 1, "unfinished": 0, "in_dev_or_test": 2, "train_copies": 1,
+        "duplicates": 1, "kept": 2, "dropped": list(HYGIENE_STEPS["generated"])}
     frame = transfer_frame(pair_task, tmp_path / "augmented.parquet")
     assert frame["idx"].tolist() == [0, 1, 2, 3]
     assert frame["origin"].tolist() == ["train", "train", "generated", "generated"]
@@ -238,14 +244,14 @@ def test_strict_hygiene_drops_evaluation_and_train_copies_repeats_and_malformed_
 def test_thesis_hygiene_keeps_train_copies_and_repeats_but_drops_dev_and_test_copies(pair_task, pair_shards,
                                                                                      tmp_path):
     """thesis-original-code.md: no dedup, no filtering; kdflow's default still drops dev/test copies (a leak)."""
-    report = build_augmented(pair_task, pair_shards, tmp_path / "augmented.parquet", tmp_path / "hygiene.json",
-                             **THESIS)
+    report = build_transfer_set(pair_task, tmp_path / "augmented.parquet", tmp_path / "hygiene.json",
+                                shard_paths=pair_shards, generated_hygiene=THESIS)["sources"]["generated"]
     assert (report["in_dev_or_test"], report["train_copies"], report["duplicates"], report["kept"]) == (2, 1, 1, 4)
     assert report["dropped"] == ["wrong_separators", "empty", "in_dev_or_test"]
     frame = transfer_frame(pair_task, tmp_path / "augmented.parquet")
     assert frame.loc[2:, "text_a"].tolist() == ["a man runs.", "new premise", "new premise", "another premise"]
-    leaky = build_augmented(pair_task, pair_shards, tmp_path / "a.parquet", tmp_path / "h.json",
-                            **{**THESIS, "keep_dev_test_copies": True})
+    leaky = build_transfer_set(pair_task, tmp_path / "a.parquet", tmp_path / "h.json", shard_paths=pair_shards,
+                               generated_hygiene={**THESIS, "keep_dev_test_copies": True})["sources"]["generated"]
     assert leaky["kept"] == 6 and leaky["dropped"] == ["wrong_separators", "empty"]
 
 
@@ -253,9 +259,52 @@ def test_unfinished_sequences_can_be_dropped(separable, tmp_path):
     shard = tmp_path / "0.parquet"
     pd.DataFrame({"text_a": ["cut off here", "a whole one"], "text_b": [None, None], "separators": [0, 0],
                   "finished": [False, True], "tokens": [128, 5]}).to_parquet(shard)
-    report = build_augmented(separable, [shard], tmp_path / "a.parquet", tmp_path / "h.json",
-                             **{**THESIS, "keep_unfinished": False})
+    report = build_transfer_set(separable, tmp_path / "a.parquet", tmp_path / "h.json", shard_paths=[shard],
+                                generated_hygiene={**THESIS, "keep_unfinished": False})["sources"]["generated"]
     assert report["unfinished"] == 1 and report["kept"] == 1
+
+
+def test_unlabelled_text_joins_train_and_generated_sentences_each_after_its_hygiene(pair_task, pair_shards, tmp_path):
+    """train + unlabelled + generated: the researcher's pairs are read with the task's schema, blank lines and
+    dev/test copies dropped and counted; the generated shards keep their own hygiene."""
+    folder = tmp_path / "text"
+    folder.mkdir()
+    (folder / "a.tsv").write_text("Dogs bark.\tCats  meow.\nmy premise\tmy hypothesis\n\n")  # a test copy, a blank
+    (folder / "b.tsv").write_text("my premise\tmy hypothesis\r\na man runs.\ta person moves.\n")  # repeat, train copy
+    (folder / ".hidden").write_text("not\tread\n")
+    files = source_files(folder)
+    assert [f.name for f in files] == ["a.tsv", "b.tsv"]
+    report = build_transfer_set(pair_task, tmp_path / "set.parquet", tmp_path / "hygiene.json",
+                                unlabelled=read_unlabelled(files, pair=True), unlabelled_hygiene=THESIS,
+                                shard_paths=pair_shards, generated_hygiene=STRICT)
+    assert report["sources"]["unlabelled"] == {"read": 5, "empty": 1, "in_dev_or_test": 1, "train_copies": 1,
+                                               "duplicates": 1, "kept": 3, "dropped": ["empty", "in_dev_or_test"]}
+    assert report["sources"]["generated"]["kept"] == 2 and report["total"] == 2 + 3 + 2
+    frame = transfer_frame(pair_task, tmp_path / "set.parquet")
+    assert frame["origin"].tolist() == ["train"] * 2 + ["unlabelled"] * 3 + ["generated"] * 2
+    assert frame.loc[2:4, "text_b"].tolist() == ["my hypothesis", "my hypothesis", "a person moves."]
+    assert (frame.loc[2:, "label"] == -1).all()
+
+
+@pytest.mark.parametrize("content, pair, message", [
+    (b"one sentence\twith a tab\n", False, r"a\.txt:1: 2 tab-separated fields; each line holds one sentence"),
+    (b"premise\thypothesis\nno second text\n", True, r"a\.txt:2: 1 tab-separated fields; each line holds two texts"),
+    (b"", False, r"a\.txt: the unlabelled-text file holds no text"),
+    (b"\n  \n", False, r"a\.txt: the unlabelled-text file holds no text"),
+    (b"fine\ncaf\xe9 latin-1\n", False, r"a\.txt:2: not UTF-8 \(byte 0xe9 at column 4\)"),
+])
+def test_unlabelled_text_that_does_not_fit_the_task_is_an_error_naming_file_and_line(content, pair, message,
+                                                                                    tmp_path):
+    (tmp_path / "a.txt").write_bytes(content)
+    with pytest.raises(UnlabelledTextError, match=message):
+        read_unlabelled(source_files(tmp_path / "a.txt"), pair)
+
+
+def test_a_missing_or_empty_unlabelled_source_is_named(tmp_path):
+    with pytest.raises(UnlabelledTextError, match="no such unlabelled-text file or directory"):
+        source_files(tmp_path / "missing")
+    with pytest.raises(UnlabelledTextError, match="directory holds no files"):
+        source_files(tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -266,7 +315,8 @@ def augmented_set(separable, trained_generator, tmp_path_factory):
         shards.append(root / f"{index}.parquet")
         sample_shard(separable, trained_generator[0] / "model", index, 2, 60, 0, "first_token",
                      SamplingSettings(max_length=24, batch_size=16), CPU, shards[-1])
-    build_augmented(separable, shards, root / "augmented.parquet", root / "hygiene.json", **THESIS)
+    build_transfer_set(separable, root / "augmented.parquet", root / "hygiene.json", shard_paths=shards,
+                       generated_hygiene=THESIS)
     return root / "augmented.parquet"
 
 
@@ -303,7 +353,7 @@ def test_a_student_learns_from_an_augmented_set(separable, trained_teacher, augm
     student = {"type": "bilstm_s", "lstm_size": 10, "fc_size": 12, "embeddings": {"source": "random", "dim": 8}}
     report = distill(separable, augmented_set, teacher_dir, augmented_signals, student, "kd", {"alpha": 0.5, "beta": 0.5},
                      [{"epochs": 1}], hp, tmp_path, CPU)
-    assert report["transfer"] == {"set": "augmented", "examples": len(frame),
+    assert report["transfer"] == {"set": "augmented", "examples": len(frame), "unlabelled": 0,
                                   "generated": int((frame["origin"] == "generated").sum())}
     assert report["transfer"]["generated"] > 0 and np.isfinite(report["history"][0]["train_loss"])
 
@@ -330,7 +380,9 @@ def test_distinct_n_and_statistics(separable):
     frame = pd.concat([train, generated], ignore_index=True)
     logits = np.zeros((len(frame), 2), dtype=np.float32)
     logits[len(train):, 1] = 1.0  # the teacher calls every generated sentence positive
-    hygiene = {"generated": 9, "unfinished": 2, "in_dev_or_test": 1, "kept": 6, "dropped": ["in_dev_or_test"]}
+    hygiene = {"sources": {"generated": {"read": 9, "wrong_separators": 0, "empty": 0, "unfinished": 2,
+                                         "in_dev_or_test": 1, "train_copies": 0, "duplicates": 0, "kept": 6,
+                                         "dropped": ["wrong_separators", "empty", "in_dev_or_test"]}}}
     stats = transfer_statistics(separable, frame, logits, hygiene, examples=4)
     assert stats["sizes"] == {"train": len(train), "generated": 6}
     assert stats["origins"]["generated"]["teacher_labels"] == {"negative": 0.0, "positive": 1.0}
@@ -340,7 +392,8 @@ def test_distinct_n_and_statistics(separable):
     stats["examples"][0]["text_a"] = "a *great* <b>film</b>"  # generated sentences are text, never markup
     page = statistics_document(stats)
     markdown, html = page.markdown(), page.html()
-    assert "Generated sequences: generated 9, unfinished 2 (kept), in dev or test 1, kept 6" in markdown
+    assert ("Generated sequences: 9 sampled; wrong separators 0, empty 0, unfinished 2 (kept), in dev or test 1, "
+            "train copies 0 (kept), duplicates 0 (kept); 6 kept") in markdown
     assert "| distinct-1 (6 each) | " in markdown and "|  | train | generated |\n|---|---:|---:|" in markdown
     assert r"- a \*great\* \<b\>film\</b\> — *positive* (0.73)" in markdown
     assert "<li>a *great* &lt;b&gt;film&lt;/b&gt; — <em>positive</em> (0.73)</li>" in html

@@ -106,7 +106,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1, all=1,
         compute_teacher_signals=16 + augmented,  # BERT-base and RoBERTa-large on train, BERT-large on augmented
         finetune_generator=augmented, sample_transfer_shard=augmented * config["generation"]["sampling"]["shards"],
-        build_augmented_transfer_set=augmented, transfer_statistics=augmented,
+        build_transfer_set=augmented, transfer_statistics=augmented,
         distill_student=ukd2 + alp1 + alp2 + alp3 + ukd4 + assistants + ukd5 + thesis,
         compute_assistant_signals=assistants,
         select_students=len(config["experiments"]),
@@ -197,11 +197,19 @@ def test_demo_runs_the_whole_dag(demo_run):
             server_file = workdir / f"results/glue_submission/{name}/{selection['student']}/{selection['method']}"
             lines = (server_file / "SST-2.tsv").read_text().splitlines()
             assert lines[0] == "index\tprediction" and {line.split("\t")[1] for line in lines[1:]} <= {"0", "1"}
-    hygiene = json.loads((workdir / "results/transfer/sst2/hygiene.json").read_text())
-    assert hygiene["generated"] == config["generation"]["sampling"]["sentences"] and hygiene["kept"] > 0
+    hygiene = json.loads((workdir / "results/transfer/sst2/augmented.hygiene.json").read_text())["sources"]
+    assert hygiene["generated"]["read"] == config["generation"]["sampling"]["sentences"]
+    assert hygiene["generated"]["kept"] > 0
     assert "Random generated examples" in (workdir / "results/transfer/sst2/statistics/tiny_bert.md").read_text()
     thesis_run = next((workdir / "results/students/thesis_table52").glob("sst2/*/*/*/seed0/metrics.json"))
-    assert json.loads(thesis_run.read_text())["transfer"]["generated"] == hygiene["kept"]
+    assert json.loads(thesis_run.read_text())["transfer"]["generated"] == hygiene["generated"]["kept"]
+    # the researcher's unlabelled text beside the generated sentences: dev copies dropped, the rest learnt from
+    both = json.loads((workdir / "results/transfer/sst2/unlabelled_augmented.hygiene.json").read_text())["sources"]
+    assert both["unlabelled"]["read"] == 152 and both["unlabelled"]["in_dev_or_test"] == 2
+    assert both["generated"] == hygiene["generated"]
+    run = next((workdir / "results/students/unlabelled_text").glob("sst2/bilstm/kd/*/seed0/metrics.json"))
+    learnt = json.loads(run.read_text())["transfer"]
+    assert learnt["set"] == "unlabelled_augmented" and learnt["unlabelled"] == both["unlabelled"]["kept"] == 150
     for job in [workdir / f"results/{job}" for job in ("teachers/tiny_bert/sst2", "pseudo_heads/tiny_bert/sst2",
                                                        "generators/sst2")] + [thesis_run.parent]:
         curves = pd.read_parquet(job / "curves.parquet")  # the learning curves of every kind of training job
@@ -285,9 +293,10 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
     config["generation"]["sampling"]["sentences"] += 10
     save(config)
     seeds = len(config["experiments"]["thesis_table52"]["seeds"])
+    # the augmented set and the set of unlabelled + generated sentences, and the students learning from each
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
-        sample_transfer_shard=2, build_augmented_transfer_set=1, compute_teacher_signals=1, transfer_statistics=1,
-        distill_student=2 * seeds, select_students=1, glue_submission=1, all=1, **THESIS_STUDENTS_DOWNSTREAM,
+        sample_transfer_shard=2, build_transfer_set=2, compute_teacher_signals=2, transfer_statistics=1,
+        distill_student=2 * seeds + 1, select_students=2, glue_submission=2, all=1, **THESIS_STUDENTS_DOWNSTREAM,
     )
 
 
@@ -371,7 +380,7 @@ def test_slurm_profile_dry_run_gives_gpu_rules_a_gpu():
     assert Counter(rule for rule, _ in jobs) == Counter(
         prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1,
         compute_teacher_signals=3 + 1, distill_student=9 + 2, compute_assistant_signals=1, select_students=1,
-        finetune_generator=3, sample_transfer_shard=120, build_augmented_transfer_set=3,
+        finetune_generator=3, sample_transfer_shard=120, build_transfer_set=3,
         download_probing_task=10, encode_probing_tasks=1, probe_model=1, measure_inference=1,
     )
     gpu_rules = ("finetune_teacher", "train_pseudo_heads", "compute_teacher_signals", "distill_student",

@@ -38,7 +38,7 @@ from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.curves import write_curves
 from kdflow.training.loop import predict, subset_indices, train
 from kdflow.training.predictions import prediction_table
-from kdflow.transfer.frames import transfer_frame
+from kdflow.transfer.frames import ADDED_ORIGINS, transfer_frame
 from kdflow.transfer.signals import SignalCache
 
 log = logging.getLogger("kdflow")
@@ -52,7 +52,7 @@ def layer_widths(student: nn.Module, sample: dict) -> tuple[int, ...]:
 
 def distill(
     task: TaskData,
-    augmented: Path | None,
+    transfer_set: Path | None,
     teacher_dir: Path,
     signals_path: Path,
     student_spec: dict,
@@ -64,8 +64,9 @@ def distill(
     device: torch.device,
     checkpoint: Checkpoint | None = None,
 ) -> dict:
-    """Train one student on a transfer set of ``task`` (train, or the ``augmented`` set's file) with ``method``;
-    write weights, predictions and metrics. Generated examples have no gold label: they add nothing to the
+    """Train one student on a transfer set of ``task`` (train, or a built set's file, ``results/transfer/<task>/
+    <set>.parquet``) with ``method``; write weights, predictions and metrics. Unlabelled and generated examples
+    have no gold label: they add nothing to the
     hard-label term (see :func:`kdflow.training.losses.task_loss`) and learn from the teacher alone. Every split is
     tokenised as the student reads text (:mod:`kdflow.students.tokens`); a word-level student's vocabulary is the
     words of the transfer set it learns from, saved with its weights."""
@@ -73,7 +74,7 @@ def distill(
     seed_everything(hp.seed)
     regression, metric_names = task.meta["regression"], task.meta["metrics"]
     tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
-    frames = {name: transfer_frame(task, augmented) if name == "train" else task.split(name)
+    frames = {name: transfer_frame(task, transfer_set) if name == "train" else task.split(name)
               for name in task.meta["splits"]}
     cache = SignalCache(signals_path, device, frames["train"]["idx"].to_numpy(), method_class(method_name).needs)
     rows = subset_indices(len(frames["train"]), hp.max_train_examples, hp.seed)  # train position -> signal row
@@ -147,8 +148,9 @@ def distill(
         pd.concat(tables, ignore_index=True).to_parquet(path, index=False)
     report = {
         "task": task.meta["task"],
-        "transfer": {"set": "train" if augmented is None else "augmented", "examples": len(frames["train"]),
-                     "generated": int((frames["train"]["origin"] == "generated").sum())},
+        "transfer": {"set": "train" if transfer_set is None else Path(transfer_set).stem,
+                     "examples": len(frames["train"]),
+                     **{origin: int((frames["train"]["origin"] == origin).sum()) for origin in ADDED_ORIGINS}},
         "student": student_spec,
         "method": method_name,
         "method_options": method.options,

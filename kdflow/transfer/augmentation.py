@@ -1,20 +1,23 @@
 """Transfer sets: the examples a student learns from, each labelled by the teacher (thesis §3.2, §4.3.2).
 
-``train`` is the task's training split. ``augmented`` is train plus sentences sampled from a fine-tuned
-generator (:mod:`kdflow.transfer.generation`), sampled in independent seeded shards and merged:
+``train`` is the task's training split. The other sets add, after their hygiene, sentences from one or two sources:
+``augmented`` those sampled from a fine-tuned generator (:mod:`kdflow.transfer.generation`, in independent seeded
+shards), ``unlabelled`` the researcher's own text (:mod:`kdflow.transfer.unlabelled`), ``unlabelled_augmented``
+both. The hygiene of each source:
 
 * a sequence with the wrong number of separators (a pair without one, or a single sentence with one) and an
   empty sentence are always dropped: they are not an input of the task;
-* the hygiene options (config ``generation.hygiene``) drop unfinished sequences (cut at ``max_length``), copies
-  of a training example, repeats of an earlier generated sequence, and copies of a dev or test example. The
-  thesis kept all of these (thesis-original-code.md, "Data"); kdflow follows it except for dev/test copies,
-  which stay dropped by default, so that nothing of the evaluation data leaks into training through the
-  generator. Copies are compared case- and whitespace-insensitively, because a generator's decoded text differs
-  from the raw text in spacing (WordPiece: ``it ' s``) and, for uncased vocabularies, in case.
+* the hygiene options (config ``generation.hygiene``, ``unlabelled.hygiene``) drop unfinished generated sequences
+  (cut at ``max_length``), copies of a training example, repeats of an earlier sequence of the source, and copies
+  of a dev or test example. The thesis kept all of these (thesis-original-code.md, "Data"); kdflow follows it
+  except for dev/test copies, which stay dropped by default, so that nothing of the evaluation data leaks into
+  training through the generator or the researcher's text. Copies are compared case- and whitespace-
+  insensitively, because a generator's decoded text differs from the raw text in spacing (WordPiece:
+  ``it ' s``) and, for uncased vocabularies, in case.
 
-Every step is counted (the matching sequences, whether dropped or kept). ``augmented.parquet`` has the prepared
-splits' columns plus ``origin`` (train or generated); generated examples have no gold label (null in the file;
--1, or NaN for regression, in memory: see :func:`kdflow.training.losses.task_loss`).
+Every step is counted (the matching sequences, whether dropped or kept). ``<set>.parquet`` has the prepared
+splits' columns plus ``origin`` (train, unlabelled or generated); added examples have no gold label (null in the
+file; -1, or NaN for regression, in memory: see :func:`kdflow.training.losses.task_loss`).
 """
 
 from __future__ import annotations
@@ -35,9 +38,15 @@ from kdflow.core.io import atomic_output, write_json
 
 log = logging.getLogger("kdflow")
 
-HYGIENE_COUNTS = ("generated", "wrong_separators", "empty", "unfinished", "in_dev_or_test", "train_copies",
-                  "duplicates", "kept")
-HYGIENE_STEPS = HYGIENE_COUNTS[1:-1]
+# What each source's hygiene counts, in order: the sequences read, each step's matches, the sequences kept.
+HYGIENE_STEPS = {
+    "generated": ("wrong_separators", "empty", "unfinished", "in_dev_or_test", "train_copies", "duplicates"),
+    "unlabelled": ("empty", "in_dev_or_test", "train_copies", "duplicates"),
+}
+
+# The hygiene option that keeps what a step matches (config `generation.hygiene`, `unlabelled.hygiene`).
+KEEP_OPTIONS = {"unfinished": "keep_unfinished", "in_dev_or_test": "keep_dev_test_copies",
+                "train_copies": "keep_train_copies", "duplicates": "keep_duplicates"}
 
 
 def match_key(text_a: pd.Series, text_b: pd.Series | None) -> pd.Series:
@@ -47,52 +56,63 @@ def match_key(text_a: pd.Series, text_b: pd.Series | None) -> pd.Series:
     return key if text_b is None else key + "\t" + squash(text_b)
 
 
-def build_augmented(task: TaskData, shard_paths: list[Path], out_path: Path, report_path: Path, *,
-                    keep_unfinished: bool, keep_duplicates: bool, keep_train_copies: bool,
-                    keep_dev_test_copies: bool) -> dict:
-    """Merge the generated shards with train into ``augmented.parquet`` under the hygiene options, and write
-    the count of every step (``dropped`` lists the steps that dropped what they matched)."""
+def _hygiene(source: str, frame: pd.DataFrame, task: TaskData, options: dict) -> tuple[pd.DataFrame, dict]:
+    """``frame`` after the source's hygiene steps, and the count of every step (``dropped`` lists the steps that
+    dropped what they matched; the others only counted it). ``options``: the ``keep_*`` switches."""
     pair = task.meta["pair"]
-    generated = pd.concat([pd.read_parquet(p) for p in shard_paths], ignore_index=True)
-    counts, dropped = {"generated": len(generated)}, []
+    counts, dropped = {"read": len(frame)}, []
+    key = lambda rows: match_key(rows["text_a"], rows["text_b"] if pair else None)  # noqa: E731
+    evaluation = {k for name in task.meta["splits"] if name != "train" for k in key(task.split(name))}
+    train = set(key(task.split("train")))
+    matches = {
+        "wrong_separators": lambda rows: rows["separators"] != (1 if pair else 0),
+        "empty": lambda rows: (rows["text_a"].str.strip() == "")
+        | (pair & (rows["text_b"].fillna("").str.strip() == "")),
+        "unfinished": lambda rows: ~rows["finished"],
+        "in_dev_or_test": lambda rows: key(rows).isin(evaluation),
+        "train_copies": lambda rows: key(rows).isin(train),
+        "duplicates": lambda rows: key(rows).duplicated(),
+    }
+    for step in HYGIENE_STEPS[source]:
+        mask = matches[step](frame)
+        counts[step] = int(mask.sum())
+        if not options.get(KEEP_OPTIONS.get(step), False):  # malformed and empty sequences are always dropped
+            dropped.append(step)
+            frame = frame[~mask]
+    return frame, {**counts, "kept": len(frame), "dropped": dropped}
 
-    def step(mask: pd.Series, name: str, keep: bool = False) -> None:
-        nonlocal generated
-        counts[name] = int(mask.sum())
-        if not keep:
-            dropped.append(name)
-            generated = generated[~mask]
 
-    step(generated["separators"] != (1 if pair else 0), "wrong_separators")
-    step((generated["text_a"].str.strip() == "") | (pair & (generated["text_b"].fillna("").str.strip() == "")), "empty")
-    step(~generated["finished"], "unfinished", keep_unfinished)
-    key = lambda frame: match_key(frame["text_a"], frame["text_b"] if pair else None)  # noqa: E731
-    evaluation = set()
-    for name in task.meta["splits"]:
-        if name != "train":
-            evaluation.update(key(task.split(name)))
+def build_transfer_set(task: TaskData, out_path: Path, report_path: Path, *, shard_paths: list[Path] = (),
+                       generated_hygiene: dict | None = None, unlabelled: pd.DataFrame | None = None,
+                       unlabelled_hygiene: dict | None = None) -> dict:
+    """Train plus the unlabelled text (``unlabelled``: text_a, text_b) and the generated shards, each source after
+    its hygiene, into one transfer set (``origin``: train, unlabelled or generated), and the count of every
+    step per source. Copies across the two sources are not looked for."""
+    pair = task.meta["pair"]
     train = task.split("train")
-    keys = key(generated)
-    step(keys.isin(evaluation), "in_dev_or_test", keep_dev_test_copies)
-    step(keys[generated.index].isin(set(key(train))), "train_copies", keep_train_copies)
-    step(keys[generated.index].duplicated(), "duplicates", keep_duplicates)
-    counts["kept"] = len(generated)
-
-    labelled = train.assign(origin="train")
-    generated = generated.assign(label=None, origin="generated")[["text_a", "text_b", "label", "origin"]]
-    if not pair:
-        generated["text_b"] = None
-    merged = pd.concat([labelled.drop(columns="idx"), generated], ignore_index=True)
+    parts, sources = [train.drop(columns="idx").assign(origin="train")], {}
+    inputs = {"unlabelled": (unlabelled, unlabelled_hygiene),
+              "generated": (pd.concat([pd.read_parquet(p) for p in shard_paths], ignore_index=True)
+                            if shard_paths else None, generated_hygiene)}
+    for source, (frame, options) in inputs.items():
+        if frame is None:
+            continue
+        kept, sources[source] = _hygiene(source, frame, task, options or {})
+        kept = kept.assign(label=None, origin=source)[["text_a", "text_b", "label", "origin"]]
+        if not pair:
+            kept["text_b"] = None
+        parts.append(kept)
+    merged = pd.concat(parts, ignore_index=True)
     merged.insert(0, "idx", np.arange(len(merged)))
     merged = merged.astype(object).where(merged.notna(), None)  # NaN -> null in the file
     columns = Split(merged["idx"].tolist(), merged["text_a"].tolist(), merged["text_b"].tolist(),
-                    merged["label"].tolist())  # the prepared splits' schema; label null where generated
+                    merged["label"].tolist())  # the prepared splits' schema; label null where unlabelled
     table = columns.to_table(task.meta["regression"]).append_column("origin", pa.array(merged["origin"], pa.string()))
     with atomic_output(out_path) as path:
         pq.write_table(table, path)
-    report = {"task": task.meta["task"], "train": len(train), "total": len(merged), **counts, "dropped": dropped}
+    report = {"task": task.meta["task"], "train": len(train), "total": len(merged), "sources": sources}
     write_json(report_path, report)
-    log.info("augmented transfer set: %s", report)
+    log.info("transfer set: %s", report)
     return report
 
 
@@ -173,10 +193,10 @@ def statistics_document(stats: dict) -> Document:
         label = example.get("teacher_label", example.get("teacher_score"))
         confidence = f" ({example['confidence']:.2f})" if "confidence" in example else ""
         examples.append([text, " — ", Emphasis(str(label)), confidence])
-    counts = stats["hygiene"]
-    kept = [k for k in HYGIENE_STEPS if k not in counts["dropped"]]  # matched, but kept under the hygiene options
-    hygiene = ", ".join(f"{k.replace('_', ' ')} {counts[k]:,}{' (kept)' if k in kept else ''}"
-                        for k in HYGIENE_COUNTS if k in counts)
+    counts = stats["hygiene"]["sources"]["generated"]
+    hygiene = ", ".join(f"{k.replace('_', ' ')} {counts[k]:,}{'' if k in counts['dropped'] else ' (kept)'}"
+                        for k in HYGIENE_STEPS["generated"])  # matched, and dropped or kept by the options
+    hygiene = f"{counts['read']:,} sampled; {hygiene}; {counts['kept']:,} kept"
     return Document(f"Augmented transfer set: {stats['task']}", [
         Paragraph(f"Train {stats['sizes']['train']:,} + generated {stats['sizes']['generated']:,} examples."),
         Paragraph(f"Generated sequences: {hygiene}"),

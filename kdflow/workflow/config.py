@@ -8,6 +8,7 @@ Keys are sorted so that merely reordering the config file changes no params and 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import fields
 
 from kdflow.core.hyperparameters import Hyperparameters
@@ -180,9 +181,21 @@ def assistant_run(config: dict, experiment: str, task: str, entry: str, point_id
 # Augmented transfer sets.
 
 
+# What each transfer set adds to the training split (kdflow.transfer.augmentation).
+TRANSFER_SOURCES = {"train": (), "augmented": ("generated",), "unlabelled": ("unlabelled",),
+                    "unlabelled_augmented": ("unlabelled", "generated")}
+
+
 def transfer_of(experiment: dict) -> str:
-    """What an experiment's students learn from: ``train`` (default) or ``augmented``."""
+    """What an experiment's students learn from: a name of ``TRANSFER_SOURCES`` (default ``train``)."""
     return experiment.get("transfer", "train")
+
+
+def transfer_sets(config: dict) -> list[tuple[str, str]]:
+    """(transfer set, task) of every set beyond train that some experiment learns from, in config order."""
+    pairs = [(transfer_of(spec), task) for spec in config.get("experiments", {}).values()
+             if transfer_of(spec) != "train" for task in spec["tasks"]]
+    return list(dict.fromkeys(pairs))
 
 
 SAMPLING_DEFAULTS = {"prefix": "first_token", "max_length": 128, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
@@ -202,9 +215,24 @@ def sampling_settings(config: dict) -> dict:
     return canonical({**SAMPLING_DEFAULTS, **config["generation"]["sampling"]})
 
 
-def hygiene_settings(config: dict) -> dict:
-    """What merging the generated shards drops (:func:`kdflow.transfer.augmentation.build_augmented`)."""
-    return canonical({**HYGIENE_DEFAULTS, **config["generation"].get("hygiene", {})})
+def hygiene_settings(config: dict, transfer: str) -> dict:
+    """What building a transfer set drops of each of its sources
+    (:func:`kdflow.transfer.augmentation.build_transfer_set`): ``{source: keep_* switches}``."""
+    sections = {"generated": config.get("generation", {}), "unlabelled": config.get("unlabelled", {})}
+    settings = {source: {**HYGIENE_DEFAULTS, **sections[source].get("hygiene", {})}
+                for source in TRANSFER_SOURCES[transfer]}
+    if "unlabelled" in settings:
+        del settings["unlabelled"]["keep_unfinished"]  # the researcher's lines are whole
+    return canonical(settings)
+
+
+def unlabelled_files(config: dict, task: str) -> list[str]:
+    """The files of ``task``'s unlabelled-text source (a file, or a directory's visible files by name)."""
+    path = config["unlabelled"]["files"][task]
+    if os.path.isdir(path):
+        return sorted(os.path.join(path, name) for name in os.listdir(path)
+                      if not name.startswith(".") and os.path.isfile(os.path.join(path, name)))
+    return [path]
 
 
 def augmented_jobs(config: dict) -> list[tuple[str, str]]:
@@ -367,8 +395,16 @@ def check_references(config: dict) -> None:
     catalog = load_catalog()
     methods = catalog["methods"]
     problems = _student_problems(config, catalog)
-    if augmented_jobs(config) and "generation" not in config:
-        problems.append("experiments with `transfer: augmented` need a `generation` section")
+    for transfer, task in transfer_sets(config):
+        if "generated" in TRANSFER_SOURCES[transfer] and "generation" not in config:
+            problems.append(f"experiments with `transfer: {transfer}` need a `generation` section")
+        if "unlabelled" in TRANSFER_SOURCES[transfer]:
+            path = config.get("unlabelled", {}).get("files", {}).get(task)
+            if path is None:
+                problems.append(f"unlabelled.files.{task}: experiments with `transfer: {transfer}` on {task} need "
+                                f"the task's unlabelled text")
+            elif not os.path.exists(path):
+                problems.append(f"unlabelled.files.{task}: no such file or directory: {path}")
     for name, spec in config.get("experiments", {}).items():
         teacher = config["teachers"].get(spec["teacher"])
         if teacher is None:
