@@ -1,5 +1,6 @@
-# Prediction analysis (thesis §6.2, Tables 6.1-6.2, Figs. 6.5 and C.2): per task, the teacher and its
-# students on dev: confidences, extreme hits and mistakes, mistake overlap, confidence correlations.
+# Prediction analysis (thesis §6.2, Tables 6.1-6.2, Figs. 6.5, 6.6 and C.2): per task, the teacher and its
+# students on dev: confidences, extreme hits and mistakes, the examples of P4, P5, P7 and P8, mistake overlap,
+# confidence correlations.
 
 
 rule analyse_predictions:
@@ -28,6 +29,7 @@ rule analyse_predictions:
         models=lambda w: {name: model_params(name) for name in analysis_models(w.task)},
         teacher=lambda w: config["analysis"][w.task]["teacher"],
         examples=lambda w: config["analysis"][w.task].get("examples", 10),
+        seed=lambda w: config["analysis"][w.task].get("seed", 42),
         code=code_of("analyse_predictions.py"),
     script:
         "../scripts/analyse_predictions.py"

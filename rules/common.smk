@@ -428,7 +428,7 @@ def all_targets():
         *(["results/figures/probing.png"] if "probing" in config else []),
         *expand(
             "results/figures/{figure}_{task}.png",
-            figure=["confidence_correlation", "mistake_overlap"],
+            figure=["confidence_correlation", "mistake_overlap", "average_confidence"],
             task=config.get("analysis", {}),
         ),
         *expand(
