@@ -9,6 +9,7 @@ import pytest
 
 from kdflow.analysis import predictions as analysis
 from kdflow.analysis.predictions import column
+from kdflow.reporting.figures import average_confidence_figure, average_confidence_table
 
 # Six dev examples; per model (prediction, confidence). Binary logits are log-probabilities, so the softmax
 # gives back exactly the confidence written here.
@@ -130,6 +131,39 @@ def test_model_summary_by_hand(tables):
     assert analysis.model_summary(perfect, "m")["mean_confidence_mistakes"] is None
 
 
+def test_confidence_standard_deviations_are_sample_deviations(tables):
+    """Fig. 6.6's error bars: pandas' std (n - 1), as the thesis plotted them."""
+    aligned = analysis.align(tables)
+    lstm = analysis.model_summary(aligned, "lstm_s")
+    # all: mean 4.4/6, squared deviations sum to 0.35/6 -> variance 0.35/30; hits .6, .9, .75: ((.15)² * 2) / 2
+    assert lstm["std_confidence"] == pytest.approx(math.sqrt(0.35 / 30), rel=1e-6)
+    assert lstm["std_confidence_hits"] == pytest.approx(0.15, rel=1e-6)
+    # mistakes .7, .8, .65 (mean 2.15/3): squared deviations (1/60)² + (1/12)² + (1/15)² = 0.035/3
+    assert lstm["std_confidence_mistakes"] == pytest.approx(math.sqrt(0.035 / 6), rel=1e-6)
+    teacher = analysis.model_summary(aligned, "teacher")
+    assert teacher["n_mistakes"] == 1 and teacher["std_confidence_mistakes"] is None  # undefined for one value
+
+
+def test_average_confidence_figure_data_by_hand(tables, tmp_path):
+    """Thesis Fig. 6.6's numbers, per model and subset, from the analysis JSON."""
+    result = json.loads(json.dumps(analysis.analyse(tables)))
+    table = average_confidence_table(result)
+    assert table[["model", "subset"]].values.tolist() == [
+        [model, subset] for model in MODELS for subset in ("all", "hits", "mistakes")
+    ]
+    rows = table.set_index(["model", "subset"])
+    assert rows.loc[("lstm_s", "all")].tolist() == pytest.approx([6, 4.4 / 6, math.sqrt(0.35 / 30)], rel=1e-6)
+    assert rows.loc[("lstm_s", "hits")].tolist() == pytest.approx([3, 0.75, 0.15], rel=1e-6)
+    assert rows.loc[("bert_s", "hits")].tolist() == pytest.approx([2, 0.875, math.sqrt(0.025**2 * 2)], rel=1e-6)
+    assert rows.loc[("bert_s", "mistakes")].tolist() == pytest.approx(  # .7, .6, .8, .55
+        [4, 2.65 / 4, math.sqrt((0.0375**2 + 0.0625**2 + 0.1375**2 + 0.1125**2) / 3)], rel=1e-6)
+    teacher = rows.loc[("teacher", "mistakes")]
+    assert teacher["n"] == 1 and teacher["mean_confidence"] == pytest.approx(0.7)
+    assert np.isnan(teacher["std_confidence"])
+    path = average_confidence_figure(table, tmp_path / "average.png", "sst2")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
 def test_most_and_least_confident_hits_and_mistakes(tables):
     aligned = analysis.attach_texts(analysis.align(tables), TEXTS)
     top = analysis.extreme_examples(aligned, "lstm_s", k=2)
@@ -227,6 +261,75 @@ def test_teacher_right_every_student_wrong(tables):
     assert analysis.teacher_right_students_wrong(aligned, "teacher", []) == []
 
 
+# P4: per example (gold, teacher right, first student right, second student right); idx 10-18.
+P4_EXAMPLES = [(1, 1, 1, 0), (0, 1, 0, 1), (1, 1, 1, 1), (0, 1, 0, 0), (1, 1, 0, 1), (0, 1, 1, 0), (1, 1, 1, 0),
+               (0, 1, 0, 1), (1, 0, 1, 0)]
+
+
+def p4_aligned():
+    def model(position):  # right: predicts the gold label, else the other one
+        return make_table([(e[0] if e[position] else 1 - e[0], 0.8) for e in P4_EXAMPLES],
+                          gold=[e[0] for e in P4_EXAMPLES], idx=list(range(10, 19)), with_test=False)
+
+    return analysis.align({"teacher": model(1), "s1": model(2), "s2": model(3)})
+
+
+def test_teacher_right_exactly_one_student_right_drawn_with_seed_42():
+    aligned = p4_aligned()
+    # Candidates (teacher right, exactly one student right): idx 10, 14, 16 (gold 1) and 11, 15, 17 (gold 0); not
+    # 12 (both right), 13 (both wrong), 18 (teacher wrong). Sorted by gold label, then idx: [11, 15, 17, 10, 14, 16].
+    # numpy.random.RandomState(42).permutation(6) = [0, 1, 5, 2, 4, 3] (numpy keeps this legacy stream fixed), so
+    # the draw is 11, 15, 16, 17, 14, 10 -- scikit-learn's shuffle(..., random_state=42), as the thesis drew.
+    drawn = analysis.one_student_right(aligned, "teacher", ["s1", "s2"], k=3)
+    assert drawn["seed"] == 42 and drawn["candidates"] == 6
+    assert [r["idx"] for r in drawn["examples"]] == [11, 15, 16]
+    assert [r["right_student"] for r in drawn["examples"]] == ["s2", "s1", "s1"]
+    assert drawn["examples"][0]["s2:prediction"] == 0 and drawn["examples"][0]["s1:prediction"] == 1
+    assert analysis.one_student_right(aligned, "teacher", ["s1", "s2"], k=3) == drawn  # reproducible
+    everything = analysis.one_student_right(aligned, "teacher", ["s1", "s2"], k=10)
+    assert [r["idx"] for r in everything["examples"]] == [11, 15, 16, 17, 14, 10]
+    other_seed = analysis.one_student_right(aligned, "teacher", ["s1", "s2"], k=3, seed=7)
+    assert [r["idx"] for r in other_seed["examples"]] == [10, 16, 11]  # RandomState(7).permutation(6)[:3] = 3, 5, 0
+    with pytest.raises(ValueError, match="at least two students"):
+        analysis.one_student_right(aligned, "teacher", ["s1"])
+
+
+def test_confidence_gap_of_two_students(tables):
+    aligned = analysis.attach_texts(analysis.align(tables), TEXTS)
+    gap = analysis.confidence_gap(aligned, "lstm_s", "bert_s", k=3)
+    # conf(lstm_s) - conf(bert_s) per idx: -.1, .1, .05, -.1, -.15, .2
+    assert (gap["first"], gap["second"]) == ("lstm_s", "bert_s")
+    assert [(r["idx"], r["gap"]) for r in gap["largest"]] == [(5, 0.2), (1, 0.1), (2, 0.05)]
+    assert [(r["idx"], r["gap"]) for r in gap["smallest"]] == [(4, -0.15), (0, -0.1), (3, -0.1)]  # tie: by idx
+    record = gap["largest"][0]
+    assert record["text"] == "f" and record["teacher:prediction"] == 0
+    assert record["bert_s:confidence"] == pytest.approx(0.55)
+    only_students = analysis.confidence_gap(aligned, "bert_s", "lstm_s", k=1, models=["bert_s", "lstm_s"])
+    assert only_students["largest"][0]["idx"] == 4 and "teacher:prediction" not in only_students["largest"][0]
+
+
+def test_confidence_gaps_compare_confidences_rounded_to_2_decimals():
+    """The thesis ranked on confidences rounded to 2 decimals: .714 - .706 is no gap at all, so idx 0 comes
+    first by idx, although its unrounded gap (0) is smaller than idx 1's (.008)."""
+    gold = [0, 0]
+    aligned = analysis.align({"a": make_table([(0, 0.704), (0, 0.714)], gold=gold),
+                              "b": make_table([(0, 0.704), (0, 0.706)], gold=gold)})
+    largest = analysis.confidence_gap(aligned, "a", "b", k=2)["largest"]
+    assert [(r["idx"], r["gap"]) for r in largest] == [(0, 0), (1, 0)]
+
+
+def test_teacher_confidence_gap_is_the_mean_over_students(tables):
+    aligned = analysis.align(tables)
+    records = analysis.teacher_confidence_gap(aligned, "teacher", ["lstm_s", "bert_s"], k=3)
+    # teacher - mean(students) per idx: .9 - .65, .8 - .65, .6 - .875, .7 - .85, .95 - .725, .55 - .65
+    assert [(r["idx"], r["gap"]) for r in records] == [(0, 0.25), (4, 0.225), (1, 0.15)]
+    assert records[0]["teacher:confidence"] == pytest.approx(0.9) and records[0]["lstm_s:prediction"] == 0
+    one = analysis.teacher_confidence_gap(aligned, "teacher", ["bert_s"], k=2)  # .2, .2, -.25, -.2, .15, 0
+    assert [(r["idx"], r["gap"]) for r in one] == [(0, 0.2), (1, 0.2)]
+    with pytest.raises(ValueError, match="at least one student"):
+        analysis.teacher_confidence_gap(aligned, "teacher", [])
+
+
 def test_analyse_is_json_serialisable_and_renders(tables, tmp_path):
     paths = {}
     for name, table in tables.items():  # round trip through Parquet as the workflow writes it
@@ -239,6 +342,10 @@ def test_analyse_is_json_serialisable_and_renders(tables, tmp_path):
     assert len(result["per_model"]["lstm_s"]["examples"]["confident_mistakes"]) == 2
     assert result["mistake_overlap"]["count"]["lstm_s"]["bert_s"] == 2
     assert [r["idx"] for r in result["teacher_right_students_wrong"]] == [4, 1]
+    assert result["one_student_right"]["candidates"] == 2  # idx 0 and 5: lstm_s right, bert_s wrong
+    assert [r["idx"] for r in result["one_student_right"]["examples"]] == [5, 0]  # RandomState(42).permutation(2)
+    assert [r["idx"] for r in result["confidence_gap"]["largest"]] == [5, 1]
+    assert [r["idx"] for r in result["teacher_confidence_gap"]] == [0, 4]
     document = analysis.analysis_document(result)
     page, html = document.markdown(), document.html()
     for name in MODELS:
@@ -246,10 +353,24 @@ def test_analyse_is_json_serialisable_and_renders(tables, tmp_path):
     r = result["confidence_correlation"]["r"]["lstm_s"]["bert_s"]
     assert f"{r:.3f} (p=" in page and "1.000*" not in html  # the diagonal is shown as a plain 1
     assert "2 (66.7%)" in page and "Teacher right, every student wrong" in page
+    assert "| lstm_s | 6 | 0.500 | 3 | 3 | 0.733 ± 0.108 | 0.750 ± 0.150 | 0.717 ± 0.076 |" in page  # P2/P3
+    assert "| teacher | 6 | 0.833 | 5 | 1 | 0.750 ± 0.161 | 0.760 ± 0.178 | 0.700 |" in page  # one mistake: no std
+    assert "exactly one student right (P4): 2 random of 2 examples" in page
+    assert "Largest gap: `lstm_s` confident, `bert_s` not" in page
+    assert "Confident teacher, unconfident students (P8)" in page
+    assert page.count("Thesis (Table 6.2): ") == 5  # P2/P3, P4, P5, P7, P8
+    assert "*Similar to P7; complicated examples" in page
     assert r"| a \[SEP\] z |" in page and "<td>a [SEP] z</td>" in html  # sentences are text, never Markdown
     assert r"\* marks p \< 0.05" in page and "* marks p &lt; 0.05" in html
     with pytest.raises(ValueError, match="teacher 'bert_t' is not among"):
         analysis.analyse(tables, teacher="bert_t")
     no_teacher = analysis.analyse(tables, teacher=None)
     assert no_teacher["teacher_right_students_wrong"] is None
+    assert no_teacher["one_student_right"] is None and no_teacher["teacher_confidence_gap"] is None
+    assert no_teacher["confidence_gap"]["first"] == "teacher"  # without a teacher every model is a student
     assert "Teacher right" not in analysis.analysis_document(no_teacher).markdown()
+    one_student = analysis.analyse({name: tables[name] for name in ("teacher", "bert_s")}, k=1)
+    assert one_student["one_student_right"] is None and one_student["confidence_gap"] is None
+    assert [r["idx"] for r in one_student["teacher_confidence_gap"]] == [0]
+    page = analysis.analysis_document(one_student).markdown()
+    assert "(P4)" not in page and "Confident student" not in page and "(P8)" in page

@@ -490,7 +490,9 @@ def analyse(
         "teacher_right_students_wrong": (
             teacher_right_students_wrong(aligned, teacher, students, labels) if teacher is not None else None
         ),
-        "teacher_confidence_gap": teacher_confidence_gap(aligned, teacher, students, k, labels) if with_teacher else None,
+        "teacher_confidence_gap": (
+            teacher_confidence_gap(aligned, teacher, students, k, labels) if with_teacher else None
+        ),
     }
 
 
