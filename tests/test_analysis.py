@@ -6,9 +6,17 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
 
 from kdflow.analysis import predictions as analysis
 from kdflow.analysis.predictions import column
+from kdflow.analysis.sentences import (
+    SentenceFileError,
+    read_sentences,
+    sentence_document,
+    sentence_summary,
+    sentence_table,
+)
 from kdflow.reporting.figures import average_confidence_figure, average_confidence_table
 
 # Six dev examples; per model (prediction, confidence). Binary logits are log-probabilities, so the softmax
@@ -374,3 +382,83 @@ def test_analyse_is_json_serialisable_and_renders(tables, tmp_path):
     assert [r["idx"] for r in one_student["teacher_confidence_gap"]] == [0]
     page = analysis.analysis_document(one_student).markdown()
     assert "(P4)" not in page and "Confident student" not in page and "(P8)" in page
+
+
+# --- sentences and perturbed variants (thesis Tables 6.3 and C.1) --------------------------------------------
+
+COLA_LABELS = ["unacceptable", "acceptable"]
+
+
+def test_the_thesis_table_c1_list_as_shipped():
+    sentences = read_sentences(REPO / "reference/thesis_table_c1_sentences.tsv", COLA_LABELS)
+    frame = sentences.frame
+    assert len(frame) == 70 and frame["original"].sum() == 21  # "21 interesting CoLA sentences" (§6.2)
+    assert frame.groupby("group")["original"].sum().eq(1).all() and frame.groupby("group").size().min() == 2
+    assert sentences.reported == ["bert_t", "bert_s", "lstm_s"]
+    assert frame.iloc[0][["label", "sentence"]].tolist() == [0, "i gave pete the book to impress."]
+    reported = frame.dropna(subset=["bert_t_confidence"]).set_index("sentence")  # Table 6.3's 7 sentences
+    assert len(reported) == 7
+    assert reported.loc["my heart is pounding me."].tolist()[2:] == [0, 0, 0.89, 1, 0.96, 1, 0.88]
+    assert reported.loc["we believed john to be a bench in the park."].tolist()[2:] == [0, 0, 0.93, 1, 0.96, 1, 0.98]
+    assert (reported["bert_t_prediction"] == reported["label"]).all()  # the thesis's teacher gets all 7 right
+
+
+def write_sentences(tmp_path, text: str):
+    path = tmp_path / "sentences.tsv"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("label\ttext\n1\ta b c\n", r"sentences.tsv:1: unknown column 'text'"),
+        ("label\n1\n", r"sentences.tsv:1: no 'sentence' column \(columns: label\)"),
+        ("sentence\tt_prediction\na\t1\n", r"sentences.tsv:1: column 't_prediction' without 't_confidence'"),
+        ("label\tsentence\n1\tfine.\n0\tnot fine\tat all\n", r"sentences.tsv:3: expected 2 tab-separated fields, found 3"),
+        ("label\tsentence\n2\tfine.\n", r"sentences.tsv:2: label '2' is neither a label id \(0-1\) nor a label name"),
+        ("label\tsentence\n1\t \n", r"sentences.tsv:2: empty sentence"),
+        ("sentence\tt_prediction\tt_confidence\na\t1\t1.2\n", r"sentences.tsv:2: t_confidence '1.2' is not a probability"),
+        ("sentence\tt_prediction\tt_confidence\na\t1\t\n", r"sentences.tsv:2: t_prediction and t_confidence must both"),
+        ("sentence\toriginal\na\tO\n", r"sentences.tsv:2: original must be 1, 0 or empty, not 'O'"),
+        ("sentence\n\n", r"sentences.tsv: no sentences"),
+    ],
+    ids=["unknown-column", "no-sentence", "unpaired", "fields", "label", "empty", "confidence", "half-reported",
+         "original", "no-rows"],
+)
+def test_a_malformed_sentence_file_is_named_with_its_line(tmp_path, text, message):
+    with pytest.raises(SentenceFileError, match=message):
+        read_sentences(write_sentences(tmp_path, text), COLA_LABELS)
+
+
+def test_every_model_beside_what_the_file_reports(tmp_path):
+    path = write_sentences(tmp_path, "group\toriginal\tlabel\tsentence\tt_prediction\tt_confidence\n"
+                                     "1\t1\tunacceptable\tmy heart is pounding me.\t0\t0.89\n"
+                                     "1\t0\t1\tmy heart is pounding.\t\t\n"
+                                     "\t\t\ta new one.\tacceptable\t0.6\n\n")
+    sentences = read_sentences(path, COLA_LABELS)
+    assert sentences.frame["label"].fillna(-1).tolist() == [0, 1, -1]
+    assert sentences.frame["original"].tolist() == [True, False, False]
+    log = math.log
+    logits = {"teacher": np.array([[log(0.9), log(0.1)], [log(0.2), log(0.8)], [log(0.3), log(0.7)]]),
+              "student": np.array([[log(0.4), log(0.6)], [log(0.25), log(0.75)], [log(0.5), log(0.5)]])}
+    table = sentence_table(sentences, logits, COLA_LABELS, {"teacher": "t"})
+    assert table.columns.tolist() == [
+        "group", "original", "sentence", "label", "teacher:prediction", "teacher:confidence", "reported:t:prediction",
+        "reported:t:confidence", "student:prediction", "student:confidence"]
+    assert table["teacher:prediction"].tolist() == ["unacceptable", "acceptable", "acceptable"]
+    np.testing.assert_allclose(table["teacher:confidence"], [0.9, 0.8, 0.7])
+    assert table["student:prediction"].tolist() == ["acceptable", "acceptable", "unacceptable"]  # a tie: class 0
+    assert table["reported:t:prediction"].fillna("").tolist() == ["unacceptable", "", "acceptable"]
+    summary = sentence_summary(table, ["teacher", "student"], {"teacher": "t"}).set_index("model")
+    assert summary.loc["teacher", ["labelled", "correct", "compared", "same_prediction"]].tolist() == [2, 2, 2, 2]
+    assert summary.loc["teacher", "mean_abs_confidence_difference"] == pytest.approx((0.01 + 0.1) / 2)
+    assert summary.loc["student", ["correct", "compared"]].tolist() == [1, 0]
+    assert pd.isna(summary.loc["student", "reported_model"])
+    unmapped = sentence_table(sentences, logits, COLA_LABELS)
+    assert unmapped.columns[-2:].tolist() == ["reported:t:prediction", "reported:t:confidence"]  # last, unmapped
+    with pytest.raises(SentenceFileError, match=r"reports no predictions of \['bert_t'\] \(it has: t\)"):
+        sentence_table(sentences, logits, COLA_LABELS, {"teacher": "bert_t"})
+    page = sentence_document(table, summary.reset_index(), "cola", "sentences.tsv").markdown()
+    assert "| 1 | O | my heart is pounding me. | unacceptable | unacceptable 0.90 | unacceptable 0.89 | acceptable 0.60 |" in page
+    assert "thesis Tables 6.3 and C.1" in page

@@ -50,9 +50,9 @@ class SentenceFileError(UserError, ValueError):
 
 @dataclass
 class Sentences:
-    """A sentence file as data: ``frame`` has ``group`` (str or None), ``original`` (bool), ``label`` (label id or
-    None), ``sentence`` and, per reported model, ``<name>_prediction`` (label id or None) and ``<name>_confidence``
-    (float or NaN); ``reported`` names the reported models in file order."""
+    """A sentence file as data: ``frame`` has ``group`` (str or None), ``original`` (bool), ``label`` (label id,
+    nullable Int64), ``sentence`` and, per reported model, ``<name>_prediction`` (label id, nullable Int64) and
+    ``<name>_confidence`` (float or NaN); ``reported`` names the reported models in file order."""
 
     frame: pd.DataFrame
     reported: list[str]
@@ -109,7 +109,10 @@ def read_sentences(path: str | Path, labels: Sequence[str]) -> Sentences:
     if not rows:
         raise SentenceFileError(f"{path}: no sentences")
     columns = [*COLUMNS, *(f"{name}_{kind}" for name in reported for kind in ("prediction", "confidence"))]
-    return Sentences(pd.DataFrame(rows, columns=columns), reported)
+    frame = pd.DataFrame(rows, columns=columns)
+    for column in ["label", *(f"{name}_prediction" for name in reported)]:
+        frame[column] = frame[column].astype("Int64")  # label ids, <NA> where none is given
+    return Sentences(frame, reported)
 
 
 def _row(raw: dict[str, str], reported: Sequence[str], labels: Sequence[str]) -> dict:
