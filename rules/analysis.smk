@@ -49,7 +49,10 @@ rule classify_sentences:
             caption="../report/sentence_probes.rst",
             category="Sučík (2020)",
             subcategory="Prediction analysis (§6.2)",
-            labels={"task": "{task}", "result": "sentences and variants (Tables 6.3, C.1)"},
+            labels={
+                "task": "{task}",
+                "result": "sentences and variants (Tables 6.3, C.1)",
+            },
         ),
     log:
         "logs/classify_sentences/{task}.log",
