@@ -272,16 +272,17 @@ def average_confidence_figure(table: pd.DataFrame, path, task: str | None = None
     models = list(dict.fromkeys(table["model"]))
     figure = new_figure(1.6 + 1.3 * len(models), 3.6)
     axes = figure.subplots()
-    width = 0.8 / len(SUBSETS)
+    width, handles = 0.8 / len(SUBSETS), []
     for number, subset in enumerate(SUBSETS):
         rows = table[table["subset"] == subset].set_index("model").loc[models]
         x = np.arange(len(models)) + (number - (len(SUBSETS) - 1) / 2) * width
-        axes.bar(x, rows["mean_confidence"], width, yerr=rows["std_confidence"].fillna(0), capsize=3,
-                 color=OKABE_ITO[number], label=subset, hatch=("", "//", "xx")[number], edgecolor="white")
+        handles.append(axes.bar(x, rows["mean_confidence"], width, yerr=rows["std_confidence"], capsize=3,
+                                color=OKABE_ITO[number], label=subset, hatch=("", "//", "xx")[number],
+                                edgecolor="white"))
     axes.set_xticks(range(len(models)), models, rotation=15 if len(models) > 3 else 0)
     axes.set(ylabel="average confidence of prediction", ylim=(0, 1.1))
     axes.grid(axis="y", alpha=0.3)
     axes.set_axisbelow(True)
-    axes.legend(loc="lower right", fontsize="small", ncols=len(SUBSETS))
+    legend_below(figure, handles)
     figure.suptitle(f"{task + ': ' if task else ''}average confidence (dev; error bars: std)", fontsize="medium")
     return save(figure, path)
