@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 
 from kdflow.analysis import predictions as analysis
-from kdflow.analysis.predictions import column
+from kdflow.analysis.predictions import average_confidence_table, column
 from kdflow.analysis.sentences import (
     SentenceFileError,
     read_sentences,
@@ -17,7 +17,7 @@ from kdflow.analysis.sentences import (
     sentence_summary,
     sentence_table,
 )
-from kdflow.reporting.figures import average_confidence_figure, average_confidence_table
+from kdflow.reporting.figures import average_confidence_figure
 
 # Six dev examples; per model (prediction, confidence). Binary logits are log-probabilities, so the softmax
 # gives back exactly the confidence written here.

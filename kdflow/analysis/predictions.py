@@ -6,7 +6,7 @@ classification tasks only. The thesis's points of focus (Tab. 6.1) covered here:
 
 * P1  per model, the k most and least confident hits and mistakes (:func:`extreme_examples`);
 * P2/P3 per model, the average confidence overall, on hits and on mistakes, with standard deviations
-  (:func:`model_summary`; Fig. 6.6);
+  (:func:`model_summary`; Fig. 6.6's numbers: :func:`average_confidence_table`);
 * P4  k random examples (seed 42) the teacher gets right and exactly one student gets right
   (:func:`one_student_right`);
 * P5  the k examples with the largest and the smallest conf(student 1) - conf(student 2) (:func:`confidence_gap`;
@@ -494,6 +494,23 @@ def analyse(
             teacher_confidence_gap(aligned, teacher, students, k, labels) if with_teacher else None
         ),
     }
+
+
+def average_confidence_table(analysis: Mapping) -> pd.DataFrame:
+    """Thesis Fig. 6.6's numbers: per model (in the analysis's order) and subset of the dev examples (``all``,
+    ``hits``, ``mistakes``), how many examples, the mean confidence and its sample standard deviation (NaN where
+    undefined: no mistakes, or a single one). ``analysis``: :func:`analyse`'s result (as JSON)."""
+    rows = []
+    for model in analysis["models"]:
+        summary = analysis["per_model"][model]
+        sizes = {"all": summary["n"], "hits": summary["n_hits"], "mistakes": summary["n_mistakes"]}
+        for subset in SUBSETS:
+            suffix = "" if subset == "all" else f"_{subset}"
+            mean, std = summary[f"mean_confidence{suffix}"], summary[f"std_confidence{suffix}"]
+            rows.append({"model": model, "subset": subset, "n": sizes[subset],
+                         "mean_confidence": np.nan if mean is None else mean,
+                         "std_confidence": np.nan if std is None else std})
+    return pd.DataFrame(rows)
 
 
 def _records_blocks(records: Sequence[dict]) -> list[Block]:

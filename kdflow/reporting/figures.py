@@ -4,7 +4,7 @@
 * :func:`attention_figure`: Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3, per example;
 * :func:`probing_figure`: thesis Figs. 6.1 and 6.2;
 * :func:`confidence_heatmap` and :func:`mistake_overlap_heatmap`: thesis Figs. 6.5 and C.2;
-* :func:`average_confidence_figure`: thesis Fig. 6.6, from :func:`average_confidence_table`.
+* :func:`average_confidence_figure`: thesis Fig. 6.6.
 
 Figures are built on :class:`matplotlib.figure.Figure` with an Agg canvas of their own, never through pyplot, so
 importing this module changes no global matplotlib state. Colours are colour-blind safe: the Okabe-Ito palette
@@ -26,7 +26,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from kdflow.analysis.predictions import SUBSETS
 from kdflow.probing.senteval import PROBING_TASKS
 
 DPI = 150
@@ -249,33 +248,17 @@ def mistake_overlap_heatmap(analysis: Mapping, path, of: str = "mistakes") -> Pa
     return save(figure, path)
 
 
-def average_confidence_table(analysis: Mapping) -> pd.DataFrame:
-    """Thesis Fig. 6.6's numbers: per model (in the analysis's order) and subset of the dev examples (``all``,
-    ``hits``, ``mistakes``), how many examples, the mean confidence and its sample standard deviation (NaN where
-    undefined: no mistakes, or a single one). ``analysis``: :func:`kdflow.analysis.predictions.analyse`'s result."""
-    rows = []
-    for model in analysis["models"]:
-        summary = analysis["per_model"][model]
-        sizes = {"all": summary["n"], "hits": summary["n_hits"], "mistakes": summary["n_mistakes"]}
-        for subset in SUBSETS:
-            suffix = "" if subset == "all" else f"_{subset}"
-            mean, std = summary[f"mean_confidence{suffix}"], summary[f"std_confidence{suffix}"]
-            rows.append({"model": model, "subset": subset, "n": sizes[subset],
-                         "mean_confidence": np.nan if mean is None else mean,
-                         "std_confidence": np.nan if std is None else std})
-    return pd.DataFrame(rows)
-
-
 def average_confidence_figure(table: pd.DataFrame, path, task: str | None = None) -> Path:
     """Thesis Fig. 6.6: per model, the average confidence of its dev predictions overall, on hits and on mistakes,
-    with standard deviation error bars. ``table``: :func:`average_confidence_table`."""
-    models = list(dict.fromkeys(table["model"]))
+    with standard deviation error bars (none where NaN). ``table``: one row per model and subset with
+    ``mean_confidence`` and ``std_confidence`` (:func:`kdflow.analysis.predictions.average_confidence_table`)."""
+    models, subsets = list(dict.fromkeys(table["model"])), list(dict.fromkeys(table["subset"]))
     figure = new_figure(1.6 + 1.3 * len(models), 3.6)
     axes = figure.subplots()
-    width, handles = 0.8 / len(SUBSETS), []
-    for number, subset in enumerate(SUBSETS):
+    width, handles = 0.8 / len(subsets), []
+    for number, subset in enumerate(subsets):
         rows = table[table["subset"] == subset].set_index("model").loc[models]
-        x = np.arange(len(models)) + (number - (len(SUBSETS) - 1) / 2) * width
+        x = np.arange(len(models)) + (number - (len(subsets) - 1) / 2) * width
         handles.append(axes.bar(x, rows["mean_confidence"], width, yerr=rows["std_confidence"], capsize=3,
                                 color=OKABE_ITO[number], label=subset, hatch=("", "//", "xx")[number],
                                 edgecolor="white"))
