@@ -6,8 +6,8 @@ student wrong, each followed by the author's perturbed, hand-labelled variants (
 and gives every model's prediction and confidence (softmax probability of the predicted class, as in §6.2) per
 sentence, beside the predictions and confidences the file reports (the thesis's) where it reports them.
 
-A sentence file is tab-separated UTF-8 text with a header line, one sentence per line, no quoting; blank lines are
-skipped. Its columns, in any order:
+A sentence file is tab-separated UTF-8 text (a byte-order mark is ignored) with a header line, one sentence per
+line, no quoting; blank lines are skipped. Its columns, in any order:
 
 * ``sentence`` (required): the text, read as the task's first sentence;
 * ``label``: the gold label, a label id (``0``, ``1``, ...) or a label name of the task (CoLA: 0 = unacceptable,
@@ -71,7 +71,7 @@ def read_sentences(path: str | Path, labels: Sequence[str]) -> Sentences:
     """Read a sentence file (see the module docstring) for a task with label names ``labels``; raises
     :class:`SentenceFileError` naming the file, the line and what is wrong."""
     path, labels = Path(path), list(labels)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
     if not lines or not lines[0].strip():
         raise SentenceFileError(f"{path}:1: no header line (expected columns such as 'sentence' and 'label')")
     header = lines[0].split("\t")
