@@ -21,12 +21,13 @@ classification tasks only. The thesis's points of focus (Tab. 6.1) covered here:
 
 Confidence (§6.2): the softmax probability of the predicted class, so it lies in [1/C, 1] for C classes.
 
-How the thesis's analysis picked its examples (facts from its code, samsucik/knowledge-distil-bert): the random
-draws of P4 (and P7) take the candidates sorted by gold label and shuffle them with seed 42 (scikit-learn's
-``shuffle``, i.e. ``numpy.random.RandomState(42).permutation``), keeping the first k; the confidence gaps of P5 and
-P8 are differences of confidences rounded to 2 decimals. kdflow does the same (:func:`random_pick`,
-:data:`GAP_DECIMALS`) and breaks the ties that rounding makes by ascending idx. The standard deviations of Fig. 6.6
-are sample standard deviations (pandas' ``std``, n - 1 in the denominator).
+How the thesis's analysis picked its examples (facts from its code, samsucik/knowledge-distil-bert): P4's random
+draw takes the candidates sorted by gold label and shuffles them with seed 42 (scikit-learn's ``shuffle``, i.e.
+``numpy.random.RandomState(42).permutation``), keeping the first k; the confidence gaps of P5 and P8 are
+differences of confidences rounded to 2 decimals. kdflow does the same (:func:`random_pick`, :data:`GAP_DECIMALS`)
+and breaks the ties that rounding makes by ascending idx. (P7's 15 examples were drawn the same way; kdflow lists
+them all, most confident teacher first.) The standard deviations of Fig. 6.6 are sample standard deviations
+(pandas' ``std``, n - 1 in the denominator).
 
 Mistake overlap (P6): the thesis (Fig. C.2) reports, for models M1 (row) and M2 (column), the fraction of M1's
 mistakes that M2 also makes, |M1 ∩ M2| / |M1| -- an asymmetric matrix (``fraction_of_row``). The symmetric
@@ -49,7 +50,7 @@ FIELDS = ("prediction", "confidence", "correct")
 CATEGORIES = ("confident_hits", "unconfident_hits", "confident_mistakes", "unconfident_mistakes")
 SUBSETS = ("all", "hits", "mistakes")  # Fig. 6.6's three bars per model
 GAP_DECIMALS = 2  # P5 and P8 compare confidences rounded to 2 decimals, as the thesis's analysis did
-SEED = 42  # the thesis's random draws (P4, P7)
+SEED = 42  # the thesis's random draw of P4
 # What the thesis observed (Table 6.2), shown beside kdflow's examples for comparison.
 THESIS_OBSERVATIONS = {
     "P2": "On average, models are more confident on hits than on mistakes (see Fig. 6.6).",
@@ -470,7 +471,7 @@ def analyse(
     for model in models:
         per_model[model] = model_summary(aligned, model)
         per_model[model]["examples"] = extreme_examples(aligned, model, k, labels)
-    with_teacher = teacher is not None and students
+    with_teacher = teacher is not None and bool(students)
     pair = len(students) >= 2
     return {
         "split": split,
