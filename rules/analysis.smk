@@ -1,5 +1,6 @@
-# Prediction analysis (thesis §6.2, Tables 6.1-6.2, Figs. 6.5 and C.2): per task, the teacher and its
-# students on dev: confidences, extreme hits and mistakes, mistake overlap, confidence correlations.
+# Prediction analysis (thesis §6.2, Tables 6.1-6.2, Figs. 6.5, 6.6 and C.2): per task, the teacher and its
+# students on dev: confidences, extreme hits and mistakes, the examples of P4, P5, P7 and P8, mistake overlap,
+# confidence correlations.
 
 
 rule analyse_predictions:
@@ -28,6 +29,46 @@ rule analyse_predictions:
         models=lambda w: {name: model_params(name) for name in analysis_models(w.task)},
         teacher=lambda w: config["analysis"][w.task]["teacher"],
         examples=lambda w: config["analysis"][w.task].get("examples", 10),
+        seed=lambda w: config["analysis"][w.task].get("seed", 42),
         code=code_of("analyse_predictions.py"),
     script:
         "../scripts/analyse_predictions.py"
+
+
+rule classify_sentences:
+    """Thesis Tables 6.3 and C.1: every listed model's prediction and confidence on a list of sentences (by
+    default the thesis's Table C.1: CoLA sentences and hand-perturbed variants), beside the predictions the
+    list reports (the thesis's, for Table 6.3's sentences)."""
+    input:
+        unpack(sentence_probe_inputs),
+    output:
+        csv="results/sentence_probes/{task}.csv",
+        markdown="results/sentence_probes/{task}.md",
+        html=report(
+            "results/report/sentence_probes_{task}.html",
+            caption="../report/sentence_probes.rst",
+            category="Sučík (2020)",
+            subcategory="Prediction analysis (§6.2)",
+            labels={
+                "task": "{task}",
+                "result": "sentences and variants (Tables 6.3, C.1)",
+            },
+        ),
+    log:
+        "logs/classify_sentences/{task}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=15,
+    params:
+        models=lambda w: {
+            name: model_params(name)
+            for name in config["sentence_probes"][w.task]["models"]
+        },
+        reported=lambda w: config["sentence_probes"][w.task].get("reported", {}),
+        device=config["device"],
+        code=code_of("classify_sentences.py"),
+    script:
+        "../scripts/classify_sentences.py"

@@ -352,6 +352,25 @@ def analysis_inputs(wildcards):
     return inputs
 
 
+THESIS_SENTENCES = "reference/thesis_table_c1_sentences.tsv"
+
+
+def sentence_probe_inputs(wildcards):
+    """The task's data (its label names), the sentence file, and the files each listed model is loaded from."""
+    probe = config["sentence_probes"][wildcards.task]
+    inputs = {
+        "data": f"results/data/{wildcards.task}",
+        "sentences": probe.get("sentences", THESIS_SENTENCES),
+    }
+    for name in probe["models"]:
+        files = model_files(name)
+        inputs[f"{name}_teacher"] = files["teacher_model"]
+        if "selection" in files:
+            inputs[f"{name}_selection"] = files["selection"]
+            inputs[f"{name}_runs"] = files["runs"]
+    return inputs
+
+
 PAPER_TABLES = config.get("paper_tables", {})
 REFERENCE = read_reference(PAPER_TABLES["reference"]) if PAPER_TABLES else None
 SELECTED = (
@@ -437,11 +456,15 @@ def all_targets():
         ),
         *(["results/tables/probing.csv"] if "probing" in config else []),
         *expand("results/analysis/{task}.json", task=config.get("analysis", {})),
+        *expand(
+            "results/sentence_probes/{task}.csv",
+            task=config.get("sentence_probes", {}),
+        ),
         "results/figures/pseudo_heads.png",
         *(["results/figures/probing.png"] if "probing" in config else []),
         *expand(
             "results/figures/{figure}_{task}.png",
-            figure=["confidence_correlation", "mistake_overlap"],
+            figure=["confidence_correlation", "mistake_overlap", "average_confidence"],
             task=config.get("analysis", {}),
         ),
         *expand(

@@ -1,5 +1,5 @@
 # The papers' figures: Universal-KD Fig. 3 (pseudo-head distance to the gold label per teacher layer; a student
-# layer's attention over the teacher's layers), thesis Figs. 6.1-6.2 (probing per layer), 6.5 and C.2.
+# layer's attention over the teacher's layers), thesis Figs. 6.1-6.2 (probing per layer), 6.5, 6.6 and C.2.
 
 
 rule figure_pseudo_heads:
@@ -62,7 +62,8 @@ rule figure_probing:
 
 
 rule figure_analysis:
-    """Thesis Fig. 6.5 (confidence correlations) and Fig. C.2 (mistake overlap) of one task."""
+    """Thesis Fig. 6.5 (confidence correlations), Fig. 6.6 (average confidence overall, on hits and on
+    mistakes; with its numbers as CSV) and Fig. C.2 (mistake overlap) of one task."""
     input:
         "results/analysis/{task}.json",
     output:
@@ -80,6 +81,14 @@ rule figure_analysis:
             subcategory="Prediction analysis (§6.2)",
             labels={"task": "{task}", "result": "mistake overlap (Fig. C.2)"},
         ),
+        average=report(
+            "results/figures/average_confidence_{task}.png",
+            caption="../report/figure_average_confidence.rst",
+            category="Sučík (2020)",
+            subcategory="Prediction analysis (§6.2)",
+            labels={"task": "{task}", "result": "average confidence (Fig. 6.6)"},
+        ),
+        average_data="results/figures/average_confidence_{task}.csv",
     log:
         "logs/figure_analysis/{task}.log",
     conda:

@@ -16,7 +16,7 @@ with rule_job(snakemake):
                  "selection": snakemake.input.get(f"{name}_selection")}
         tables[name] = predictions_path(params["reference"], files)
     result = analyse(load_predictions(tables), teacher=snakemake.params.teacher, texts=task.split("dev"),
-                     k=snakemake.params.examples, labels=task.meta.get("labels"))
+                     k=snakemake.params.examples, labels=task.meta.get("labels"), seed=snakemake.params.seed)
     result["task"] = snakemake.wildcards.task
     Path(snakemake.output.json).write_text(json.dumps(result, indent=1))
     analysis_document(result).write(snakemake.output.markdown, snakemake.output.html)

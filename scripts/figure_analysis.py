@@ -1,12 +1,16 @@
-"""Rule figure_analysis: thesis Fig. 6.5 and Fig. C.2 from one task's prediction analysis."""
+"""Rule figure_analysis: thesis Figs. 6.5, 6.6 and C.2 from one task's prediction analysis."""
 
 import json
 from pathlib import Path
 
+from kdflow.analysis.predictions import average_confidence_table
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.figures import confidence_heatmap, mistake_overlap_heatmap
+from kdflow.reporting.figures import average_confidence_figure, confidence_heatmap, mistake_overlap_heatmap
 
 with rule_job(snakemake):
     analysis = json.loads(Path(snakemake.input[0]).read_text())
     confidence_heatmap(analysis, snakemake.output.confidence)
     mistake_overlap_heatmap(analysis, snakemake.output.mistakes)
+    average = average_confidence_table(analysis)
+    average.to_csv(snakemake.output.average_data, index=False)
+    average_confidence_figure(average, snakemake.output.average, analysis.get("task"))

@@ -182,9 +182,16 @@ def test_experiments_must_reference_what_exists(change, message):
          "experiments.thesis_table52_bert_s.task_students.rte: 'rte' is not a task of the experiment"),
         (lambda c: c["experiments"]["thesis_table52_bert_s"]["task_students"]["cola"].update(lstm_s={}),
          "experiments.thesis_table52_bert_s.task_students.cola.lstm_s: not a student of the experiment"),
+        (lambda c: c["sentence_probes"]["cola"]["models"].append("bert_s_sst2"),
+         "sentence_probes.cola: model 'bert_s_sst2' is not a fine-tuned model of 'cola'"),
+        (lambda c: c["sentence_probes"]["cola"]["reported"].update(lstm_s_sst2="lstm_s"),
+         "sentence_probes.cola.reported: 'lstm_s_sst2' is not one of the probe's models"),
+        (lambda c: c["sentence_probes"].update(stsb={"models": ["bert_large_cola"]}),
+         "sentence_probes.stsb: sentences need class predictions; stsb is a regression task"),
     ],
     ids=["method-option", "student-option", "student-type", "embedding-option", "embedding-mode", "student-axis",
-         "grid-axis", "assistant-method", "task-student-option", "task-student-task", "task-student-name"],
+         "grid-axis", "assistant-method", "task-student-option", "task-student-task", "task-student-name",
+         "sentence-model-task", "sentence-reported", "sentence-regression"],
 )
 def test_every_option_is_checked_before_any_job_runs(edit, message):
     config = full_config()

@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
 from kdflow.analysis.attention_maps import attention_weights
-from kdflow.analysis.predictions import analyse
+from kdflow.analysis.predictions import analyse, average_confidence_table
 from kdflow.core.errors import UserError
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.distillation.distill import distill, layer_widths
@@ -105,6 +105,14 @@ def test_confidence_and_overlap_heatmaps(analysis, tmp_path):
     assert analysis["mistake_overlap"]["fraction_of_row"]["perfect"]["teacher"] is None  # drawn as an empty cell
     assert is_png(figures.mistake_overlap_heatmap(analysis, tmp_path / "mistakes.png"))
     assert is_png(figures.mistake_overlap_heatmap(analysis, tmp_path / "hits.png", of="hits"))
+
+
+def test_average_confidence_figure_with_a_model_without_mistakes(analysis, tmp_path):
+    """Fig. 6.6: a model that makes no mistakes has no mistakes bar (NaN) and no error bar there."""
+    table = average_confidence_table(analysis)
+    perfect = table[table.model == "perfect"].set_index("subset")
+    assert perfect.loc["mistakes", "n"] == 0 and perfect.loc["mistakes", ["mean_confidence", "std_confidence"]].isna().all()
+    assert is_png(figures.average_confidence_figure(table, tmp_path / "average.png", "sst2"))
 
 
 @pytest.mark.parametrize("models", [["t", "s"], ["tiny_bert_sst2", "lstm_s_sst2", "bert_s_sst2"],

@@ -108,7 +108,7 @@ def test_every_registered_method_and_student_is_in_the_code_of_the_jobs_using_th
 
 
 @pytest.mark.parametrize("script", ["compute_assistant_signals.py", "encode_probing_tasks.py", "probe_model.py",
-                                    "measure_inference.py", "analyse_predictions.py"])
+                                    "measure_inference.py", "analyse_predictions.py", "classify_sentences.py"])
 def test_jobs_that_only_load_students_do_not_run_the_methods(script):
     assert {path for path in closure(script) if path.startswith("kdflow/distillation/methods/")} == set()
 

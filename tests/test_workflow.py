@@ -115,7 +115,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         # scores and 3 of selected hyperparameters, thesis Table 5.2's 9 measured models, the figures
         download_probing_task=10, encode_probing_tasks=10, probe_model=10 * 10, probing_table=1, figure_probing=1,
         analyse_predictions=3, figure_analysis=3, paper_table=9 + 3, measure_inference=9, figure_pseudo_heads=1,
-        attention_maps=1,
+        attention_maps=1, classify_sentences=1,  # thesis Tables 6.3/C.1: the CoLA teacher and students
     )
 
 
@@ -148,10 +148,11 @@ def test_unknown_task_is_rejected():
     assert result.returncode != 0 and "'wnli' is not one of" in result.stdout
 
 
-# What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, and
-# measured for thesis Table 5.2.
+# What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, measured
+# for thesis Table 5.2, and classify the SST-2 sentence list.
 THESIS_STUDENTS_DOWNSTREAM = dict(encode_probing_tasks=2, probe_model=2 * 3, probing_table=1, figure_probing=1,
-                                  analyse_predictions=1, figure_analysis=1, measure_inference=2, paper_table=1)
+                                  analyse_predictions=1, figure_analysis=1, measure_inference=2, paper_table=1,
+                                  classify_sentences=1)
 
 
 @pytest.fixture(scope="module")
@@ -230,6 +231,7 @@ def check_demo_evidence(workdir, config):
     assert {"majority", "morphology"} <= set(probing.kind)
     analysis = json.loads((workdir / "results/analysis/sst2.json").read_text())
     assert analysis["models"] == ["tiny_bert_sst2", "lstm_s_sst2", "bert_s_sst2"] and analysis["n_examples"] > 0
+    check_demo_prediction_analysis(workdir, analysis, config)
     references = {kind: pd.read_csv(REPO / f"reference/{file}.csv", dtype={"table": str})
                   for kind, file in (("scores", "paper_results"), ("hyperparameters", "selected_hyperparameters"))}
     for name, spec in config["paper_tables"]["tables"].items():
@@ -250,14 +252,56 @@ def check_demo_evidence(workdir, config):
     measured = thesis[(thesis.task == "sst2") & (thesis.metric == "params_millions_non_embedding")]
     assert measured.kdflow.notna().all() and (measured.kdflow > 0).all()
     for figure in ["pseudo_heads", "probing", "probing_relative_depth", "confidence_correlation_sst2",
-                   "mistake_overlap_sst2", "attention_sst2"]:
+                   "mistake_overlap_sst2", "average_confidence_sst2", "attention_sst2"]:
         assert (workdir / f"results/figures/{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
     attention = json.loads((workdir / "results/figures/attention_sst2.json").read_text())
     assert [record["method"] for record in attention] == ["universal_kd_il", "alp"]
     snakemake(*DEMO, "--report", "report.html", cwd=workdir)
     report = (workdir / "report.html").read_text()
-    for category in ["Paper tables", "Universal-KD (Wu et al. 2021)", "Teachers", "Experiments", "Figure 3"]:
+    for category in ["Paper tables", "Universal-KD (Wu et al. 2021)", "Teachers", "Experiments", "Figure 3",
+                     "sentence_probes_cola.html", "sentence_probes_sst2.html", "average_confidence_sst2.png"]:
         assert category in report, category
+
+
+def check_demo_prediction_analysis(workdir, analysis, config):
+    """Thesis §6.2 on the demo: P4, P5 and P8's examples, Fig. 6.6's numbers, and the sentence lists (Tables 6.3
+    and C.1)."""
+    k, n = config["analysis"]["sst2"]["examples"], analysis["n_examples"]
+    drawn = analysis["one_student_right"]
+    assert drawn["seed"] == 42 and len(drawn["examples"]) == min(k, drawn["candidates"])
+    for record in drawn["examples"]:  # the teacher right, exactly one student right
+        right = [record[f"{m}:prediction"] == record["gold"] for m in ("lstm_s_sst2", "bert_s_sst2")]
+        assert record["tiny_bert_sst2:prediction"] == record["gold"] and sum(right) == 1
+        assert record["right_student"] == ("lstm_s_sst2" if right[0] else "bert_s_sst2")
+    gap = analysis["confidence_gap"]
+    assert (gap["first"], gap["second"]) == ("lstm_s_sst2", "bert_s_sst2")
+    assert len(gap["largest"]) == len(gap["smallest"]) == min(k, n)
+    largest = [record["gap"] for record in gap["largest"]]
+    assert largest == sorted(largest, reverse=True) and largest[0] >= gap["smallest"][0]["gap"]
+    p8 = analysis["teacher_confidence_gap"]
+    assert len(p8) == min(k, n) and all(a["gap"] >= b["gap"] for a, b in zip(p8, p8[1:]))
+    page = (workdir / "results/analysis/sst2.md").read_text()
+    for heading in ["(P4)", "unconfident student (P5)", "unconfident students (P8)"]:
+        assert heading in page, heading
+    average = pd.read_csv(workdir / "results/figures/average_confidence_sst2.csv").set_index(["model", "subset"])
+    for model in analysis["models"]:  # Fig. 6.6's bars are the analysis's means and standard deviations
+        summary = analysis["per_model"][model]
+        assert average.loc[(model, "all"), "mean_confidence"] == pytest.approx(summary["mean_confidence"])
+        assert average.loc[(model, "hits"), "n"] == summary["n_hits"]
+    thesis = pd.read_csv(workdir / "results/sentence_probes/cola.csv")  # the default list: thesis Table C.1
+    assert len(thesis) == 70 and thesis.original.sum() == 21
+    assert thesis.columns[4:].tolist() == [
+        "tiny_bert_cola:prediction", "tiny_bert_cola:confidence", "reported:bert_t:prediction",
+        "reported:bert_t:confidence", "reported:bert_s:prediction", "reported:bert_s:confidence",
+        "reported:lstm_s:prediction", "reported:lstm_s:confidence"]
+    assert set(thesis["tiny_bert_cola:prediction"]) <= {"unacceptable", "acceptable"}
+    assert thesis["tiny_bert_cola:confidence"].between(0.5, 1).all()
+    assert thesis["reported:bert_t:prediction"].count() == 7  # Table 6.3
+    pounding = thesis.set_index("sentence").loc["my heart is pounding me."]
+    assert (pounding["reported:bert_t:prediction"], pounding["reported:bert_t:confidence"]) == ("unacceptable", 0.89)
+    assert "| tiny_bert_cola | 70 | 70 |" in (workdir / "results/sentence_probes/cola.md").read_text()
+    own = pd.read_csv(workdir / "results/sentence_probes/sst2.csv")  # the demo's own list, on the SST-2 models
+    assert len(own) == 9 and all(f"{m}:confidence" in own for m in config["sentence_probes"]["sst2"]["models"])
 
 
 @pytest.mark.slow
@@ -327,8 +371,9 @@ def test_editing_raw_data_reruns_that_task_only(demo_run):
     workdir, _ = demo_run
     raw = workdir / "demo/data/glue/CoLA/dev.tsv"
     raw.write_text(raw.read_text().rstrip("\n") + "\nxx00\t1\t\tThe cat sat on the mat.\n")
-    assert planned_jobs(*DEMO, cwd=workdir) == Counter(
-        prepare_task=1, finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, all=1
+    assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # and the CoLA teacher's sentence list (Table C.1)
+        prepare_task=1, finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, all=1,
+        classify_sentences=1,
     )
     snakemake(*DEMO, "--touch", "--cores", "1", cwd=workdir)
 

@@ -3,7 +3,8 @@
 * :func:`pseudo_head_figure`: Universal-KD Fig. 3 (left), per teacher layer, as means over dev;
 * :func:`attention_figure`: Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3, per example;
 * :func:`probing_figure`: thesis Figs. 6.1 and 6.2;
-* :func:`confidence_heatmap` and :func:`mistake_overlap_heatmap`: thesis Figs. 6.5 and C.2.
+* :func:`confidence_heatmap` and :func:`mistake_overlap_heatmap`: thesis Figs. 6.5 and C.2;
+* :func:`average_confidence_figure`: thesis Fig. 6.6.
 
 Figures are built on :class:`matplotlib.figure.Figure` with an Agg canvas of their own, never through pyplot, so
 importing this module changes no global matplotlib state. Colours are colour-blind safe: the Okabe-Ito palette
@@ -189,7 +190,7 @@ def probing_figure(table: pd.DataFrame, path, model_names: Mapping[str, str] | N
     return save(figure, path)
 
 
-# --- thesis Figs. 6.5 and C.2 -----------------------------------------------------------------------------------
+# --- thesis Figs. 6.5, 6.6 and C.2 ------------------------------------------------------------------------------
 
 
 def matrix(nested: Mapping, models: Sequence[str]) -> np.ndarray:
@@ -244,4 +245,27 @@ def mistake_overlap_heatmap(analysis: Mapping, path, of: str = "mistakes") -> Pa
     axes.set(xlabel="M2 (column)", ylabel="M1 (row)")
     task = f"{analysis['task']}: " if analysis.get("task") else ""
     figure.suptitle(f"{task}share of M1's {of} that M2 also makes", fontsize="medium")
+    return save(figure, path)
+
+
+def average_confidence_figure(table: pd.DataFrame, path, task: str | None = None) -> Path:
+    """Thesis Fig. 6.6: per model, the average confidence of its dev predictions overall, on hits and on mistakes,
+    with standard deviation error bars (none where NaN). ``table``: one row per model and subset with
+    ``mean_confidence`` and ``std_confidence`` (:func:`kdflow.analysis.predictions.average_confidence_table`)."""
+    models, subsets = list(dict.fromkeys(table["model"])), list(dict.fromkeys(table["subset"]))
+    figure = new_figure(1.6 + 1.3 * len(models), 3.6)
+    axes = figure.subplots()
+    width, handles = 0.8 / len(subsets), []
+    for number, subset in enumerate(subsets):
+        rows = table[table["subset"] == subset].set_index("model").loc[models]
+        x = np.arange(len(models)) + (number - (len(subsets) - 1) / 2) * width
+        handles.append(axes.bar(x, rows["mean_confidence"], width, yerr=rows["std_confidence"], capsize=3,
+                                color=OKABE_ITO[number], label=subset, hatch=("", "//", "xx")[number],
+                                edgecolor="white"))
+    axes.set_xticks(range(len(models)), models, rotation=15 if len(models) > 3 else 0)
+    axes.set(ylabel="average confidence of prediction", ylim=(0, 1.1))
+    axes.grid(axis="y", alpha=0.3)
+    axes.set_axisbelow(True)
+    legend_below(figure, handles)
+    figure.suptitle(f"{task + ': ' if task else ''}average confidence (dev; error bars: std)", fontsize="medium")
     return save(figure, path)

@@ -308,6 +308,17 @@ def _model_problems(config: dict) -> list[str]:
                 problems.append(f"analysis.{task}: unknown model {name!r} (not in `models`)")
             elif kinds[name] == "pretrained" or config["models"][name]["task"] != task:
                 problems.append(f"analysis.{task}: model {name!r} is not a fine-tuned model of {task!r}")
+    for task, probe in config.get("sentence_probes", {}).items():
+        if get_task(task).regression:
+            problems.append(f"sentence_probes.{task}: sentences need class predictions; {task} is a regression task")
+        for name in probe["models"]:
+            if name not in kinds:
+                problems.append(f"sentence_probes.{task}: unknown model {name!r} (not in `models`)")
+            elif kinds[name] == "pretrained" or config["models"][name]["task"] != task:
+                problems.append(f"sentence_probes.{task}: model {name!r} is not a fine-tuned model of {task!r}")
+        for name in probe.get("reported", {}):
+            if name not in probe["models"]:
+                problems.append(f"sentence_probes.{task}.reported: {name!r} is not one of the probe's models")
     for task, names in config.get("attention_maps", {}).items():
         teachers = set()
         for name in names:
