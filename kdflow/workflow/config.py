@@ -310,7 +310,8 @@ def _student_problems(config: dict, catalog: dict) -> list[str]:
             unknown = sorted(set(given) - set(embeddings["defaults"]))
             if unknown:
                 problems.append(f"{where}: unknown option(s) {unknown}; known: {', '.join(sorted(embeddings['defaults']))}")
-            for option, allowed in (("source", embeddings["sources"]), ("mode", embeddings["modes"])):
+            for option, allowed in (("source", embeddings["sources"]), ("mode", embeddings["modes"]),
+                                    ("init", embeddings["inits"])):
                 if option in given and given[option] not in allowed:
                     problems.append(f"{where}.{option}: {given[option]!r} is not one of {', '.join(allowed)}")
     return problems
