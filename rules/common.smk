@@ -18,6 +18,7 @@ from kdflow.workflow.config import (
     augmented_jobs,
     canonical,
     check_references,
+    embedding_settings,
     generator_settings,
     grid_points,
     hygiene_settings,
@@ -34,7 +35,7 @@ from kdflow.workflow.config import (
     teacher_settings,
     transfer_of,
 )
-from kdflow.core.model_references import reference_kind
+from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.reporting.paper_tables import (
     SELECTION,
     hyperparameter_runs,
@@ -267,6 +268,8 @@ def model_files(name, file="model.safetensors"):
     """
     reference = model_reference(config, name)
     kind = reference_kind(reference)
+    if kind == "embeddings":
+        return embedding_files(reference)
     if kind == "pretrained":
         return {}
     task = reference["task"]
@@ -289,13 +292,43 @@ def model_files(name, file="model.safetensors"):
     return files
 
 
+def embedding_files(reference):
+    """The files an ``embeddings`` model is built from: nothing for a pre-trained teacher's; the task's data and
+    the fine-tuned teacher for a teacher's; for an experiment's student also its transfer set and word-vectors
+    file, if any.
+    """
+    source = embeddings_source(reference)
+    if source == "pretrained":
+        return {}
+    task = reference["embeddings"]["task"]
+    if source == "teacher":
+        teacher, transfer, vectors = reference["embeddings"]["teacher"], "train", None
+    else:
+        settings = embedding_settings(config, reference)
+        teacher, transfer = settings["teacher"], settings["transfer"]
+        vectors = (settings["student"].get("embeddings") or {}).get("path")
+    return {
+        "data": f"results/data/{task}",
+        "teacher_model": f"results/teachers/{teacher}/{task}/model",
+        **transfer_inputs(transfer, task),
+        **({"vectors": vectors} if vectors else {}),
+    }
+
+
 def model_params(name):
-    """How to load a named model: its reference, the run directory of a student and a pretrained spec."""
+    """How to load a named model: its reference, the run directory of a student, a pretrained spec and how an
+    ``embeddings`` model builds a student's vectors."""
     reference = model_reference(config, name)
     kind = reference_kind(reference)
     params = {"reference": reference}
     if kind == "pretrained":
         params["pretrained"] = pretrained_settings(config, reference["pretrained"])
+    if kind == "embeddings" and embeddings_source(reference) == "pretrained":
+        params["pretrained"] = pretrained_settings(
+            config, reference["embeddings"]["pretrained"]
+        )
+    if kind == "embeddings" and embeddings_source(reference) == "student":
+        params["embeddings"] = embedding_settings(config, reference)
     if (
         kind == "student"
     ):  # the directory of the runs student_file names, above their grid points
