@@ -294,15 +294,15 @@ def model_files(name, file="model.safetensors"):
 
 def embedding_files(reference):
     """The files an ``embeddings`` model is built from: nothing for a pre-trained teacher's; the task's data and
-    the fine-tuned teacher for a teacher's; for an experiment's student also its transfer set and word-vectors
-    file, if any.
+    the fine-tuned teacher for a teacher's; for an experiment's student also its word-vectors file, if any, and,
+    for a word-level student, its transfer set (its vocabulary).
     """
     source = embeddings_source(reference)
     if source == "pretrained":
         return {}
     task = reference["embeddings"]["task"]
     if source == "teacher":
-        teacher, transfer, vectors = reference["embeddings"]["teacher"], "train", None
+        teacher, transfer, vectors = reference["embeddings"]["teacher"], None, None
     else:
         settings = embedding_settings(config, reference)
         teacher, transfer = settings["teacher"], settings["transfer"]
@@ -310,7 +310,7 @@ def embedding_files(reference):
     return {
         "data": f"results/data/{task}",
         "teacher_model": f"results/teachers/{teacher}/{task}/model",
-        **transfer_inputs(transfer, task),
+        **(transfer_inputs(transfer, task) if transfer else {}),
         **({"vectors": vectors} if vectors else {}),
     }
 
@@ -347,6 +347,13 @@ def signal_layers_param(wildcards):
 # Probing, analysis, paper tables and figures.
 
 PROBING_CONFIG = config.get("probing", {})
+THESIS_PROBING = PROBING_CONFIG.get("thesis", {})
+
+
+THESIS_PROBING_FIGURES = [
+    f"results/figures/probing_thesis_{name}.png"
+    for name in ("6_1", "6_2", "6_3", "C_1")
+]
 
 
 def probing_file(task):
@@ -459,6 +466,11 @@ def all_targets():
         *expand("results/analysis/{task}.json", task=config.get("analysis", {})),
         "results/figures/pseudo_heads.png",
         *(["results/figures/probing.png"] if "probing" in config else []),
+        *(
+            ["results/tables/probing_thesis.csv", *THESIS_PROBING_FIGURES]
+            if THESIS_PROBING
+            else []
+        ),
         *expand(
             "results/figures/{figure}_{task}.png",
             figure=["confidence_correlation", "mistake_overlap"],

@@ -112,7 +112,8 @@ def test_config_references_of_models_probing_and_analysis_are_checked():
                    "embed_cola": {"embeddings": {"teacher": "t", "task": "cola"}},
                    "embed_ghost": {"embeddings": {"experiment": "nope", "task": "sst2", "student": "s"}},
                    "embed_t": {"embeddings": {"pretrained": "t"}}},
-        "probing": {"models": ["t_sst2", "missing"]},
+        "probing": {"models": ["t_sst2", "missing"], "thesis": {"models": {"BERT_T[SST-2]": "t_sst2", "BERT_T[CoLA]": "t_cola"},
+                                                                 "missing": {"BERT_T[SST-2]": "why"}}},
         "analysis": {"sst2": {"teacher": "t_sst2", "students": ["t_stsb", "embed_t"]},
                      "stsb": {"teacher": "t_stsb", "students": []}},
     }
@@ -124,7 +125,9 @@ def test_config_references_of_models_probing_and_analysis_are_checked():
                      "analysis.stsb: the analysis needs class predictions",
                      "models.embed_cola.embeddings: teacher 't' is not trained on 'cola'",
                      "models.embed_ghost.embeddings: unknown experiment 'nope'",
-                     "analysis.sst2: model 'embed_t' is not a fine-tuned model"]:
+                     "analysis.sst2: model 'embed_t' is not a fine-tuned model",
+                     "probing.thesis.models.BERT_T[CoLA]: 't_cola' is not probed",
+                     "probing.thesis: 'BERT_T[SST-2]' is both mapped (models) and said to be missing"]:
         assert expected in message, expected
     assert json.dumps(config)  # the config itself is left untouched
 

@@ -99,14 +99,15 @@ def input_vectors(student: nn.Module) -> torch.Tensor:
 
 def initial_student(task: TaskData, transfer: str | Path | None, teacher_model: Path, settings: dict) -> tuple:
     """An experiment's student before training, with the teacher's tokenizer: built as its job builds it
-    (:func:`kdflow.distillation.distill.distill`), from the seed, the transfer set (``transfer``: the augmented set's
-    file, None for train) and its seeded training subset, whose words are a word-level student's vocabulary.
+    (:func:`kdflow.distillation.distill.distill`), from the seed and, for a word-level student, the words of its
+    seeded training subset of the transfer set (``transfer``: the augmented set's file, None for train).
     ``settings``: :func:`kdflow.workflow.config.embedding_settings`."""
     tokenizer = AutoTokenizer.from_pretrained(teacher_model)
     seed_everything(settings["seed"])
-    frame = transfer_frame(task, transfer)
-    frame = frame.iloc[subset_indices(len(frame), settings["max_train_examples"], settings["seed"])]
-    words = transfer_words(frame) if reads_words(settings["student"]) else None
+    words = None
+    if reads_words(settings["student"]):
+        frame = transfer_frame(task, transfer)
+        words = transfer_words(frame.iloc[subset_indices(len(frame), settings["max_train_examples"], settings["seed"])])
     context = StudentContext(task.num_labels, tokenizer, str(teacher_model.parent), words)
     return build_student(settings["student"], context), tokenizer
 

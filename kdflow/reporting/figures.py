@@ -239,9 +239,9 @@ def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figur
                     if model_rows["kdflow"].notna().any():
                         axes.axhline(model_rows["kdflow"].mean(), color=colour, linewidth=1.2)
             for kind, (label, colour, dashes) in BASELINES.items():
-                if (task, kind) in baselines.index:
-                    handles[label] = axes.axhline(baselines[task, kind], color=colour, linestyle=dashes, linewidth=0.8,
-                                                  label=label)
+                if (task, kind) in baselines.index:  # dotted, not dashed: dashes are the thesis's here
+                    handles[label] = axes.axhline(baselines[task, kind], color=colour, linewidth=0.8, label=label,
+                                                  linestyle=":" if dashes == "--" else dashes)
             axes.grid(alpha=0.3)
             left, right = axes.get_xlim()
             axes.set_xlim(min(left, -0.5), max(right, 1.5))  # a panel of one layer keeps whole-layer ticks

@@ -242,16 +242,19 @@ def pretrained_settings(config: dict, teacher: str) -> dict:
 def embedding_settings(config: dict, reference: dict) -> dict:
     """How an ``embeddings`` reference to an experiment's student builds the vectors (before training): as the
     experiment's first run of that task and student builds its student (its first method entry, grid point and
-    seed), so that a word-level student's vocabulary is the one its runs learn from: the teacher, the transfer set,
-    the student's spec, the seed and the training subset (``max_train_examples``)."""
+    seed): the teacher, the student's spec and the seed; for a word-level student (``words``), whose vocabulary is
+    the words of what its runs learn from, the transfer set and the training subset (``max_train_examples``)."""
     source = reference["embeddings"]
     experiment = config["experiments"][source["experiment"]]
     entry = next(iter(experiment["methods"]))
     settings = student_settings(config, source["experiment"], source["task"], source["student"], entry,
                                 next(iter(grid_points(experiment, entry))), experiment["seeds"][0])
+    student = settings["student"]
+    words = {**load_catalog()["students"][student["type"]]["defaults"], **student}.get("tokens") == "words"
     hyperparameters = settings["hyperparameters"]
-    return canonical({"teacher": settings["teacher"], "transfer": settings["transfer"], "student": settings["student"],
-                      "seed": hyperparameters["seed"], "max_train_examples": hyperparameters.get("max_train_examples")})
+    return canonical({"teacher": settings["teacher"], "student": student, "seed": hyperparameters["seed"],
+                      "words": words, "transfer": settings["transfer"] if words else None,
+                      "max_train_examples": hyperparameters.get("max_train_examples") if words else None})
 
 
 def probing_settings(config: dict) -> dict:
@@ -291,9 +294,16 @@ def _model_problems(config: dict) -> list[str]:
                                             f"models.{name}.embeddings")
         else:
             problems += _reference_problems(config, reference, kind, f"models.{name}")
-    for name in config.get("probing", {}).get("models", []):
+    probed = config.get("probing", {}).get("models", [])
+    for name in probed:
         if name not in kinds:
             problems.append(f"probing.models: unknown model {name!r} (not in `models`)")
+    thesis = config.get("probing", {}).get("thesis", {})
+    for thesis_model, name in thesis.get("models", {}).items():
+        if name not in probed:
+            problems.append(f"probing.thesis.models.{thesis_model}: {name!r} is not probed (not in probing.models)")
+    for thesis_model in sorted(set(thesis.get("models", {})) & set(thesis.get("missing", {}))):
+        problems.append(f"probing.thesis: {thesis_model!r} is both mapped (models) and said to be missing (missing)")
     for task, group in config.get("analysis", {}).items():
         if get_task(task).regression:
             problems.append(f"analysis.{task}: the analysis needs class predictions; {task} is a regression task")
