@@ -160,6 +160,12 @@ def test_embeddings_of_a_pretrained_teacher_are_its_wordpiece_vectors_averaged(t
     assert encoding_layers(tmp_path / "Tense.safetensors") == [0]
 
 
+def test_embeddings_of_a_fine_tuned_teacher_are_its_own_wordpiece_vectors(teacher_model, trained_teacher):
+    model = load_model({"embeddings": {"teacher": "t", "task": "sst2"}}, {"teacher_model": trained_teacher[0] / "model"}, 2)
+    assert torch.equal(model.module.weight, teacher_model.module.get_input_embeddings().weight)
+    assert model.logits is None  # no classifier: probing only
+
+
 def test_embeddings_of_a_word_level_student_are_its_file_vectors_over_its_transfer_set_words(separable, trained_teacher,
                                                                                              tmp_path):
     vectors_file = tmp_path / "vectors.txt"
