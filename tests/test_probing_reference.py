@@ -135,3 +135,5 @@ def test_a_figure_without_thesis_models_is_a_clear_error(probing, thesis, tmp_pa
     table = thesis_comparison(probing, thesis, MODELS, MISSING, pooling="mean")
     with pytest.raises(ValueError, match="no thesis model is drawn in Fig. 6.3"):
         figures.thesis_probing_figure(table, probing, "6.3", tmp_path / "figure.png")
+    with pytest.raises(ValueError, match="the thesis's probing figures are 6.1, 6.2, 6.3, C.1, not '6.4'"):
+        figures.thesis_probing_figure(table, probing, "6.4", tmp_path / "figure.png")

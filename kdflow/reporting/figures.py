@@ -203,6 +203,8 @@ def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figur
     (solid) over every layer kdflow probed of its counterpart (``probing``: results/tables/probing.csv); a model
     compared at one layer that has no position among encoder layers (LSTM_S's top BiLSTM layer, "embed.") is a
     horizontal line. Majority and morphology baselines as in :func:`probing_figure`."""
+    if figure_id not in THESIS_FIGURES:
+        raise ValueError(f"the thesis's probing figures are {', '.join(THESIS_FIGURES)}, not {figure_id!r}")
     rows = comparison[comparison["thesis_figures"].fillna("").str.split().map(lambda figures: figure_id in figures)]
     if rows.empty:
         raise ValueError(f"no thesis model is drawn in Fig. {figure_id}")
