@@ -15,6 +15,7 @@ from kdflow.workflow.config import (
     augmented_jobs,
     canonical,
     check_references,
+    embedding_settings,
     generator_settings,
     grid_points,
     hygiene_settings,
@@ -32,7 +33,7 @@ from kdflow.workflow.config import (
     transfer_of,
     unlabelled_files,
 )
-from kdflow.core.model_references import reference_kind
+from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.reporting.paper_tables import (
     SELECTION,
     hyperparameter_runs,
@@ -280,6 +281,8 @@ def model_files(name, file="model.safetensors"):
     """
     reference = model_reference(config, name)
     kind = reference_kind(reference)
+    if kind == "embeddings":
+        return embedding_files(reference)
     if kind == "pretrained":
         return {}
     task = reference["task"]
@@ -302,13 +305,43 @@ def model_files(name, file="model.safetensors"):
     return files
 
 
+def embedding_files(reference):
+    """The files an ``embeddings`` model is built from: nothing for a pre-trained teacher's; the task's data and
+    the fine-tuned teacher for a teacher's; for an experiment's student also its word-vectors file, if any, and,
+    for a word-level student, its transfer set (its vocabulary).
+    """
+    source = embeddings_source(reference)
+    if source == "pretrained":
+        return {}
+    task = reference["embeddings"]["task"]
+    if source == "teacher":
+        teacher, transfer, vectors = reference["embeddings"]["teacher"], None, None
+    else:
+        settings = embedding_settings(config, reference)
+        teacher, transfer = settings["teacher"], settings["transfer"]
+        vectors = (settings["student"].get("embeddings") or {}).get("path")
+    return {
+        "data": f"results/data/{task}",
+        "teacher_model": f"results/teachers/{teacher}/{task}/model",
+        **(transfer_inputs(transfer, task) if transfer else {}),
+        **({"vectors": vectors} if vectors else {}),
+    }
+
+
 def model_params(name):
-    """How to load a named model: its reference, the run directory of a student and a pretrained spec."""
+    """How to load a named model: its reference, the run directory of a student, a pretrained spec and how an
+    ``embeddings`` model builds a student's vectors."""
     reference = model_reference(config, name)
     kind = reference_kind(reference)
     params = {"reference": reference}
     if kind == "pretrained":
         params["pretrained"] = pretrained_settings(config, reference["pretrained"])
+    if kind == "embeddings" and embeddings_source(reference) == "pretrained":
+        params["pretrained"] = pretrained_settings(
+            config, reference["embeddings"]["pretrained"]
+        )
+    if kind == "embeddings" and embeddings_source(reference) == "student":
+        params["embeddings"] = embedding_settings(config, reference)
     if (
         kind == "student"
     ):  # the directory of the runs student_file names, above their grid points
@@ -327,6 +360,13 @@ def signal_layers_param(wildcards):
 # Probing, analysis, paper tables and figures.
 
 PROBING_CONFIG = config.get("probing", {})
+THESIS_PROBING = PROBING_CONFIG.get("thesis", {})
+
+
+THESIS_PROBING_FIGURES = [
+    f"results/figures/probing_thesis_{name}.png"
+    for name in ("6_1", "6_2", "6_3", "C_1")
+]
 
 
 def probing_file(task):
@@ -462,6 +502,11 @@ def all_targets():
         ),
         "results/figures/pseudo_heads.png",
         *(["results/figures/probing.png"] if "probing" in config else []),
+        *(
+            ["results/tables/probing_thesis.csv", *THESIS_PROBING_FIGURES]
+            if THESIS_PROBING
+            else []
+        ),
         *expand(
             "results/figures/{figure}_{task}.png",
             figure=["confidence_correlation", "mistake_overlap", "average_confidence"],

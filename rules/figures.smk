@@ -1,5 +1,6 @@
 # The papers' figures: Universal-KD Fig. 3 (pseudo-head distance to the gold label per teacher layer; a student
-# layer's attention over the teacher's layers), thesis Figs. 6.1-6.2 (probing per layer), 6.5, 6.6 and C.2.
+# layer's attention over the teacher's layers), thesis Figs. 6.1-6.2 (probing per layer; and 6.1-6.3, C.1
+# beside the thesis's numbers), 6.5, 6.6 and C.2.
 
 
 rule figure_pseudo_heads:
@@ -59,6 +60,56 @@ rule figure_probing:
         code=code_of("figure_probing.py"),
     script:
         "../scripts/figure_probing.py"
+
+
+rule figure_probing_thesis:
+    """Thesis Figs. 6.1, 6.2, 6.3 and C.1 as the thesis drew them, with kdflow's probing results beside the
+    thesis's."""
+    input:
+        comparison="results/tables/probing_thesis.csv",
+        probing="results/tables/probing.csv",
+    output:
+        fig6_1=report(
+            "results/figures/probing_thesis_6_1.png",
+            caption="../report/figure_probing_thesis.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "teachers beside the thesis (Fig. 6.1)"},
+        ),
+        fig6_2=report(
+            "results/figures/probing_thesis_6_2.png",
+            caption="../report/figure_probing_thesis.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "students, embed. beside the thesis (Fig. 6.2)"},
+        ),
+        fig6_3=report(
+            "results/figures/probing_thesis_6_3.png",
+            caption="../report/figure_probing_thesis.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "from scratch beside the thesis (Fig. 6.3)"},
+        ),
+        figC_1=report(
+            "results/figures/probing_thesis_C_1.png",
+            caption="../report/figure_probing_thesis.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "from scratch, all tasks, beside the thesis (Fig. C.1)"},
+        ),
+    log:
+        "logs/figure_probing_thesis.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        figures={"fig6_1": "6.1", "fig6_2": "6.2", "fig6_3": "6.3", "figC_1": "C.1"},
+        code=code_of("figure_probing_thesis.py"),
+    script:
+        "../scripts/figure_probing_thesis.py"
 
 
 rule figure_analysis:

@@ -108,3 +108,37 @@ rule probing_table:
         code=code_of("probing_table.py"),
     script:
         "../scripts/probing_table.py"
+
+
+rule probing_thesis_table:
+    """The thesis's probing scores (reference/thesis_probing_scores.csv) beside kdflow's, per model, task and
+    layer, with the ledger's entries about probing."""
+    input:
+        probing="results/tables/probing.csv",
+        scores=THESIS_PROBING.get("scores", []),
+        deviations=PAPER_TABLES.get("deviations", []),
+    output:
+        csv="results/tables/probing_thesis.csv",
+        markdown="results/tables/probing_thesis.md",
+        html=report(
+            "results/report/probing_thesis.html",
+            caption="../report/probing_thesis.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "kdflow beside the thesis (table)"},
+        ),
+    log:
+        "logs/probing_thesis_table.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        models=THESIS_PROBING.get("models", {}),
+        missing=THESIS_PROBING.get("missing", {}),
+        pooling=probing_settings(config)["pooling"] if PROBING_CONFIG else None,
+        code=code_of("probing_thesis_table.py"),
+    script:
+        "../scripts/probing_thesis_table.py"

@@ -11,10 +11,10 @@ from kdflow.probing.senteval import read_probing_file
 
 with rule_job(snakemake):
     params, settings = snakemake.params.model, snakemake.params.settings
-    files = {key: snakemake.input.get(key) for key in ("teacher_model", "selection")}
+    files = {key: snakemake.input.get(key) for key in ("data", "teacher_model", "selection", "transfer")}
     num_labels = TaskData.load(snakemake.input.data).num_labels if "data" in snakemake.input.keys() else 2
     model = load_model(params["reference"], {**files, "runs_dir": params.get("runs_dir")}, num_labels,
-                       params.get("pretrained"))
+                       params.get("pretrained"), params.get("embeddings"))
     device = select_device(snakemake.params.device)
     for probing_file, output in zip(snakemake.input.probing, snakemake.output):
         summary = write_encodings(model, read_probing_file(probing_file), output, settings["pooling"],

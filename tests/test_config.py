@@ -169,6 +169,8 @@ def test_experiments_must_reference_what_exists(change, message):
          "students.lstm_s.embeddings: unknown option(s) ['moed']"),
         (lambda c: c["students"]["lstm_s"].update(embeddings={"mode": "frozen"}),
          "students.lstm_s.embeddings.mode: 'frozen' is not one of"),
+        (lambda c: c["students"]["lstm_s"].update(embeddings={"source": "random", "dim": 8, "init": "gauss"}),
+         "students.lstm_s.embeddings.init: 'gauss' is not one of uniform, normal"),
         (lambda c: c["experiments"]["universal_kd_table2"]["grid"].update({"student.dropuot": [0.1]}),
          "experiments.universal_kd_table2.grid.student.dropuot: students"),
         (lambda c: c["experiments"]["universal_kd_table2"]["grid"].update(temprature=[2.0]),
@@ -189,9 +191,9 @@ def test_experiments_must_reference_what_exists(change, message):
         (lambda c: c["sentence_probes"].update(stsb={"models": ["bert_large_cola"]}),
          "sentence_probes.stsb: sentences need class predictions; stsb is a regression task"),
     ],
-    ids=["method-option", "student-option", "student-type", "embedding-option", "embedding-mode", "student-axis",
-         "grid-axis", "assistant-method", "task-student-option", "task-student-task", "task-student-name",
-         "sentence-model-task", "sentence-reported", "sentence-regression"],
+    ids=["method-option", "student-option", "student-type", "embedding-option", "embedding-mode", "embedding-init",
+         "student-axis", "grid-axis", "assistant-method", "task-student-option", "task-student-task",
+         "task-student-name", "sentence-model-task", "sentence-reported", "sentence-regression"],
 )
 def test_every_option_is_checked_before_any_job_runs(edit, message):
     config = full_config()

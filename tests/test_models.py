@@ -5,10 +5,11 @@ import json
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_BERT
 
 from kdflow.core.errors import UserError
-from kdflow.core.model_references import reference_kind
-from kdflow.distillation.named_models import load_model, student_model
+from kdflow.core.model_references import embeddings_source, reference_kind
+from kdflow.distillation.named_models import embedding_model, load_model, student_model
 from kdflow.distillation.selection import selected_run
 from kdflow.probing.encodings import (
     encode_sentences,
@@ -18,6 +19,7 @@ from kdflow.probing.encodings import (
 )
 from kdflow.probing.senteval import ProbingData, ProbingSplit
 from kdflow.students.registry import StudentContext, build_student
+from kdflow.students.tokens import WordTokenizer
 from kdflow.teachers.pseudo_heads import pool_layers
 from kdflow.workflow.config import check_references
 
@@ -34,8 +36,13 @@ def test_reference_kinds_and_a_clear_error_for_anything_else():
     assert reference_kind({"pretrained": "bert_large"}) == "pretrained"
     assert reference_kind({"teacher": "t", "task": "sst2"}) == "teacher"
     assert reference_kind({"experiment": "e", "task": "sst2", "student": "s", "method": "kd"}) == "student"
+    assert reference_kind({"embeddings": {"experiment": "e", "task": "sst2", "student": "s"}}) == "embeddings"
+    assert embeddings_source({"embeddings": {"pretrained": "t"}}) == "pretrained"
+    assert embeddings_source({"embeddings": {"experiment": "e", "task": "sst2", "student": "s"}}) == "student"
     with pytest.raises(UserError, match="expected one of"):
         reference_kind({"teacher": "t"})
+    with pytest.raises(UserError, match=r"an `embeddings` reference has the keys \['experiment', 'method', 'student'"):
+        embeddings_source({"embeddings": {"experiment": "e", "task": "sst2", "student": "s", "method": "kd"}})
 
 
 def test_the_selected_run_is_the_selected_points_best_dev_seed():
@@ -101,15 +108,74 @@ def test_config_references_of_models_probing_and_analysis_are_checked():
         "teachers": {"t": {"tasks": ["sst2", "stsb"]}},
         "models": {"t_sst2": {"teacher": "t", "task": "sst2"}, "t_cola": {"teacher": "t", "task": "cola"},
                    "t_stsb": {"teacher": "t", "task": "stsb"},
-                   "ghost": {"experiment": "nope", "task": "sst2", "student": "s", "method": "kd"}},
-        "probing": {"models": ["t_sst2", "missing"]},
-        "analysis": {"sst2": {"teacher": "t_sst2", "students": ["t_stsb"]}, "stsb": {"teacher": "t_stsb", "students": []}},
+                   "ghost": {"experiment": "nope", "task": "sst2", "student": "s", "method": "kd"},
+                   "embed_cola": {"embeddings": {"teacher": "t", "task": "cola"}},
+                   "embed_ghost": {"embeddings": {"experiment": "nope", "task": "sst2", "student": "s"}},
+                   "embed_t": {"embeddings": {"pretrained": "t"}}},
+        "probing": {"models": ["t_sst2", "missing"], "thesis": {"models": {"BERT_T[SST-2]": "t_sst2", "BERT_T[CoLA]": "t_cola"},
+                                                                 "missing": {"BERT_T[SST-2]": "why"}}},
+        "analysis": {"sst2": {"teacher": "t_sst2", "students": ["t_stsb", "embed_t"]},
+                     "stsb": {"teacher": "t_stsb", "students": []}},
     }
     with pytest.raises(ValueError) as error:
         check_references(config)
     message = str(error.value)
     for expected in ["models.t_cola: teacher 't' is not trained on 'cola'", "models.ghost: unknown experiment 'nope'",
                      "probing.models: unknown model 'missing'", "analysis.sst2: model 't_stsb' is not a fine-tuned model",
-                     "analysis.stsb: the analysis needs class predictions"]:
+                     "analysis.stsb: the analysis needs class predictions",
+                     "models.embed_cola.embeddings: teacher 't' is not trained on 'cola'",
+                     "models.embed_ghost.embeddings: unknown experiment 'nope'",
+                     "analysis.sst2: model 'embed_t' is not a fine-tuned model",
+                     "probing.thesis.models.BERT_T[CoLA]: 't_cola' is not probed",
+                     "probing.thesis: 'BERT_T[SST-2]' is both mapped (models) and said to be missing"]:
         assert expected in message, expected
     assert json.dumps(config)  # the config itself is left untouched
+
+
+# Thesis §6.1, Fig. 6.2: the "embed." baselines, sentences as the mean of their tokens' raw input vectors
+
+
+def test_an_embedding_model_averages_the_raw_vectors_of_its_tokens_without_special_tokens():
+    words = WordTokenizer(["good", "movie", "bad"], markers=True)  # <unk> 0, <pad> 1, <cls> 2, <sep> 3, good 4, ...
+    vectors = torch.tensor([[float(i), 10.0 * i] for i in range(len(words))])  # row i = (i, 10 i)
+    model = embedding_model(vectors, words)
+    sentences = ["good movie", "Bad, unheard", "movie"]
+    (layer,) = encode_sentences(model, sentences, "mean", batch_size=2, max_length=32, device=torch.device("cpu"))
+    # good (4) and movie (5); bad (6), "," and "unheard" (both <unk>, 0); with <cls>/<sep> the first would be (3.5, 35)
+    assert layer.tolist() == [[4.5, 45.0], [2.0, 20.0], [5.0, 50.0]]
+
+
+def test_embeddings_of_a_pretrained_teacher_are_its_wordpiece_vectors_averaged(tmp_path):
+    pretrained = {"spec": TINY_BERT, "seed": 3}
+    model = load_model({"embeddings": {"pretrained": "t"}}, {}, 2, pretrained)
+    teacher = load_model({"pretrained": "t"}, {}, 2, pretrained)
+    table = teacher.module.get_input_embeddings().weight
+    sentence = "a bad , bad film with a long and winding plot"
+    ids = teacher.tokenizer(sentence, add_special_tokens=False)["input_ids"]
+    assert teacher.tokenizer.cls_token_id not in ids and len(ids) > 5
+    (layer,) = encode_sentences(model, [sentence], "mean", 1, 32, torch.device("cpu"))
+    torch.testing.assert_close(layer[0].float(), table[ids].mean(0), atol=1e-3, rtol=1e-3)  # float16 storage
+    assert write_encodings(model, probing_data(), tmp_path / "Tense.safetensors", "mean", 4, 32,
+                           torch.device("cpu"))["layers"] == 1
+    assert encoding_layers(tmp_path / "Tense.safetensors") == [0]
+
+
+def test_embeddings_of_a_fine_tuned_teacher_are_its_own_wordpiece_vectors(teacher_model, trained_teacher):
+    model = load_model({"embeddings": {"teacher": "t", "task": "sst2"}}, {"teacher_model": trained_teacher[0] / "model"}, 2)
+    assert torch.equal(model.module.weight, teacher_model.module.get_input_embeddings().weight)
+    assert model.logits is None  # no classifier: probing only
+
+
+def test_embeddings_of_a_word_level_student_are_its_file_vectors_over_its_transfer_set_words(separable, trained_teacher,
+                                                                                             tmp_path):
+    vectors_file = tmp_path / "vectors.txt"
+    vectors_file.write_text("2 3\ngood 1 2 3\nmovie 3 2 -1\n")
+    spec = {"type": "bilstm_s", "lstm_size": 4, "fc_size": 4, "tokens": "words",
+            "embeddings": {"source": "file", "path": str(vectors_file)}}  # multichannel: the frozen copy is the raw one
+    settings = {"student": spec, "seed": 0, "max_train_examples": None}
+    files = {"data": separable.directory, "teacher_model": trained_teacher[0] / "model", "transfer": None}
+    model = load_model({"embeddings": {"experiment": "e", "task": "sst2", "student": "lstm_s"}}, files, 2,
+                       embeddings=settings)
+    assert model.module.weight.shape == (2 + 10, 3)  # <unk>, <pad> and the 10 words of the transfer set
+    (layer,) = encode_sentences(model, ["Good movie", "good"], "mean", 2, 32, torch.device("cpu"))
+    assert layer.tolist() == [[2.0, 2.0, 1.0], [1.0, 2.0, 3.0]]

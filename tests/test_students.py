@@ -228,6 +228,37 @@ def test_thesis_students_match_table_5_2_sizes(spec, num_labels, size, tokenizer
     assert non_embedding_parameters(build_student(spec, StudentContext(num_labels, tokenizer))) == size
 
 
+# Thesis §6.1 (Figs. 6.3, C.1): students trained from scratch, the config's lstm_s_scratch and bert_s_scratch
+SCRATCH_LSTM_S = {"type": "bilstm_s", "embeddings": {"source": "random", "dim": 64, "mode": "multichannel"}}
+SCRATCH_BERT_S = {"type": "bert_s", "embeddings": {"source": "random", "dim": 64, "init": "normal"}}
+
+
+def test_from_scratch_lstm_s_draws_its_vectors_from_u_025_and_bert_s_from_n_0_002():
+    vocabulary = VocabularyOfSize(5000)  # 320,000 draws per matrix
+    torch.manual_seed(0)
+    frozen, trainable = (channel.weight for channel in build_student(SCRATCH_LSTM_S, StudentContext(2, vocabulary)).embed.channels)
+    assert torch.equal(frozen, trainable)  # multichannel: both copies start from one draw, as in the thesis's code
+    assert frozen.min() >= -0.25 and frozen.max() <= 0.25 and frozen.min() < -0.2499 and frozen.max() > 0.2499
+    assert frozen.std().item() == pytest.approx(0.25 / 3**0.5, rel=0.01)  # U(-a, a) has std a / sqrt(3)
+    assert abs(frozen.mean().item()) < 1e-3
+
+    bert_s = build_student(SCRATCH_BERT_S, StudentContext(2, vocabulary))
+    embedding = bert_s.model.get_input_embeddings()
+    (channel,) = embedding.channels
+    vectors = channel.weight
+    assert vectors.shape == (5000, 64) and embedding.projection.in_features == 64  # projected to d_h = 204
+    assert vectors.std().item() == pytest.approx(0.02, rel=0.01) and abs(vectors.mean().item()) < 1e-4
+    within = (vectors.abs() <= 0.04).float().mean().item()  # 2 std: 95.45% of a normal, all of a uniform of std 0.02
+    assert within == pytest.approx(0.9545, abs=0.002)
+
+
+def test_normal_init_is_for_random_vectors_only(context):
+    with pytest.raises(ValueError, match="init 'normal' is for random vectors"):
+        build_student({"type": "bert_s", "embeddings": {"source": "teacher", "init": "normal"}}, context)
+    with pytest.raises(ValueError, match="unknown embeddings init 'xavier'"):
+        build_student({"type": "bilstm_s", "embeddings": {"source": "random", "dim": 4, "init": "xavier"}}, context)
+
+
 @pytest.fixture
 def vectors_file(tmp_path):
     path = tmp_path / "vectors.txt"

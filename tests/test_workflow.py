@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import REPO, rule_scripts
+from safetensors import safe_open
 
 from kdflow.distillation.methods.registry import available_methods
 from kdflow.workflow.provenance import script_closure
@@ -100,7 +101,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
     ukd4 = 8 * (6 + 6 + 5 * 18)  # no_kd, annealing_kd (beta fixed), kd, takd, dih, cg, att_on_losses
     assistants = 8 * 18  # TAKD's RoBERTa-base assistant, one per grid point
     ukd5 = 8 * 2 * 4 * (20 + 2 * 60)  # bilstm, gated_cnn x 4 dropouts: no_kd (20) + kd, universal_kd_ca (60)
-    thesis = 2 * 3 * 3  # two students on CoLA, SST-2, Sara, three seeds
+    thesis = 2 * 3 * 3 + 2 * 3  # two students on CoLA, SST-2, Sara, three seeds; both from scratch, one seed
     augmented = 3  # the thesis's students learn from BERT-large's augmented sets of CoLA, SST-2 and Sara
     assert planned_jobs() == Counter(
         prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1, all=1,
@@ -111,9 +112,12 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         compute_assistant_signals=assistants,
         select_students=len(config["experiments"]),
         glue_submission=len(config["experiments"]),  # every experiment has a GLUE task
-        # evidence: 10 models probed on SentEval's 10 tasks (files downloaded once), 3 analyses, 9 paper tables of
-        # scores and 3 of selected hyperparameters, thesis Table 5.2's 9 measured models, the figures
-        download_probing_task=10, encode_probing_tasks=10, probe_model=10 * 10, probing_table=1, figure_probing=1,
+        # evidence: 20 models probed on SentEval's 10 tasks (files downloaded once: the teachers, the thesis's
+        # students, from the teacher and from scratch, and 4 "embed." baselines), the thesis's scores beside them,
+        # 3 analyses, 9 paper tables of scores and 3 of selected hyperparameters, thesis Table 5.2's 9 measured
+        # models, the figures
+        download_probing_task=10, encode_probing_tasks=20, probe_model=20 * 10, probing_table=1, figure_probing=1,
+        probing_thesis_table=1, figure_probing_thesis=1,
         analyse_predictions=3, figure_analysis=3, paper_table=9 + 3, measure_inference=9, figure_pseudo_heads=1,
         attention_maps=1, classify_sentences=1,  # thesis Tables 6.3/C.1: the CoLA teacher and students
     )
@@ -151,8 +155,8 @@ def test_unknown_task_is_rejected():
 # What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, measured
 # for thesis Table 5.2, and classify the SST-2 sentence list.
 THESIS_STUDENTS_DOWNSTREAM = dict(encode_probing_tasks=2, probe_model=2 * 3, probing_table=1, figure_probing=1,
-                                  analyse_predictions=1, figure_analysis=1, measure_inference=2, paper_table=1,
-                                  classify_sentences=1)
+                                  probing_thesis_table=1, figure_probing_thesis=1, analyse_predictions=1,
+                                  figure_analysis=1, measure_inference=2, paper_table=1, classify_sentences=1)
 
 
 @pytest.fixture(scope="module")
@@ -337,11 +341,13 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
     config["generation"]["sampling"]["sentences"] += 10
     save(config)
     seeds = len(config["experiments"]["thesis_table52"]["seeds"])
-    # the augmented set and the set of unlabelled + generated sentences, and the students learning from each
+    # the augmented set and the set of unlabelled + generated sentences, the students learning from each (also
+    # the two students from scratch, one seed), and the input vectors of the word-level LSTM_S (its vocabulary is
+    # the transfer set's words; the wordpiece BERT_S's vectors do not depend on it), each probed on 3 tasks
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
         sample_transfer_shard=2, build_transfer_set=2, compute_teacher_signals=2, transfer_statistics=1,
-        distill_student=2 * seeds + 1, select_students=2, glue_submission=2, all=1, **THESIS_STUDENTS_DOWNSTREAM,
-    )
+        distill_student=2 * seeds + 2 + 1, select_students=3, glue_submission=3, all=1,
+    ) + Counter(THESIS_STUDENTS_DOWNSTREAM) + Counter(encode_probing_tasks=2 + 1, probe_model=(2 + 1) * 3)
 
 
 @pytest.mark.slow
@@ -457,3 +463,41 @@ def group_members(dry_run_output):
         elif member := re.match(r" +rule (\w+):", line):
             groups[-1][1].add(member[1])
     return groups
+
+
+@pytest.mark.slow
+def test_demo_probes_input_embeddings_and_students_from_scratch_beside_the_thesis(demo_run):
+    """Thesis §6.1: the "embed." baselines (Fig. 6.2) and the students trained from scratch (Figs. 6.3, C.1) are
+    probed, and every score of the thesis stands beside kdflow's for the models the demo maps onto it."""
+    workdir, _ = demo_run
+    config = yaml.safe_load((workdir / "demo/config.yaml").read_text())
+    probing = pd.read_csv(workdir / "results/tables/probing.csv")
+    probes = probing[probing.kind == "probe"]
+    layers = probes.groupby("model").layer.agg(lambda values: sorted(set(values)))
+    assert layers["embed_words_sst2"] == [0] and layers["embed_wordpieces_sst2"] == [0]  # one layer: the vectors
+    assert layers["lstm_s_scratch_sst2"] == [1, 2, 3] and layers["bert_s_scratch_sst2"] == [0, 1, 2]
+    with safe_open(str(workdir / "results/probing/encodings/embed_words_sst2/Length.safetensors"), "pt") as cache:
+        assert cache.get_tensor("layer0.dev").shape[1] == 50  # the word vectors' width, one channel
+    scratch = json.loads((workdir / "results/selection/thesis_scratch.json").read_text())
+    assert {s["student"] for s in scratch["selections"]} == {"lstm_s_scratch", "bert_s_scratch"}
+
+    comparison = pd.read_csv(workdir / "results/tables/probing_thesis.csv", dtype={"thesis_layer": str})
+    reference = pd.read_csv(REPO / "reference/thesis_probing_scores.csv")
+    assert len(comparison) == len(reference)  # every thesis score, with or without a kdflow counterpart
+    compared = comparison[comparison.kdflow.notna()]
+    assert set(compared.model) == set(config["probing"]["thesis"]["models"].values())
+    assert set(compared.task) == set(config["probing"]["tasks"])
+    joined = compared.merge(probes, on=["model", "task", "layer"], suffixes=("", "_probe"))
+    assert len(joined) == len(compared) and (joined.kdflow == joined.test_accuracy.round(4)).all()
+    assert (compared.difference.round(3) == (compared.kdflow - compared.thesis).round(3)).all()
+    lstm = compared[compared.thesis_model == "LSTM_S[SST-2]"]
+    assert set(lstm.thesis_layer) == {"last (BiLSTM)"} and set(lstm.layer) == {2}  # 2 BiLSTM layers, then FC
+    teacher = comparison[comparison.thesis_model == "BERT_T[SST-2]"]
+    assert set(teacher[teacher.kdflow.notna()].thesis_layer) == {"E", "1"}  # the tiny teacher has 4 layers
+    notes = set(comparison.note.dropna())
+    assert "no kdflow counterpart: students distilled from the teacher's hard (argmax) logits are not run" in notes
+    assert "pooled by cls in the thesis; kdflow probes with mean pooling" in notes
+    page = (workdir / "results/tables/probing_thesis.md").read_text()
+    assert "| embed.word\\[SST-2\\] | avg | embed_words_sst2 | 10 | 3 |" in page
+    for figure in ["6_1", "6_2", "6_3", "C_1"]:
+        assert (workdir / f"results/figures/probing_thesis_{figure}.png").read_bytes()[:4] == b"\x89PNG", figure

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from kdflow.distillation.methods.registry import METHODS
-from kdflow.students.embeddings import EMBEDDING_DEFAULTS, MODES, SOURCES
+from kdflow.students.embeddings import EMBEDDING_DEFAULTS, INITS, MODES, SOURCES
 from kdflow.students.registry import STUDENTS
 
 
@@ -24,7 +24,8 @@ def catalog() -> dict:
             for name, method in sorted(METHODS.items())
         },
         "students": {name: {"defaults": student.defaults} for name, student in sorted(STUDENTS.items())},
-        "embeddings": {"defaults": EMBEDDING_DEFAULTS, "sources": list(SOURCES), "modes": list(MODES)},
+        "embeddings": {"defaults": EMBEDDING_DEFAULTS, "sources": list(SOURCES), "modes": list(MODES),
+                       "inits": list(INITS)},
     }
 
 

@@ -2,7 +2,8 @@
 
 * :func:`pseudo_head_figure`: Universal-KD Fig. 3 (left), per teacher layer, as means over dev;
 * :func:`attention_figure`: Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3, per example;
-* :func:`probing_figure`: thesis Figs. 6.1 and 6.2;
+* :func:`probing_figure`: thesis Figs. 6.1 and 6.2, every probed model;
+* :func:`thesis_probing_figure`: thesis Figs. 6.1, 6.2, 6.3 and C.1 as the thesis drew them, its values beside kdflow's;
 * :func:`confidence_heatmap` and :func:`mistake_overlap_heatmap`: thesis Figs. 6.5 and C.2;
 * :func:`average_confidence_figure`: thesis Fig. 6.6.
 
@@ -187,6 +188,81 @@ def probing_figure(table: pd.DataFrame, path, model_names: Mapping[str, str] | N
         axes.set_xlabel("layer / layers (0 = embeddings)" if relative_depth else "layer (E = embeddings)")
     figure.suptitle("Probing accuracy per layer (SentEval)")
     legend_below(figure, list(handles.values()), columns=6)
+    return save(figure, path)
+
+
+THESIS_FIGURES = ("6.1", "6.2", "6.3", "C.1")  # the thesis's probing figures (reference/thesis_probing_scores.csv)
+DOWNSTREAM_TASKS = ("CoLA", "SST-2", "Sara")  # the thesis's rows; pre-trained models ("none") are drawn in each
+NUMBERED_LAYER = r"E|\d+"  # a thesis layer drawn at a position; others (last (BiLSTM), embed.) are one value
+
+
+def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figure_id: str, path) -> Path:
+    """Thesis Fig. ``figure_id`` (6.1, 6.2, 6.3 or C.1) with kdflow's results beside the thesis's: the thesis models
+    the figure shows (``thesis_figures`` of ``comparison``, :func:`kdflow.reporting.probing_reference.thesis_comparison`),
+    one row of panels per downstream task (pre-trained models in every row) and one column per probing task. Per
+    model, in the colour of its family: the thesis's test accuracy per layer (dashed, open markers) and kdflow's
+    (solid) over every layer kdflow probed of its counterpart (``probing``: results/tables/probing.csv); a model
+    compared at one layer that has no position among encoder layers (LSTM_S's top BiLSTM layer, "embed.") is a
+    horizontal line. Majority and morphology baselines as in :func:`probing_figure`."""
+    if figure_id not in THESIS_FIGURES:
+        raise ValueError(f"the thesis's probing figures are {', '.join(THESIS_FIGURES)}, not {figure_id!r}")
+    rows = comparison[comparison["thesis_figures"].fillna("").str.split().map(lambda figures: figure_id in figures)]
+    if rows.empty:
+        raise ValueError(f"no thesis model is drawn in Fig. {figure_id}")
+    present = set(rows["downstream_task"])
+    downstream = [task for task in DOWNSTREAM_TASKS if task in present] + sorted(present - {*DOWNSTREAM_TASKS, "none"})
+    downstream = downstream or ["none"]
+    tasks = [task for task in PROBING_TASKS if task in set(rows["task"])]
+    families = list(dict.fromkeys(rows["family"]))
+    colours = {family: OKABE_ITO[number % len(OKABE_ITO)] for number, family in enumerate(families)}
+    probes = probing[probing["kind"] == "probe"]
+    baselines = probing[probing["kind"] != "probe"].groupby(["task", "kind"], sort=False)["test_accuracy"].mean()
+
+    figure = new_figure(max(2.5 * len(tasks) + 0.6, 7.5), 2.2 * len(downstream) + 1.6)
+    grid = figure.subplots(len(downstream), len(tasks), squeeze=False)
+    handles = {}
+    for row_number, downstream_task in enumerate(downstream):
+        shown = rows[rows["downstream_task"].isin([downstream_task, "none"])]
+        for column, task in enumerate(tasks):
+            axes = grid[row_number, column]
+            for _, model_rows in shown[shown["task"] == task].groupby("thesis_model", sort=False):
+                colour = colours[model_rows["family"].iloc[0]]
+                numbered = model_rows["thesis_layer"].str.fullmatch(NUMBERED_LAYER)
+                if numbered.all():
+                    x = [0 if name == "E" else int(name) for name in model_rows["thesis_layer"]]
+                    axes.plot(x, model_rows["thesis"], color=colour, linestyle="--", marker="o", markersize=4,
+                              markerfacecolor="none", linewidth=1)
+                    model = model_rows["model"].dropna()
+                    if len(model):
+                        kdflow = probes[(probes["model"] == model.iloc[0]) & (probes["task"] == task)].sort_values("layer")
+                        axes.plot(kdflow["layer"].astype(float), kdflow["test_accuracy"].astype(float), color=colour,
+                                  marker="o", markersize=3, linewidth=1.2)
+                else:
+                    axes.axhline(model_rows["thesis"].mean(), color=colour, linestyle="--", linewidth=1)
+                    if model_rows["kdflow"].notna().any():
+                        axes.axhline(model_rows["kdflow"].mean(), color=colour, linewidth=1.2)
+            for kind, (label, colour, dashes) in BASELINES.items():
+                if (task, kind) in baselines.index:  # dotted, not dashed: dashes are the thesis's here
+                    handles[label] = axes.axhline(baselines[task, kind], color=colour, linewidth=0.8, label=label,
+                                                  linestyle=":" if dashes == "--" else dashes)
+            axes.grid(alpha=0.3)
+            left, right = axes.get_xlim()
+            axes.set_xlim(min(left, -0.5), max(right, 1.5))  # a panel of one layer keeps whole-layer ticks
+            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+            axes.xaxis.set_major_formatter(FuncFormatter(lambda x, _: "E" if x == 0 else f"{x:g}"))
+            if row_number == 0:
+                axes.set_title(task, fontsize="medium")
+            if row_number == len(downstream) - 1:
+                axes.set_xlabel("layer (E = embeddings)")
+        grid[row_number, 0].set_ylabel(f"{downstream_task}\ntest accuracy (%)")
+    compared = set(rows.loc[rows["kdflow"].notna(), "family"])
+    legend = [Line2D([], [], color=colours[family], linewidth=2,
+                     label=family if family in compared else f"{family} (thesis only)") for family in families]
+    legend += [Line2D([], [], color="#444444", linewidth=1.2, label="kdflow"),
+               Line2D([], [], color="#444444", linestyle="--", marker="o", markerfacecolor="none", linewidth=1,
+                      label="thesis (Sučík 2020)"), *handles.values()]
+    figure.suptitle(f"Thesis Fig. {figure_id}: probing accuracy per layer\nkdflow (solid) beside the thesis (dashed)")
+    legend_below(figure, legend, columns=3 if len(tasks) < 4 else 6)
     return save(figure, path)
 
 

@@ -3,10 +3,12 @@ pooling with the embed -> layers -> pool -> classify skeleton of the Universal-K
 
 Token embeddings (Sučík 2020 §4.3.3, §5.1 footnote 1, Appendix B.2.1), the ``embeddings`` option of bilstm,
 bilstm_s, gated_cnn and bert_s: ``{source: random | teacher | file, mode: non_static | static | multichannel,
-dim: N, path: ...}``.
+dim: N, path: ..., init: uniform | normal}``.
 
-- ``source: random``: ``dim``-wide vectors drawn from U[-0.25, 0.25], the range the thesis (after Kim 2014) uses
-  for words without a pre-trained vector. ``teacher``: the fine-tuned teacher's wordpiece matrix, read from
+- ``source: random``: ``dim``-wide vectors drawn from U[-0.25, 0.25] (``init: uniform``), the range the thesis (after
+  Kim 2014) uses for words without a pre-trained vector and for its from-scratch LSTM_S, or from N(0, 0.02)
+  (``init: normal``), BERT's initialisation, which the thesis's from-scratch BERT_S has (§6.1, Figs. 6.3 and C.1;
+  ``init`` applies to random vectors only). ``teacher``: the fine-tuned teacher's wordpiece matrix, read from
   ``teacher_dir/model`` (wordpiece students only). ``file``: word vectors in word2vec/GloVe text format
   (``word v1 v2 ...`` per line, an optional ``count dim`` header), or word2vec's binary format when the name ends in
   ``.bin`` (GoogleNews-vectors-negative300.bin), either optionally gzipped (``.gz``). They are matched to the
@@ -47,10 +49,13 @@ from kdflow.students.tokens import WordTokenizer
 log = logging.getLogger("kdflow")
 
 SOURCES = ("random", "teacher", "file")
-EMBEDDING_DEFAULTS = {"source": "random", "mode": "non_static", "dim": None, "path": None}  # a student may change them
+EMBEDDING_DEFAULTS = {"source": "random", "mode": "non_static", "dim": None, "path": None,
+                      "init": "uniform"}  # a student may change them
 MODES = ("non_static", "static", "multichannel")
+INITS = ("uniform", "normal")  # distributions of random vectors
 CHANNELS = {"static": (True,), "non_static": (False,), "multichannel": (True, False)}  # frozen? per channel
 UNSEEN_RANGE = 0.25  # U[-0.25, 0.25] for vectors with no pre-trained value (thesis §4.3.3, Kim 2014)
+NORMAL_STD = 0.02  # N(0, 0.02): BERT's initializer_range, the thesis's from-scratch BERT_S (§6.1)
 WORD_MARKERS = ("Ġ", "▁")  # RoBERTa/GPT-2 and SentencePiece mark a word-initial piece; word vectors do not
 
 
@@ -89,11 +94,15 @@ def token_embedding(spec: dict | None, context: StudentContext, width: int | Non
         raise ValueError(f"unknown embeddings source {source!r}; expected one of {SOURCES}")
     if mode not in MODES:
         raise ValueError(f"unknown embeddings mode {mode!r}; expected one of {MODES}")
+    if opts["init"] not in INITS:
+        raise ValueError(f"unknown embeddings init {opts['init']!r}; expected one of {INITS}")
+    if opts["init"] != "uniform" and source != "random":
+        raise ValueError(f"embeddings init {opts['init']!r} is for random vectors (source: random), not {source!r}")
 
     if source == "random":
         if not dim:
             raise ValueError("embeddings source 'random' needs `dim`, the width of the vectors")
-        vectors = unseen_vectors(len(context.tokenizer), dim)
+        vectors = random_vectors(len(context.tokenizer), dim, opts["init"])
     elif source == "teacher":
         if isinstance(context.tokenizer, WordTokenizer):
             raise ValueError("the teacher's vectors are for its wordpieces; a word-level student (tokens: words) "
@@ -124,6 +133,11 @@ def token_embedding(spec: dict | None, context: StudentContext, width: int | Non
 
 def unseen_vectors(rows: int, dim: int) -> torch.Tensor:
     return torch.empty(rows, dim).uniform_(-UNSEEN_RANGE, UNSEEN_RANGE)
+
+
+def random_vectors(rows: int, dim: int, init: str) -> torch.Tensor:
+    """``source: random``'s vectors: U[-0.25, 0.25] (``uniform``) or N(0, 0.02) (``normal``)."""
+    return unseen_vectors(rows, dim) if init == "uniform" else torch.empty(rows, dim).normal_(0.0, NORMAL_STD)
 
 
 def read_word_vectors(path: str | Path, tokenizer) -> tuple[torch.Tensor, int]:

@@ -25,7 +25,7 @@ CACHE_DIR = Path(".snakemake") / "kdflow"  # relative to the working directory, 
 @cache
 def load_catalog(cache_dir: Path = CACHE_DIR) -> dict:
     """``{"methods": {name: {defaults, needs, learns_from_assistant}}, "students": {name: {defaults}},
-    "embeddings": {defaults, sources, modes}}``, from the cache or freshly computed."""
+    "embeddings": {defaults, sources, modes, inits}}``, from the cache or freshly computed."""
     path = Path(cache_dir) / f"catalog-{fingerprint(module_closure(CATALOG_MODULE))}.json"
     if path.is_file():
         return json.loads(path.read_text())

@@ -12,7 +12,7 @@ import os
 from dataclasses import fields
 
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.core.model_references import reference_kind
+from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.core.tasks import get_task
 from kdflow.workflow.catalog import load_catalog
 
@@ -267,6 +267,24 @@ def pretrained_settings(config: dict, teacher: str) -> dict:
     return canonical({"spec": spec["spec"], "seed": spec["hyperparameters"]["seed"]})
 
 
+def embedding_settings(config: dict, reference: dict) -> dict:
+    """How an ``embeddings`` reference to an experiment's student builds the vectors (before training): as the
+    experiment's first run of that task and student builds its student (its first method entry, grid point and
+    seed): the teacher, the student's spec and the seed; for a word-level student (``words``), whose vocabulary is
+    the words of what its runs learn from, the transfer set and the training subset (``max_train_examples``)."""
+    source = reference["embeddings"]
+    experiment = config["experiments"][source["experiment"]]
+    entry = next(iter(experiment["methods"]))
+    settings = student_settings(config, source["experiment"], source["task"], source["student"], entry,
+                                next(iter(grid_points(experiment, entry))), experiment["seeds"][0])
+    student = settings["student"]
+    words = {**load_catalog()["students"][student["type"]]["defaults"], **student}.get("tokens") == "words"
+    hyperparameters = settings["hyperparameters"]
+    return canonical({"teacher": settings["teacher"], "student": student, "seed": hyperparameters["seed"],
+                      "words": words, "transfer": settings["transfer"] if words else None,
+                      "max_train_examples": hyperparameters.get("max_train_examples") if words else None})
+
+
 def probing_settings(config: dict) -> dict:
     """Encoding and probe settings (probe defaults live in :class:`kdflow.probing.probe.ProbeSettings`)."""
     probing = config["probing"]
@@ -274,39 +292,53 @@ def probing_settings(config: dict) -> dict:
                       "encode_batch_size": probing.get("encode_batch_size", 128), "probe": probing.get("probe", {})})
 
 
+def _reference_problems(config: dict, reference: dict, kind: str, where: str) -> list[str]:
+    """What a reference of ``kind`` (a model's, or the source of an ``embeddings`` model) names that does not exist."""
+    if kind == "pretrained":
+        known = reference["pretrained"] in config["teachers"]
+        return [] if known else [f"{where}: unknown teacher {reference['pretrained']!r}"]
+    if kind == "teacher":
+        teacher = config["teachers"].get(reference["teacher"])
+        if teacher is None:
+            return [f"{where}: unknown teacher {reference['teacher']!r}"]
+        if reference["task"] not in teacher["tasks"]:
+            return [f"{where}: teacher {reference['teacher']!r} is not trained on {reference['task']!r}"]
+        return []
+    experiment = config.get("experiments", {}).get(reference["experiment"])
+    if experiment is None:
+        return [f"{where}: unknown experiment {reference['experiment']!r}"]
+    return [f"{where}: experiment {reference['experiment']!r} has no {key} {reference[key]!r}"
+            for key, known in (("task", experiment["tasks"]), ("student", experiment["students"]),
+                               ("method", list(experiment["methods"])))
+            if key in reference and reference[key] not in known]
+
+
 def _model_problems(config: dict) -> list[str]:
     problems, kinds = [], {}
     for name, reference in config.get("models", {}).items():
         kinds[name] = kind = reference_kind(reference)
-        where = f"models.{name}"
-        if kind == "pretrained":
-            if reference["pretrained"] not in config["teachers"]:
-                problems.append(f"{where}: unknown teacher {reference['pretrained']!r}")
-        elif kind == "teacher":
-            teacher = config["teachers"].get(reference["teacher"])
-            if teacher is None:
-                problems.append(f"{where}: unknown teacher {reference['teacher']!r}")
-            elif reference["task"] not in teacher["tasks"]:
-                problems.append(f"{where}: teacher {reference['teacher']!r} is not trained on {reference['task']!r}")
+        if kind == "embeddings":
+            problems += _reference_problems(config, reference["embeddings"], embeddings_source(reference),
+                                            f"models.{name}.embeddings")
         else:
-            experiment = config.get("experiments", {}).get(reference["experiment"])
-            if experiment is None:
-                problems.append(f"{where}: unknown experiment {reference['experiment']!r}")
-                continue
-            for key, known in (("task", experiment["tasks"]), ("student", experiment["students"]),
-                               ("method", list(experiment["methods"]))):
-                if reference[key] not in known:
-                    problems.append(f"{where}: experiment {reference['experiment']!r} has no {key} {reference[key]!r}")
-    for name in config.get("probing", {}).get("models", []):
+            problems += _reference_problems(config, reference, kind, f"models.{name}")
+    probed = config.get("probing", {}).get("models", [])
+    for name in probed:
         if name not in kinds:
             problems.append(f"probing.models: unknown model {name!r} (not in `models`)")
+    thesis = config.get("probing", {}).get("thesis", {})
+    for thesis_model, name in thesis.get("models", {}).items():
+        if name not in probed:
+            problems.append(f"probing.thesis.models.{thesis_model}: {name!r} is not probed (not in probing.models)")
+    for thesis_model in sorted(set(thesis.get("models", {})) & set(thesis.get("missing", {}))):
+        problems.append(f"probing.thesis: {thesis_model!r} is both mapped (models) and said to be missing (missing)")
     for task, group in config.get("analysis", {}).items():
         if get_task(task).regression:
             problems.append(f"analysis.{task}: the analysis needs class predictions; {task} is a regression task")
         for name in [group["teacher"], *group["students"]]:
             if name not in kinds:
                 problems.append(f"analysis.{task}: unknown model {name!r} (not in `models`)")
-            elif kinds[name] == "pretrained" or config["models"][name]["task"] != task:
+            elif kinds[name] in ("pretrained", "embeddings") or config["models"][name]["task"] != task:
                 problems.append(f"analysis.{task}: model {name!r} is not a fine-tuned model of {task!r}")
     for task, probe in config.get("sentence_probes", {}).items():
         if get_task(task).regression:
@@ -328,6 +360,10 @@ def _model_problems(config: dict) -> list[str]:
                 teachers.add(config["experiments"][config["models"][name]["experiment"]]["teacher"])
         if len(teachers) > 1:
             problems.append(f"attention_maps.{task}: the students learn from different teachers {sorted(teachers)}")
+    for table, spec in config.get("paper_tables", {}).get("tables", {}).items():
+        for models in spec.get("inference", {}).values():
+            problems += [f"paper_tables.tables.{table}.inference: {name!r} is an embeddings model, which has no "
+                         "classifier to time" for name in models.values() if kinds.get(name) == "embeddings"]
     return problems
 
 
@@ -349,7 +385,8 @@ def _student_problems(config: dict, catalog: dict) -> list[str]:
             unknown = sorted(set(given) - set(embeddings["defaults"]))
             if unknown:
                 problems.append(f"{where}: unknown option(s) {unknown}; known: {', '.join(sorted(embeddings['defaults']))}")
-            for option, allowed in (("source", embeddings["sources"]), ("mode", embeddings["modes"])):
+            for option, allowed in (("source", embeddings["sources"]), ("mode", embeddings["modes"]),
+                                    ("init", embeddings["inits"])):
                 if option in given and given[option] not in allowed:
                     problems.append(f"{where}.{option}: {given[option]!r} is not one of {', '.join(allowed)}")
     return problems

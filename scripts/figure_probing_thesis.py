@@ -1,0 +1,12 @@
+"""Rule figure_probing_thesis: thesis Figs. 6.1, 6.2, 6.3 and C.1 with kdflow's results beside the thesis's."""
+
+import pandas as pd
+
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.figures import thesis_probing_figure
+
+with rule_job(snakemake):
+    comparison = pd.read_csv(snakemake.input.comparison, dtype={"thesis_layer": str, "thesis_figures": str})
+    probing = pd.read_csv(snakemake.input.probing)
+    for output, figure_id in snakemake.params.figures.items():
+        thesis_probing_figure(comparison, probing, figure_id, snakemake.output[output])

@@ -1,0 +1,15 @@
+"""Rule probing_thesis_table: the thesis's probing scores beside kdflow's, as CSV and Markdown."""
+
+import pandas as pd
+
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.paper_tables import deviations_of
+from kdflow.reporting.probing_reference import comparison_document, read_thesis_scores, thesis_comparison
+
+with rule_job(snakemake):
+    params = snakemake.params
+    table = thesis_comparison(pd.read_csv(snakemake.input.probing), read_thesis_scores(snakemake.input.scores),
+                              params.models, params.missing, params.pooling)
+    table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")
+    comparison_document(table, deviations_of(snakemake.input.get("deviations"), "probing")).write(
+        snakemake.output.markdown, snakemake.output.html)
