@@ -1,8 +1,10 @@
 """Layer-attention weights of a trained student over its teacher's layers, per example: Universal-KD Fig. 3
 (middle and right: the penultimate layer of a 4-layer student trained with Universal-KD(IL) or ALP over the 12
-teacher layers, 10 RTE examples) and ALP-KD Fig. 3 (the student's first layer).
+teacher layers, 10 RTE examples) and ALP-KD Fig. 3 (the first layer of 2-, 4- and 6-layer ALP students, 10 random
+SST-2 examples).
 
-The weights are not stored during training, so they are recomputed by the run's own method: the best-dev
+The weights are not stored during training, so they are recomputed (:func:`recompute`, which ALP-KD Fig. 4's
+:mod:`kdflow.analysis.layer_outputs` shares) by the run's own method: the best-dev
 student and the method's trainable parts are reloaded from ``model.safetensors``, and the teacher side is
 computed for the chosen examples by :func:`kdflow.transfer.labelling.compute_signals`, the function that labelled the
 transfer set (the cache holds the transfer set only, never dev), so it matches what the student trained

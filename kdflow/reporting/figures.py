@@ -162,7 +162,6 @@ def layer_outputs_figure(data: Mapping, path, title: str | None = None) -> Path:
         scatter, distance = grid[0, column], grid[1, column]
         share = entry["explained_variance_ratio"]
         points = np.array(entry["teacher"]["pc"])
-        label = f"teacher, layer {entry['teacher_layer']}"
         handles["teacher"] = scatter.scatter(points[:, 0], points[:, 1], s=14, color=TEACHER_COLOUR, marker="o",
                                              alpha=0.8, label="teacher")
         for number, (name, values) in enumerate(entry["students"].items()):
@@ -172,9 +171,9 @@ def layer_outputs_figure(data: Mapping, path, title: str | None = None) -> Path:
             handles[name] = scatter.scatter(points[:, 0], points[:, 1], s=14, color=colour, marker=marker,
                                             alpha=0.8, label=f"{name} ({method})")
             distance.plot(examples, values["cosine_distance"], color=colour, marker=marker, markersize=3,
-                          linewidth=1, label=f"{name}: mean {values['mean_cosine_distance']:.3f}")
+                          linewidth=1, label=f"{name}: mean {values['mean_cosine_distance']:.3g}")
         scatter.set(xlabel=f"PC1 ({share[0]:.0%} of variance)", ylabel=f"PC2 ({share[1]:.0%} of variance)",
-                    title=f"student layer {entry['student_layer']} and {label}")
+                    title=f"student layer {entry['student_layer']}, teacher layer {entry['teacher_layer']}")
         distance.set(xlabel="example", ylabel=f"cosine distance to teacher layer {entry['teacher_layer']}",
                      ylim=(0, None))
         distance.legend(fontsize="small", frameon=False)
