@@ -422,8 +422,8 @@ PAPER_CATEGORIES = {  # the report's category of each paper's figures
 }
 
 
-def attention_report(key):
-    """The report's ``key`` (category, subcategory or labels) of an attention figure: its paper and figure."""
+def attention_figure_meta(key):
+    """The report entry's ``key`` (category, subcategory or labels) of an attention figure: its paper and figure."""
 
     def of(wildcards):
         spec = config["attention_maps"][wildcards.figure]

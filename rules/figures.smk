@@ -107,9 +107,9 @@ rule attention_maps:
         figure=report(
             "results/figures/attention_{figure}.png",
             caption="../report/figure_attention.rst",
-            category=attention_report("category"),
-            subcategory=attention_report("subcategory"),
-            labels=attention_report("labels"),
+            category=attention_figure_meta("category"),
+            subcategory=attention_figure_meta("subcategory"),
+            labels=attention_figure_meta("labels"),
         ),
     log:
         "logs/attention_maps/{figure}.log",
