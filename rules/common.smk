@@ -460,22 +460,57 @@ def paper_table_values(wildcards):
     return canonical(values)
 
 
-def attention_inputs(wildcards):
-    """The shared teacher of the task's attention students, its pseudo-heads, and each student's selection
-    and candidate runs."""
-    names = config["attention_maps"][wildcards.task]
+def recomputed_student_inputs(task, names):
+    """What a figure that recomputes students' layers on a task's examples reads: the students' shared teacher,
+    its pseudo-heads, and each student's selection and candidate runs."""
     experiment = model_reference(config, names[0])["experiment"]
     teacher = config["experiments"][experiment]["teacher"]
     inputs = {
-        "data": f"results/data/{wildcards.task}",
-        "teacher": f"results/teachers/{teacher}/{wildcards.task}/model",
-        "heads": f"results/pseudo_heads/{teacher}/{wildcards.task}/heads.safetensors",
+        "data": f"results/data/{task}",
+        "teacher": f"results/teachers/{teacher}/{task}/model",
+        "heads": f"results/pseudo_heads/{teacher}/{task}/heads.safetensors",
     }
     for name in names:
         files = model_files(name)
         inputs[f"{name}_selection"] = files["selection"]
         inputs[f"{name}_runs"] = files["runs"]
     return inputs
+
+
+def attention_inputs(wildcards):
+    spec = config["attention_maps"][wildcards.figure]
+    return recomputed_student_inputs(spec["task"], spec["models"])
+
+
+def layer_output_inputs(wildcards):
+    return recomputed_student_inputs(
+        wildcards.task, config["layer_outputs"][wildcards.task]["models"]
+    )
+
+
+PAPER_CATEGORIES = {  # the report's category of each paper's figures
+    "universal_kd_wu2021": "Universal-KD (Wu et al. 2021)",
+    "alp_kd_passban2021": "ALP-KD (Passban et al. 2021)",
+}
+
+
+def attention_figure_meta(key):
+    """The report entry's ``key`` (category, subcategory or labels) of an attention figure: its paper and figure."""
+
+    def of(wildcards):
+        spec = config["attention_maps"][wildcards.figure]
+        layer = spec["student_layer"] or "top attending"
+        return {
+            "category": PAPER_CATEGORIES[spec["paper"]],
+            "subcategory": f"Figure {spec['figure']}",
+            "labels": {
+                "figure": "attention over teacher layers",
+                "task": spec["task"],
+                "student layer": str(layer),
+            },
+        }[key]
+
+    return of
 
 
 def all_targets():
@@ -513,8 +548,12 @@ def all_targets():
             task=config.get("analysis", {}),
         ),
         *expand(
-            "results/figures/attention_{task}.png",
-            task=config.get("attention_maps", {}),
+            "results/figures/attention_{figure}.png",
+            figure=config.get("attention_maps", {}),
+        ),
+        *expand(
+            "results/figures/layer_outputs_{task}.png",
+            task=config.get("layer_outputs", {}),
         ),
         *expand(
             "results/tables/papers/{paper_table}.md",

@@ -1,5 +1,6 @@
 # The papers' figures: Universal-KD Fig. 3 (pseudo-head distance to the gold label per teacher layer; a student
-# layer's attention over the teacher's layers), thesis Figs. 6.1-6.2 (probing per layer; and 6.1-6.3, C.1
+# layer's attention over the teacher's layers), ALP-KD Figs. 3-4 (the first student layer's attention; layer
+# outputs' principal components and cosine distances), thesis Figs. 6.1-6.2 (probing per layer; and 6.1-6.3, C.1
 # beside the thesis's numbers), 6.5, 6.6 and C.2.
 
 
@@ -155,25 +156,25 @@ rule figure_analysis:
 
 
 rule attention_maps:
-    """Universal-KD Fig. 3 (middle, right): a student layer's attention over the teacher's layers for 10 dev
-    examples, for each configured student (e.g. Universal-KD(IL) and ALP), beside the pseudo-heads' distance
-    to the gold label on the same examples (left)."""
+    """Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3: one student layer's attention over the teacher's
+    layers on random dev examples, for each of the figure's students (e.g. Universal-KD(IL) and ALP, or ALP
+    students of 2, 4 and 6 layers), optionally beside the pseudo-heads' distance to the gold label on the same
+    examples (Universal-KD Fig. 3, left)."""
     input:
         unpack(attention_inputs),
     output:
-        json="results/figures/attention_{task}.json",
+        json="results/figures/attention_{figure}.json",
         figure=report(
-            "results/figures/attention_{task}.png",
+            "results/figures/attention_{figure}.png",
             caption="../report/figure_attention.rst",
-            category="Universal-KD (Wu et al. 2021)",
-            subcategory="Figure 3",
-            labels={
-                "figure": "attention over teacher layers (middle, right)",
-                "task": "{task}",
-            },
+            category=attention_figure_meta("category"),
+            subcategory=attention_figure_meta("subcategory"),
+            labels=attention_figure_meta("labels"),
         ),
     log:
-        "logs/attention_maps/{task}.log",
+        "logs/attention_maps/{figure}.log",
+    wildcard_constraints:
+        figure="|".join(config.get("attention_maps", {})) or "no-figures",
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -181,12 +182,51 @@ rule attention_maps:
         mem_mb=4000,
         runtime=15,
     params:
+        spec=lambda w: canonical(config["attention_maps"][w.figure]),
         models=lambda w: {
-            name: model_params(name) for name in config["attention_maps"][w.task]
+            name: model_params(name)
+            for name in config["attention_maps"][w.figure]["models"]
         },
-        examples=10,
-        seed=0,
         device=config["device"],
         code=code_of("attention_maps.py"),
     script:
         "../scripts/attention_maps.py"
+
+
+rule layer_outputs:
+    """ALP-KD Fig. 4: the first two principal components of student layers' outputs fitted jointly with the
+    teacher layer each is compared with (4a, 4b), and every example's cosine distance to it (4c, 4d).
+    """
+    input:
+        unpack(layer_output_inputs),
+    output:
+        json="results/figures/layer_outputs_{task}.json",
+        csv="results/figures/layer_outputs_{task}.csv",
+        figure=report(
+            "results/figures/layer_outputs_{task}.png",
+            caption="../report/figure_layer_outputs.rst",
+            category="ALP-KD (Passban et al. 2021)",
+            subcategory="Figure 4",
+            labels={
+                "figure": "layer outputs: principal components, cosine distance",
+                "task": "{task}",
+            },
+        ),
+    log:
+        "logs/layer_outputs/{task}.log",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    params:
+        spec=lambda w: canonical(config["layer_outputs"][w.task]),
+        models=lambda w: {
+            name: model_params(name)
+            for name in config["layer_outputs"][w.task]["models"]
+        },
+        device=config["device"],
+        code=code_of("layer_outputs.py"),
+    script:
+        "../scripts/layer_outputs.py"

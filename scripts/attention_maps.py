@@ -1,5 +1,6 @@
-"""Rule attention_maps: the layer attention of one task's selected students over their teacher's layers, on the
-same examples, as JSON and as one figure (Universal-KD Fig. 3)."""
+"""Rule attention_maps: one student layer's attention over the teacher's layers for each of a figure's students
+(names in `models`), on the same random dev examples, as JSON and as one figure (Universal-KD Fig. 3, ALP-KD
+Fig. 3)."""
 
 import json
 from pathlib import Path
@@ -11,12 +12,14 @@ from kdflow.reporting.figures import attention_figure
 
 with rule_job(snakemake):
     params = snakemake.params
+    spec = params.spec
     records = []
     for name, model in params.models.items():
         run_dir = selected_run_dir(model["reference"], snakemake.input[f"{name}_selection"], model["runs_dir"])
         record = attention_weights(run_dir, Path(snakemake.input.teacher).parent, snakemake.input.heads,
-                                   snakemake.input.data, params.examples, None, "dev", params.seed,
+                                   snakemake.input.data, spec["examples"], spec["student_layer"], "dev", spec["seed"],
                                    select_device(params.device))
         records.append({"model": name, **record})
     Path(snakemake.output.json).write_text(json.dumps(records, indent=1) + "\n")
-    attention_figure(records, snakemake.output.figure, f"Attention over the teacher's layers ({snakemake.wildcards.task})")
+    title = f"Attention over the teacher's layers ({spec['task']}, {snakemake.wildcards.figure})"
+    attention_figure(records, snakemake.output.figure, title, spec["gold_distance"])

@@ -190,10 +190,19 @@ def test_experiments_must_reference_what_exists(change, message):
          "sentence_probes.cola.reported: 'lstm_s_sst2' is not one of the probe's models"),
         (lambda c: c["sentence_probes"].update(stsb={"models": ["bert_large_cola"]}),
          "sentence_probes.stsb: sentences need class predictions; stsb is a regression task"),
+        (lambda c: c["attention_maps"]["alp_kd_figure3"].update(task="rte"),
+         "attention_maps.alp_kd_figure3: 'alp_bert2_sst2' is not a student model of 'rte' in `models`"),
+        (lambda c: c["layer_outputs"]["sst2"]["models"].append("bert_large_sst2"),
+         "layer_outputs.sst2: 'bert_large_sst2' is not a student model of 'sst2' in `models`"),
+        (lambda c: (c["models"].update(cg_sst2={"experiment": "universal_kd_table4", "task": "sst2",
+                                                 "student": "distilroberta", "method": "universal_kd_cg"}),
+                    c["layer_outputs"]["sst2"]["models"].append("cg_sst2")),
+         "layer_outputs.sst2: the students learn from different teachers ['bert_base', 'roberta_large']"),
     ],
     ids=["method-option", "student-option", "student-type", "embedding-option", "embedding-mode", "embedding-init",
          "student-axis", "grid-axis", "assistant-method", "task-student-option", "task-student-task",
-         "task-student-name", "sentence-model-task", "sentence-reported", "sentence-regression"],
+         "task-student-name", "sentence-model-task", "sentence-reported", "sentence-regression",
+         "attention-map-task", "layer-outputs-teacher-model", "layer-outputs-two-teachers"],
 )
 def test_every_option_is_checked_before_any_job_runs(edit, message):
     config = full_config()

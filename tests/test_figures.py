@@ -1,5 +1,6 @@
-"""The papers' figures (kdflow.reporting.figures) and the layer-attention weights behind Universal-KD Fig. 3
-(kdflow.analysis.attention_maps), recomputed from real tiny runs."""
+"""The papers' figures (kdflow.reporting.figures), the layer-attention weights behind Universal-KD Fig. 3 and ALP-KD
+Fig. 3 (kdflow.analysis.attention_maps) and the layer outputs behind ALP-KD Fig. 4 (kdflow.analysis.layer_outputs),
+recomputed from real tiny runs."""
 
 import json
 
@@ -10,7 +11,14 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
-from kdflow.analysis.attention_maps import attention_weights
+from kdflow.analysis.attention_maps import attention_weights, recompute
+from kdflow.analysis.layer_outputs import (
+    cosine_distance,
+    layer_outputs,
+    layer_outputs_table,
+    panel,
+    principal_components,
+)
 from kdflow.analysis.predictions import analyse, average_confidence_table
 from kdflow.core.errors import UserError
 from kdflow.core.hyperparameters import Hyperparameters
@@ -32,7 +40,8 @@ STUDENT_HP = dict(learning_rate=2e-3, batch_size=16, epochs=1, max_seq_length=32
                   max_train_examples=32)
 # Three layers, 16 wide (the teacher is 32 wide): two attending layers, and ALP needs its projections.
 STUDENT = {"type": "bilstm", "layers": 3, "hidden_size": 16, "embeddings": {"source": "random", "dim": 8}}
-METHODS = ("universal_kd_il", "alp", "universal_kd_cg", "kd")
+METHODS = ("universal_kd_il", "alp", "universal_kd_cg", "kd", "pkd")
+OPTIONS = {"pkd": {"mapping": [1, 2]}}  # the teacher has 2 layers: PKD-skip needs one at least as deep as the student
 
 
 def is_png(path) -> bool:
@@ -157,7 +166,7 @@ def runs(trained_teacher, separable, tmp_path_factory):
     signals = root / "signals.safetensors"
     compute_signals(transfer_frame(separable), "train", teacher_dir, heads, True, 32, 64, CPU, signals)
     for method in METHODS:
-        distill(separable, None, teacher_dir, signals, STUDENT, method, {}, [{"epochs": 1}],
+        distill(separable, None, teacher_dir, signals, STUDENT, method, OPTIONS.get(method, {}), [{"epochs": 1}],
                 Hyperparameters(**STUDENT_HP), root / method, CPU)
     return {"teacher": teacher_dir, "heads": heads, "root": root}
 
@@ -238,3 +247,124 @@ def test_a_method_without_attention_or_a_layer_that_does_not_attend_is_a_clear_e
 def test_attention_figure_of_real_runs(runs, separable, tmp_path):
     records = [weights_of(runs, separable, method) for method in ("universal_kd_il", "alp")]
     assert is_png(figures.attention_figure(records, tmp_path / "attention.png", "Universal-KD(IL) vs ALP"))
+
+
+def png_width(path) -> int:
+    return int.from_bytes(path.read_bytes()[16:20], "big")
+
+
+def test_alp_figure3_draws_the_first_student_layer_without_the_gold_panel(runs, separable, tmp_path):
+    """ALP-KD Fig. 3: the first student layer's attention (Universal-KD Fig. 3 takes the top one that attends),
+    one panel per student named by its model, no pseudo-head panel."""
+    run = recompute(runs["root"] / "alp", runs["teacher"], runs["heads"], separable.directory, 6, "dev", 2)
+    with torch.no_grad():
+        attention = run.method.attention(run.student, run.teacher)  # [6, 2, 2]: student layers 1 and 2
+    first = weights_of(runs, separable, "alp", n_examples=6, seed=2, student_layer=1)
+    top = weights_of(runs, separable, "alp", n_examples=6, seed=2)
+    assert (first["student_layer"], top["student_layer"]) == (1, 2)
+    assert first["idx"] == top["idx"] == run.examples["idx"].tolist()
+    np.testing.assert_allclose(first["weights"], attention[:, 0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(top["weights"], attention[:, 1], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(first["weights"], top["weights"])
+
+    records = [{"model": "alp_3_layers", **first}, {"model": "alp_3_layers_top", **top}]
+    without = figures.attention_figure(records, tmp_path / "alp.png", "ALP-KD Fig. 3", gold_distance=False)
+    with_gold = figures.attention_figure(records, tmp_path / "ukd.png", "Universal-KD Fig. 3")
+    assert is_png(without) and is_png(with_gold)
+    widths = [round((2.6 + 3.2 * panels) * figures.DPI) for panels in (2, 3)]  # attention_figure's width per panel
+    assert [png_width(without), png_width(with_gold)] == widths
+
+
+# --- ALP-KD Fig. 4: principal components and cosine distances ----------------------------------------------------
+
+
+def test_principal_components_of_hand_made_vectors():
+    """Two clouds 6 apart on x, each spread by 2 on y: the first component is x (36 of the 40 of variance), the
+    second y, and each is signed so that its largest entry is positive."""
+    vectors = np.array([[3.0, 1.0], [3.0, -1.0], [-3.0, 1.0], [-3.0, -1.0]]) + [10.0, -4.0]  # centred by the PCA
+    coordinates, components, explained = principal_components(vectors)
+    np.testing.assert_allclose(components, np.eye(2), atol=1e-12)
+    np.testing.assert_allclose(coordinates, [[3, 1], [3, -1], [-3, 1], [-3, -1]], atol=1e-12)
+    np.testing.assert_allclose(explained, [0.9, 0.1])
+    # fitted on the first cloud alone, the first component would be y: the spread within that cloud
+    np.testing.assert_allclose(np.abs(principal_components(vectors[:2], k=1)[1]), [[0, 1]], atol=1e-12)
+
+
+def test_principal_components_agree_with_the_covariance_eigenvectors_and_have_stable_signs():
+    vectors = np.random.default_rng(0).normal(size=(30, 6)) * [5, 3, 2, 1, 0.5, 0.1]
+    coordinates, components, explained = principal_components(vectors)
+    values, vectors_of = np.linalg.eigh(np.cov(vectors.T))  # ascending
+    top = vectors_of[:, ::-1][:, :2].T
+    np.testing.assert_allclose(np.abs(components @ top.T), np.eye(2), atol=1e-10)  # the same axes, up to sign
+    np.testing.assert_allclose(coordinates.var(0, ddof=1), values[::-1][:2])
+    np.testing.assert_allclose(explained, values[::-1][:2] / values.sum())
+    assert (components[np.arange(2), np.abs(components).argmax(1)] > 0).all()
+    flipped_coordinates, flipped_components, _ = principal_components(-vectors)  # same axes, mirrored points
+    np.testing.assert_allclose(flipped_components, components, atol=1e-10)
+    np.testing.assert_allclose(flipped_coordinates, -coordinates, atol=1e-10)
+
+
+def test_cosine_distance_by_hand():
+    a = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 1.0], [1.0, 0.0], [3.0, 4.0]])
+    b = np.array([[2.0, 0.0], [0.0, 3.0], [1.0, 0.0], [-2.0, 0.0], [4.0, 3.0]])
+    np.testing.assert_allclose(cosine_distance(a, b), [0, 1, 1 - 1 / np.sqrt(2), 2, 1 - 24 / 25])
+
+
+def test_a_panel_fits_one_pca_on_teacher_and_students_and_measures_each_student_against_the_teacher():
+    teacher = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0]])
+    students = {"alp": np.array([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), "pkd": np.array([[1.0, 1.0, 0.0], [0.0, -1.0, 0.0]])}
+    result = panel(teacher, students)
+    joint, _, explained = principal_components(np.concatenate([teacher, students["alp"], students["pkd"]]))
+    np.testing.assert_allclose(result["teacher"]["pc"], joint[:2])
+    np.testing.assert_allclose(result["students"]["alp"]["pc"], joint[2:4])
+    np.testing.assert_allclose(result["students"]["pkd"]["pc"], joint[4:])
+    np.testing.assert_allclose(result["explained_variance_ratio"], explained)
+    np.testing.assert_allclose(result["students"]["alp"]["cosine_distance"], [0, 0], atol=1e-12)
+    np.testing.assert_allclose(result["students"]["pkd"]["cosine_distance"], [1 - 1 / np.sqrt(2), 2])
+    assert result["students"]["pkd"]["mean_cosine_distance"] == pytest.approx((3 - 1 / np.sqrt(2)) / 2)
+
+
+def test_layer_outputs_of_real_runs(runs, separable, tmp_path):
+    """The students' layers in the teacher's space (their trained projections: 16 wide, the teacher 32) on the
+    same 12 examples, one joint PCA per (student layer, teacher layer) pair."""
+    students = {"alp": runs["root"] / "alp", "pkd": runs["root"] / "pkd"}
+    data = layer_outputs(students, runs["teacher"], runs["heads"], separable.directory, [[1, 1], [2, 2]],
+                         n_examples=12, seed=5)
+    json.dumps(data)
+    assert data["teacher_layers"] == 2 and len(data["idx"]) == 12
+    assert data["models"]["pkd"] == {"method": "pkd", "student": STUDENT, "student_layers": 3}
+    by_hand = {}
+    for name, run_dir in students.items():
+        run = recompute(run_dir, runs["teacher"], runs["heads"], separable.directory, 12, "dev", 5)
+        assert run.examples["idx"].tolist() == data["idx"]
+        with torch.no_grad():
+            by_hand[name] = run.method.to_teacher[1](run.student.layers[1]).double().numpy()
+    teacher = run.teacher.layers[:, 1].double().numpy()
+    second = data["panels"][1]
+    assert (second["student_layer"], second["teacher_layer"]) == (2, 2)
+    for name, student in by_hand.items():
+        np.testing.assert_allclose(second["students"][name]["cosine_distance"], cosine_distance(student, teacher),
+                                   rtol=1e-5, atol=1e-6)
+    joint = principal_components(np.concatenate([teacher, by_hand["alp"], by_hand["pkd"]]))[0]
+    np.testing.assert_allclose(second["teacher"]["pc"], joint[:12], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(second["students"]["pkd"]["pc"], joint[24:], rtol=1e-4, atol=1e-5)
+
+    table = layer_outputs_table(data)
+    table.to_csv(tmp_path / "table.csv", index=False)
+    table = pd.read_csv(tmp_path / "table.csv")
+    assert len(table) == 2 * 3 * 12 and set(table.model) == {"teacher", "alp", "pkd"}
+    assert table[table.model == "teacher"].cosine_distance.isna().all()
+    rows = table[(table.student_layer == 2) & (table.model == "pkd")]
+    np.testing.assert_allclose(rows.cosine_distance, second["students"]["pkd"]["cosine_distance"])
+    assert rows.idx.tolist() == data["idx"] and set(rows.layer) == {2}
+    assert is_png(figures.layer_outputs_figure(data, tmp_path / "layer_outputs.png"))
+
+
+@pytest.mark.parametrize("layers, message", [([[3, 1]], "student layer 3 of alp is 16 wide, the teacher 32"),
+                                             ([[4, 1]], "student layer 4 does not exist"),
+                                             ([[1, 3]], "teacher layer 3 does not exist")],
+                         ids=["top-layer-unprojected", "student-layer", "teacher-layer"])
+def test_layer_outputs_name_a_layer_they_cannot_draw(runs, separable, layers, message):
+    with pytest.raises(UserError, match=message):
+        layer_outputs({"alp": runs["root"] / "alp"}, runs["teacher"], runs["heads"], separable.directory, layers,
+                      n_examples=4)

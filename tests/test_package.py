@@ -96,7 +96,8 @@ def test_every_rule_fingerprints_the_script_it_runs():
 @pytest.mark.parametrize(
     "script, registries",
     [("distill_student.py", ["students", "distillation/methods"]), ("compute_assistant_signals.py", ["students"]),
-     ("encode_probing_tasks.py", ["students"]), ("attention_maps.py", ["students", "distillation/methods"])],
+     ("encode_probing_tasks.py", ["students"]), ("attention_maps.py", ["students", "distillation/methods"]),
+     ("layer_outputs.py", ["students", "distillation/methods"])],
 )
 def test_every_registered_method_and_student_is_in_the_code_of_the_jobs_using_the_registry(script, registries):
     registered = set()

@@ -10,6 +10,7 @@ import sysconfig
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -119,7 +120,8 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         download_probing_task=10, encode_probing_tasks=20, probe_model=20 * 10, probing_table=1, figure_probing=1,
         probing_thesis_table=1, figure_probing_thesis=1,
         analyse_predictions=3, figure_analysis=3, paper_table=9 + 3, measure_inference=9, figure_pseudo_heads=1,
-        attention_maps=1, classify_sentences=1,  # thesis Tables 6.3/C.1: the CoLA teacher and students
+        attention_maps=2, layer_outputs=1,  # Universal-KD Fig. 3 and ALP-KD Fig. 3; ALP-KD Fig. 4
+        classify_sentences=1,  # thesis Tables 6.3/C.1: the CoLA teacher and students
     )
 
 
@@ -256,14 +258,17 @@ def check_demo_evidence(workdir, config):
     measured = thesis[(thesis.task == "sst2") & (thesis.metric == "params_millions_non_embedding")]
     assert measured.kdflow.notna().all() and (measured.kdflow > 0).all()
     for figure in ["pseudo_heads", "probing", "probing_relative_depth", "confidence_correlation_sst2",
-                   "mistake_overlap_sst2", "average_confidence_sst2", "attention_sst2"]:
+                   "mistake_overlap_sst2", "average_confidence_sst2", "attention_universal_kd_figure3",
+                   "attention_alp_kd_figure3", "layer_outputs_sst2"]:
         assert (workdir / f"results/figures/{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
-    attention = json.loads((workdir / "results/figures/attention_sst2.json").read_text())
+    attention = json.loads((workdir / "results/figures/attention_universal_kd_figure3.json").read_text())
     assert [record["method"] for record in attention] == ["universal_kd_il", "alp"]
+    assert {record["student_layer"] for record in attention} == {2}  # the penultimate of 3 layers
     snakemake(*DEMO, "--report", "report.html", cwd=workdir)
     report = (workdir / "report.html").read_text()
-    for category in ["Paper tables", "Universal-KD (Wu et al. 2021)", "Teachers", "Experiments", "Figure 3",
-                     "sentence_probes_cola.html", "sentence_probes_sst2.html", "average_confidence_sst2.png"]:
+    for category in ["Paper tables", "Universal-KD (Wu et al. 2021)", "ALP-KD (Passban et al. 2021)", "Teachers",
+                     "Experiments", "Figure 3", "Figure 4", "sentence_probes_cola.html", "sentence_probes_sst2.html",
+                     "average_confidence_sst2.png"]:
         assert category in report, category
 
 
@@ -329,8 +334,8 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
     config["experiments"]["alp_kd_table3"]["methods"]["pkd_1"]["mapping"] = [2]
     config["experiments"]["thesis_table52"]["seeds"].append(7)
     save(config)
-    assert planned_jobs(*DEMO, cwd=workdir) == Counter(
-        distill_student=1 + 2, select_students=2, glue_submission=2, paper_table=1, all=1  # alp_kd_table3's
+    assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # alp_kd_table3's, and ALP-KD Fig. 3 of its ALP student
+        distill_student=1 + 2, select_students=2, glue_submission=2, paper_table=1, attention_maps=1, all=1
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM)
 
 
@@ -501,3 +506,35 @@ def test_demo_probes_input_embeddings_and_students_from_scratch_beside_the_thesi
     assert "| embed.word\\[SST-2\\] | avg | embed_words_sst2 | 10 | 3 |" in page
     for figure in ["6_1", "6_2", "6_3", "C_1"]:
         assert (workdir / f"results/figures/probing_thesis_{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
+
+
+def test_demo_alp_kd_figures_cover_its_alp_and_pkd_students(demo_run):
+    """ALP-KD Fig. 3: the first layer of each of the demo's ALP students (2 and 3 layers) over the teacher's 4, on
+    the same examples; Fig. 4: its ALP and PKD students beside the teacher, as JSON, CSV and PNG."""
+    workdir, _ = demo_run
+    config = yaml.safe_load((workdir / "demo/config.yaml").read_text())
+    alp_depths = sorted(config["students"][student]["layers"] for experiment in config["experiments"].values()
+                        for entry, spec in experiment["methods"].items() if (spec or {}).get("method", entry) == "alp"
+                        for student in experiment["students"])
+    assert alp_depths == [2, 3]
+    attention = json.loads((workdir / "results/figures/attention_alp_kd_figure3.json").read_text())
+    assert sorted(record["student_layers"] for record in attention) == alp_depths  # every ALP student of the demo
+    for record in attention:
+        assert (record["method"], record["student_layer"], record["idx"]) == ("alp", 1, attention[0]["idx"])
+        weights = np.array(record["weights"])
+        assert weights.shape == (10, 4) and np.allclose(weights.sum(1), 1)
+
+    outputs = json.loads((workdir / "results/figures/layer_outputs_sst2.json").read_text())
+    # the ALP and PKD students of alp_kd_table2, the demo's stand-in for ALP-KD Table 1's 4-layer students
+    assert sorted(model["method"] for model in outputs["models"].values()) == ["alp", "pkd"]
+    assert {model["student_layers"] for model in outputs["models"].values()} == {3}
+    assert len(outputs["idx"]) == len(set(outputs["idx"])) == 40 and outputs["teacher_layers"] == 4
+    assert [(entry["student_layer"], entry["teacher_layer"]) for entry in outputs["panels"]] == [(1, 1), (2, 2)]
+    table = pd.read_csv(workdir / "results/figures/layer_outputs_sst2.csv")
+    assert len(table) == 2 * 3 * 40 and set(table.model) == {"teacher", *outputs["models"]}
+    for entry in outputs["panels"]:
+        assert 0 < sum(entry["explained_variance_ratio"]) <= 1 + 1e-9
+        for values in entry["students"].values():
+            distances = np.array(values["cosine_distance"])
+            assert distances.shape == (40,) and ((distances >= 0) & (distances <= 2)).all()
+            assert values["mean_cosine_distance"] == pytest.approx(distances.mean())

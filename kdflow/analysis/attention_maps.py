@@ -1,8 +1,10 @@
 """Layer-attention weights of a trained student over its teacher's layers, per example: Universal-KD Fig. 3
 (middle and right: the penultimate layer of a 4-layer student trained with Universal-KD(IL) or ALP over the 12
-teacher layers, 10 RTE examples) and ALP-KD Fig. 3 (the student's first layer).
+teacher layers, 10 RTE examples) and ALP-KD Fig. 3 (the first layer of 2-, 4- and 6-layer ALP students, 10 random
+SST-2 examples).
 
-The weights are not stored during training, so they are recomputed by the run's own method: the best-dev
+The weights are not stored during training, so they are recomputed (:func:`recompute`, which ALP-KD Fig. 4's
+:mod:`kdflow.analysis.layer_outputs` shares) by the run's own method: the best-dev
 student and the method's trainable parts are reloaded from ``model.safetensors``, and the teacher side is
 computed for the chosen examples by :func:`kdflow.transfer.labelling.compute_signals`, the function that labelled the
 transfer set (the cache holds the transfer set only, never dev), so it matches what the student trained
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -90,23 +93,28 @@ def example_text(row) -> str:
     return row.text_a if pd.isna(row.text_b) else f"{row.text_a} [SEP] {row.text_b}"
 
 
-@torch.no_grad()
-def attention_weights(
-    run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path, n_examples: int = 10,
-    student_layer: int | None = None, split: str = "dev", seed: int = 0, device="cpu",
-) -> dict:
-    """Attention of one student layer (1-based; default: the topmost that attends, i.e. the penultimate layer
-    for Universal-KD(IL) and ALP as in Universal-KD Fig. 3) over the teacher's layers, for ``n_examples``
-    examples of ``split`` drawn with ``seed`` (the same examples for every run of the task).
+@dataclass
+class Recomputed:
+    """A trained run's student and method, and its teacher's signals, on chosen examples of a split."""
 
-    Returns JSON-serialisable data: ``method``, ``student`` (its spec), ``task``, ``split``, ``student_layer``,
-    ``student_layers`` (its depth M), ``teacher_layers`` (1..N), per example ``idx``, ``texts``, ``labels``
-    (None when unlabelled) and ``weights`` [n_examples, N] (rows sum to 1), and ``gold_distance`` [n_examples, N]:
-    each teacher pseudo-head's distance to the gold label on the same examples (Universal-KD Fig. 3, left)."""
+    report: dict  # the run's metrics.json
+    examples: pd.DataFrame  # the chosen rows of the split, in their original order
+    labelled: bool
+    regression: bool
+    shapes: Shapes
+    method: Method  # with its trained parts, in eval mode
+    student: StudentOutput
+    teacher: TeacherSignals
+
+
+@torch.no_grad()
+def recompute(run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path, n_examples: int | None,
+              split: str = "dev", seed: int = 0, device="cpu") -> Recomputed:
+    """Rerun a trained student (``run_dir``) and its method on ``n_examples`` examples of ``split`` drawn with
+    ``seed`` (the same examples for every run of the task; all of them if None or fewer), with the teacher side
+    computed as it labelled the transfer set."""
     run_dir, teacher_dir, device = Path(run_dir), Path(teacher_dir), torch.device(device)
     report = json.loads((run_dir / "metrics.json").read_text())
-    if report["method"] not in attentive_methods():
-        raise no_attention(report["method"])
     task = TaskData.load(data_dir)
     regression, labelled = task.meta["regression"], task.is_labelled(split)
     frame = task.split(split)
@@ -124,24 +132,46 @@ def attention_weights(
     encoded = tokenize(examples, student_tokenizer(student, tokenizer), report["hyperparameters"]["max_seq_length"],
                        labelled)
     batch = to_device(next(batches(encoded, len(examples), regression)), device)
-    widths = layer_widths(student, batch)
-    shapes = Shapes(widths, cache.teacher_layers, cache.teacher_width, task.num_labels, regression)
+    shapes = Shapes(layer_widths(student, batch), cache.teacher_layers, cache.teacher_width, task.num_labels,
+                    regression)
     method = load_method(run_dir, report, shapes).to(device)
-    weights, layers = layer_attention_weights(method, student(batch), teacher)
+    return Recomputed(report, examples, labelled, regression, shapes, method, student(batch), teacher)
+
+
+@torch.no_grad()
+def attention_weights(
+    run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path, n_examples: int = 10,
+    student_layer: int | None = None, split: str = "dev", seed: int = 0, device="cpu",
+) -> dict:
+    """Attention of one student layer (1-based; default: the topmost that attends, i.e. the penultimate layer
+    for Universal-KD(IL) and ALP as in Universal-KD Fig. 3; ALP-KD Fig. 3 draws the first) over the teacher's
+    layers, for ``n_examples`` examples of ``split`` drawn with ``seed`` (the same examples for every run of the
+    task).
+
+    Returns JSON-serialisable data: ``method``, ``student`` (its spec), ``task``, ``split``, ``student_layer``,
+    ``student_layers`` (its depth M), ``teacher_layers`` (1..N), per example ``idx``, ``texts``, ``labels``
+    (None when unlabelled) and ``weights`` [n_examples, N] (rows sum to 1), and ``gold_distance`` [n_examples, N]:
+    each teacher pseudo-head's distance to the gold label on the same examples (Universal-KD Fig. 3, left)."""
+    method = json.loads((Path(run_dir) / "metrics.json").read_text())["method"]
+    if method not in attentive_methods():
+        raise no_attention(method)
+    run = recompute(run_dir, teacher_dir, heads_path, data_dir, n_examples, split, seed, device)
+    weights, layers = layer_attention_weights(run.method, run.student, run.teacher)
 
     chosen = layers[-1] if student_layer is None else student_layer
     if chosen not in layers:
-        raise UserError(f"{report['method']} attends from student layers {layers}, not {student_layer}")
-    labels = examples["label"].to_numpy() if labelled else None
-    distance = gold_distance(teacher.head_logits.cpu().numpy(), labels, regression) if labelled else None
+        raise UserError(f"{method} attends from student layers {layers}, not {student_layer}")
+    examples = run.examples
+    labels = examples["label"].to_numpy() if run.labelled else None
+    distance = gold_distance(run.teacher.head_logits.cpu().numpy(), labels, run.regression) if run.labelled else None
     return {
-        "method": report["method"],
-        "student": report["student"],
-        "task": report["task"],
+        "method": method,
+        "student": run.report["student"],
+        "task": run.report["task"],
         "split": split,
         "student_layer": chosen,
-        "student_layers": shapes.student_layers,
-        "teacher_layers": list(range(1, cache.teacher_layers + 1)),
+        "student_layers": run.shapes.student_layers,
+        "teacher_layers": list(range(1, run.shapes.teacher_layers + 1)),
         "idx": examples["idx"].tolist(),
         "texts": [example_text(row) for row in examples.itertuples()],
         "labels": None if labels is None else labels.tolist(),

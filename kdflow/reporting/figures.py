@@ -2,6 +2,7 @@
 
 * :func:`pseudo_head_figure`: Universal-KD Fig. 3 (left), per teacher layer, as means over dev;
 * :func:`attention_figure`: Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3, per example;
+* :func:`layer_outputs_figure`: ALP-KD Fig. 4, students' and teacher's layer outputs and their cosine distances;
 * :func:`probing_figure`: thesis Figs. 6.1 and 6.2, every probed model;
 * :func:`thesis_probing_figure`: thesis Figs. 6.1, 6.2, 6.3 and C.1 as the thesis drew them, its values beside kdflow's;
 * :func:`confidence_heatmap` and :func:`mistake_overlap_heatmap`: thesis Figs. 6.5 and C.2;
@@ -97,18 +98,20 @@ def pseudo_head_figure(table: pd.DataFrame, path) -> Path:
     return save(figure, path)
 
 
-def attention_figure(weights: Mapping | Sequence[Mapping], path, title: str | None = None) -> Path:
-    """Universal-KD Fig. 3 as one image: ``weights`` is one record of
+def attention_figure(weights: Mapping | Sequence[Mapping], path, title: str | None = None,
+                     gold_distance: bool = True) -> Path:
+    """Universal-KD Fig. 3 or ALP-KD Fig. 3 as one image: ``weights`` is one record of
     :func:`kdflow.analysis.attention_maps.attention_weights` or several (e.g. a Universal-KD(IL) and an ALP student of
-    the same task), drawn side by side as heatmaps (rows = examples, columns = teacher layers) on one colour
-    scale. When every record covers the same examples and has gold distances, a first panel shows the
-    teacher's pseudo-head distances to the gold label for those examples (Fig. 3, left)."""
+    the same task, or ALP students of 2, 4 and 6 layers), drawn side by side as heatmaps (rows = examples, columns
+    = teacher layers) on one colour scale, each titled by its ``model`` (when the record names one) and method.
+    With ``gold_distance``, when every record covers the same examples and has gold distances, a first panel
+    shows the teacher's pseudo-head distances to the gold label for those examples (Universal-KD Fig. 3, left)."""
     records = [weights] if isinstance(weights, Mapping) else list(weights)
     if not records:
         raise ValueError("no attention records to draw")
     first = records[0]
     same_examples = all(record["idx"] == first["idx"] for record in records)
-    panels = [("distance", first)] * (same_examples and first.get("gold_distance") is not None)
+    panels = [("distance", first)] * (gold_distance and same_examples and first.get("gold_distance") is not None)
     panels += [("attention", record) for record in records]
     rows = max(len(record["idx"]) for record in records)
     figure = new_figure(2.6 + 3.2 * len(panels), 1.8 + 0.32 * rows)
@@ -122,7 +125,8 @@ def attention_figure(weights: Mapping | Sequence[Mapping], path, title: str | No
         else:
             image = axes.imshow(np.array(record["weights"]), cmap="viridis", aspect="auto", vmin=0, vmax=top)
             attention_axes.append(axes)
-            axes.set_title(f"{record['method']}\nstudent layer {record['student_layer']} of {record['student_layers']}")
+            name = f"{record['model']} ({record['method']})" if "model" in record else record["method"]
+            axes.set_title(f"{name}\nstudent layer {record['student_layer']} of {record['student_layers']}")
         axes.set_xticks(range(len(record["teacher_layers"])), [str(layer) for layer in record["teacher_layers"]])
         axes.set_xlabel("teacher layer")
         examples = [f"{idx}: {shorten(text)}" for idx, text in zip(record["idx"], record["texts"])]
@@ -136,6 +140,51 @@ def attention_figure(weights: Mapping | Sequence[Mapping], path, title: str | No
 
 def shorten(text: str, length: int = 40) -> str:
     return text if len(text) <= length else text[: length - 1] + "…"
+
+
+# --- ALP-KD Fig. 4 ----------------------------------------------------------------------------------------------
+
+# The paper draws the teacher green, ALP red and PKD blue: Okabe-Ito's green, vermillion and blue, then the rest.
+TEACHER_COLOUR, STUDENT_COLOURS = OKABE_ITO[2], OKABE_ITO[1:2] + OKABE_ITO[:1] + OKABE_ITO[3:]
+
+
+def layer_outputs_figure(data: Mapping, path, title: str | None = None) -> Path:
+    """ALP-KD Fig. 4 as one image, from :func:`kdflow.analysis.layer_outputs.layer_outputs`: per (student layer,
+    teacher layer) pair a column with the examples' outputs on the first two principal components (top, 4a-4b)
+    and each student's cosine distance to the teacher's layer per example (bottom, 4c-4d; the legend gives the
+    mean)."""
+    panels = data["panels"]
+    if not panels:
+        raise ValueError("no layer pairs to draw")
+    figure = new_figure(1 + 4.2 * len(panels), 7.5)
+    grid = figure.subplots(2, len(panels), squeeze=False)
+    examples = np.arange(1, len(data["idx"]) + 1)
+    handles = {}
+    for column, entry in enumerate(panels):
+        scatter, distance = grid[0, column], grid[1, column]
+        share = entry["explained_variance_ratio"]
+        points = np.array(entry["teacher"]["pc"])
+        handles["teacher"] = scatter.scatter(points[:, 0], points[:, 1], s=14, color=TEACHER_COLOUR, marker="o",
+                                             alpha=0.8, label="teacher")
+        for number, (name, values) in enumerate(entry["students"].items()):
+            colour, marker = STUDENT_COLOURS[number % len(STUDENT_COLOURS)], MARKERS[(number + 1) % len(MARKERS)]
+            method = data["models"][name]["method"]
+            points = np.array(values["pc"])
+            handles[name] = scatter.scatter(points[:, 0], points[:, 1], s=14, color=colour, marker=marker,
+                                            alpha=0.8, label=f"{name} ({method})")
+            distance.plot(examples, values["cosine_distance"], color=colour, marker=marker, markersize=3,
+                          linewidth=1, label=f"{name}: mean {values['mean_cosine_distance']:.3g}")
+        scatter.set(xlabel=f"PC1 ({share[0]:.0%} of variance)", ylabel=f"PC2 ({share[1]:.0%} of variance)",
+                    title=f"student layer {entry['student_layer']}, teacher layer {entry['teacher_layer']}")
+        distance.set(xlabel="example", ylabel=f"cosine distance to teacher layer {entry['teacher_layer']}",
+                     ylim=(0, None))
+        distance.legend(fontsize="small", frameon=False)
+        for axes in (scatter, distance):
+            axes.grid(alpha=0.3)
+    legend_below(figure, list(handles.values()))
+    figure.suptitle(title or f"Layer outputs of students and teacher ({data['task']}, {data['split']}, "
+                             f"{len(examples)} examples)")
+    return save(figure, path)
 
 
 # --- thesis Figs. 6.1 and 6.2 -----------------------------------------------------------------------------------

@@ -351,19 +351,28 @@ def _model_problems(config: dict) -> list[str]:
         for name in probe.get("reported", {}):
             if name not in probe["models"]:
                 problems.append(f"sentence_probes.{task}.reported: {name!r} is not one of the probe's models")
-    for task, names in config.get("attention_maps", {}).items():
-        teachers = set()
-        for name in names:
-            if kinds.get(name) != "student" or config["models"][name]["task"] != task:
-                problems.append(f"attention_maps.{task}: {name!r} is not a student model of {task!r} in `models`")
-            elif config["models"][name]["experiment"] in config.get("experiments", {}):
-                teachers.add(config["experiments"][config["models"][name]["experiment"]]["teacher"])
-        if len(teachers) > 1:
-            problems.append(f"attention_maps.{task}: the students learn from different teachers {sorted(teachers)}")
+    for figure, spec in config.get("attention_maps", {}).items():
+        problems += _figure_student_problems(config, kinds, f"attention_maps.{figure}", spec["task"], spec["models"])
+    for task, spec in config.get("layer_outputs", {}).items():
+        problems += _figure_student_problems(config, kinds, f"layer_outputs.{task}", task, spec["models"])
     for table, spec in config.get("paper_tables", {}).get("tables", {}).items():
         for models in spec.get("inference", {}).values():
             problems += [f"paper_tables.tables.{table}.inference: {name!r} is an embeddings model, which has no "
                          "classifier to time" for name in models.values() if kinds.get(name) == "embeddings"]
+    return problems
+
+
+def _figure_student_problems(config: dict, kinds: dict, where: str, task: str, names: list[str]) -> list[str]:
+    """A figure that recomputes students' layers on the same examples (attention maps, layer outputs) needs
+    students of its task (names in `models`) that learnt from one teacher."""
+    problems, teachers = [], set()
+    for name in names:
+        if kinds.get(name) != "student" or config["models"][name]["task"] != task:
+            problems.append(f"{where}: {name!r} is not a student model of {task!r} in `models`")
+        elif config["models"][name]["experiment"] in config.get("experiments", {}):
+            teachers.add(config["experiments"][config["models"][name]["experiment"]]["teacher"])
+    if len(teachers) > 1:
+        problems.append(f"{where}: the students learn from different teachers {sorted(teachers)}")
     return problems
 
 
