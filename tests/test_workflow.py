@@ -508,6 +508,7 @@ def test_demo_probes_input_embeddings_and_students_from_scratch_beside_the_thesi
         assert (workdir / f"results/figures/probing_thesis_{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
 
 
+@pytest.mark.slow
 def test_demo_alp_kd_figures_cover_its_alp_and_pkd_students(demo_run):
     """ALP-KD Fig. 3: the first layer of each of the demo's ALP students (2 and 3 layers) over the teacher's 4, on
     the same examples; Fig. 4: its ALP and PKD students beside the teacher, as JSON, CSV and PNG."""
