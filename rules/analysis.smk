@@ -18,6 +18,8 @@ rule analyse_predictions:
         ),
     log:
         "logs/analyse_predictions/{task}.log",
+    benchmark:
+        "results/benchmarks/analyse_predictions/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1

@@ -16,6 +16,8 @@ rule figure_pseudo_heads:
         ),
     log:
         "logs/figure_pseudo_heads.log",
+    benchmark:
+        "results/benchmarks/figure_pseudo_heads.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -49,6 +51,8 @@ rule figure_probing:
         ),
     log:
         "logs/figure_probing.log",
+    benchmark:
+        "results/benchmarks/figure_probing.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -82,6 +86,8 @@ rule figure_analysis:
         ),
     log:
         "logs/figure_analysis/{task}.log",
+    benchmark:
+        "results/benchmarks/figure_analysis/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -114,6 +120,8 @@ rule attention_maps:
         ),
     log:
         "logs/attention_maps/{task}.log",
+    benchmark:
+        "results/benchmarks/attention_maps/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1

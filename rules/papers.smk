@@ -11,6 +11,8 @@ rule measure_inference:
         "results/inference/{model}.json",
     log:
         "logs/measure_inference/{model}.log",
+    benchmark:
+        "results/benchmarks/measure_inference/{model}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 4
@@ -43,6 +45,8 @@ rule paper_table:
         ),
     log:
         "logs/paper_table/{paper_table}.log",
+    benchmark:
+        "results/benchmarks/paper_table/{paper_table}.tsv"
     wildcard_constraints:
         paper_table="|".join(PAPER_TABLES.get("tables", {})) or "no-tables",
     conda:
