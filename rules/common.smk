@@ -425,6 +425,9 @@ def all_targets():
         *(["results/tables/probing.csv"] if "probing" in config else []),
         *expand("results/analysis/{task}.json", task=config.get("analysis", {})),
         "results/figures/pseudo_heads.png",
+        *expand(
+            "results/figures/teacher_curves_{teacher}.png", teacher=config["teachers"]
+        ),
         *(["results/figures/probing.png"] if "probing" in config else []),
         *expand(
             "results/figures/{figure}_{task}.png",

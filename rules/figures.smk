@@ -1,5 +1,44 @@
 # The papers' figures: Universal-KD Fig. 3 (pseudo-head distance to the gold label per teacher layer; a student
-# layer's attention over the teacher's layers), thesis Figs. 6.1-6.2 (probing per layer), 6.5 and C.2.
+# layer's attention over the teacher's layers), thesis Fig. 4.2 (teachers' fine-tuning), Figs. 6.1-6.2 (probing
+# per layer), 6.5 and C.2.
+
+
+rule figure_teacher_curves:
+    """Thesis Fig. 4.2: a teacher's dev score and learning rate over fine-tuning, one panel per task, and the
+    data behind it."""
+    input:
+        lambda w: expand(
+            "results/teachers/{teacher}/{task}/curves.parquet",
+            teacher=w.teacher,
+            task=config["teachers"][w.teacher]["tasks"],
+        ),
+    output:
+        data="results/figures/teacher_curves_{teacher}.csv",
+        figure=report(
+            "results/figures/teacher_curves_{teacher}.png",
+            caption="../report/figure_teacher_curves.rst",
+            category="Sučík (2020)",
+            subcategory="Teacher fine-tuning (Fig. 4.2)",
+            labels={
+                "teacher": "{teacher}",
+                "figure": "dev score and η over fine-tuning",
+            },
+        ),
+    log:
+        "logs/figure_teacher_curves/{teacher}.log",
+    benchmark:
+        "results/benchmarks/figure_teacher_curves/{teacher}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        tasks=lambda w: config["teachers"][w.teacher]["tasks"],
+        code=code_of("figure_teacher_curves.py"),
+    script:
+        "../scripts/figure_teacher_curves.py"
 
 
 rule figure_pseudo_heads:
