@@ -46,6 +46,7 @@ from kdflow.reporting.paper_tables import (
 )
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.workflow.provenance import script_fingerprint
+from kdflow.workflow.runtimes import runtime_jobs
 from kdflow.core.tasks import GLUE_FILES, TASKS
 
 GLUE_TASKS = {task for task, _ in GLUE_FILES}
@@ -388,6 +389,11 @@ def paper_table_values(wildcards):
     return canonical(values)
 
 
+# Thesis Table 4.5: the jobs of the pipeline up to the thesis's students, whose benchmark files it sums.
+RUNTIME_TABLE = config.get("runtime_table", {})
+RUNTIME_JOBS = runtime_jobs(config) if RUNTIME_TABLE else []
+
+
 def attention_inputs(wildcards):
     """The shared teacher of the task's attention students, its pseudo-heads, and each student's selection
     and candidate runs."""
@@ -428,6 +434,7 @@ def all_targets():
         *expand(
             "results/figures/teacher_curves_{teacher}.png", teacher=config["teachers"]
         ),
+        *(["results/tables/runtimes.md"] if RUNTIME_TABLE else []),
         *(["results/figures/probing.png"] if "probing" in config else []),
         *expand(
             "results/figures/{figure}_{task}.png",

@@ -113,7 +113,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         # scores and 3 of selected hyperparameters, thesis Table 5.2's 9 measured models, the figures
         download_probing_task=10, encode_probing_tasks=10, probe_model=10 * 10, probing_table=1, figure_probing=1,
         analyse_predictions=3, figure_analysis=3, paper_table=9 + 3, measure_inference=9, figure_pseudo_heads=1,
-        attention_maps=1,
+        attention_maps=1, figure_teacher_curves=3, runtime_table=1,  # thesis Fig. 4.2 per teacher, Table 4.5
     )
 
 
@@ -146,10 +146,11 @@ def test_unknown_task_is_rejected():
     assert result.returncode != 0 and "'wnli' is not one of" in result.stdout
 
 
-# What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, and
-# measured for thesis Table 5.2.
+# What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, measured
+# for thesis Table 5.2, and timed with their transfer set for thesis Table 4.5.
 THESIS_STUDENTS_DOWNSTREAM = dict(encode_probing_tasks=2, probe_model=2 * 3, probing_table=1, figure_probing=1,
-                                  analyse_predictions=1, figure_analysis=1, measure_inference=2, paper_table=1)
+                                  analyse_predictions=1, figure_analysis=1, measure_inference=2, paper_table=1,
+                                  runtime_table=1)
 
 
 @pytest.fixture(scope="module")
@@ -239,15 +240,40 @@ def check_demo_evidence(workdir, config):
     thesis = pd.read_csv(workdir / "results/tables/papers/thesis_table52.csv")
     measured = thesis[(thesis.task == "sst2") & (thesis.metric == "params_millions_non_embedding")]
     assert measured.kdflow.notna().all() and (measured.kdflow > 0).all()
+    check_thesis_teacher_curves_and_runtimes(workdir, config)
     for figure in ["pseudo_heads", "probing", "probing_relative_depth", "confidence_correlation_sst2",
-                   "mistake_overlap_sst2", "attention_sst2"]:
+                   "mistake_overlap_sst2", "attention_sst2", "teacher_curves_tiny_bert"]:
         assert (workdir / f"results/figures/{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
     attention = json.loads((workdir / "results/figures/attention_sst2.json").read_text())
     assert [record["method"] for record in attention] == ["universal_kd_il", "alp"]
     snakemake(*DEMO, "--report", "report.html", cwd=workdir)
     report = (workdir / "report.html").read_text()
-    for category in ["Paper tables", "Universal-KD (Wu et al. 2021)", "Teachers", "Experiments", "Figure 3"]:
+    for category in ["Paper tables", "Universal-KD (Wu et al. 2021)", "Teachers", "Experiments", "Figure 3",
+                     "Sučík (2020)", "Teacher fine-tuning (Fig. 4.2)", "thesis_table45 (runtimes)"]:
         assert category in report, category
+
+
+def check_thesis_teacher_curves_and_runtimes(workdir, config):
+    """Thesis Fig. 4.2's data: every dev evaluation of the demo teacher on each of its tasks, also within epochs;
+    thesis Table 4.5: the demo's SST-2 pipeline timed step by step beside every row of the thesis's."""
+    curves = pd.read_csv(workdir / "results/figures/teacher_curves_tiny_bert.csv")
+    assert list(dict.fromkeys(curves.task)) == config["teachers"]["tiny_bert"]["tasks"]
+    sst2 = curves[curves.task == "sst2"]
+    history = json.loads((workdir / "results/teachers/tiny_bert/sst2/metrics.json").read_text())["history"]
+    assert list(sst2.step) == [record["step"] for record in history]
+    assert list(sst2.dev_score) == pytest.approx([100 * record["dev_accuracy"] for record in history])
+    assert len(sst2) > config["teacher_defaults"]["epochs"] and (sst2.metric == "accuracy").all()
+    runtimes = pd.read_csv(workdir / "results/tables/runtimes.csv")
+    measured = runtimes[runtimes.kdflow_jobs.notna()].set_index("step")
+    assert list(measured.index) == ["data_preparation", "teacher_finetuning", "pseudo_heads", "gpt2_finetuning",
+                                    "augmentation_sampling", "transfer_set_assembly", "teacher_logits",
+                                    "lstm_student_training", "bert_student_training"]
+    assert set(measured.task) == {"sst2"} and (measured.kdflow_hours > 0).all()
+    assert measured.kdflow_jobs.augmentation_sampling == config["generation"]["sampling"]["shards"]
+    assert measured.kdflow_runs.lstm_student_training == len(config["experiments"]["thesis_table52"]["seeds"])
+    reference = pd.read_csv(REPO / "reference/thesis_runtimes.csv")
+    assert runtimes.thesis_hours.notna().sum() == len(reference)
+    assert "1x GTX TITAN X or RTX 2080 Ti" in (workdir / "results/tables/runtimes.md").read_text()
 
 
 @pytest.mark.slow
@@ -258,7 +284,7 @@ def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, d
     save(config)
     result = snakemake("-n", *DEMO, cwd=workdir).stdout
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
-        finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, all=1
+        finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, figure_teacher_curves=1, all=1
     )
     assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
     assert "Params have changed since last execution" in result
@@ -317,7 +343,8 @@ def test_editing_raw_data_reruns_that_task_only(demo_run):
     raw = workdir / "demo/data/glue/CoLA/dev.tsv"
     raw.write_text(raw.read_text().rstrip("\n") + "\nxx00\t1\t\tThe cat sat on the mat.\n")
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
-        prepare_task=1, finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, all=1
+        prepare_task=1, finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1,
+        figure_teacher_curves=1, all=1
     )
     snakemake(*DEMO, "--touch", "--cores", "1", cwd=workdir)
 
