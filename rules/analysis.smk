@@ -19,6 +19,8 @@ rule analyse_predictions:
         ),
     log:
         "logs/analyse_predictions/{task}.log",
+    benchmark:
+        "results/benchmarks/analyse_predictions/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -56,6 +58,8 @@ rule classify_sentences:
         ),
     log:
         "logs/classify_sentences/{task}.log",
+    benchmark:
+        "results/benchmarks/classify_sentences/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1

@@ -45,6 +45,7 @@ from kdflow.reporting.paper_tables import (
 )
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.workflow.provenance import script_fingerprint
+from kdflow.workflow.runtimes import runtime_jobs
 from kdflow.core.tasks import GLUE_FILES, TASKS
 
 GLUE_TASKS = {task for task, _ in GLUE_FILES}
@@ -460,6 +461,11 @@ def paper_table_values(wildcards):
     return canonical(values)
 
 
+# Thesis Table 4.5: the jobs of the pipeline up to the thesis's students, whose benchmark files it sums.
+RUNTIME_TABLE = config.get("runtime_table", {})
+RUNTIME_JOBS = runtime_jobs(config) if RUNTIME_TABLE else []
+
+
 def recomputed_student_inputs(task, names):
     """What a figure that recomputes students' layers on a task's examples reads: the students' shared teacher,
     its pseudo-heads, and each student's selection and candidate runs."""
@@ -536,6 +542,10 @@ def all_targets():
             task=config.get("sentence_probes", {}),
         ),
         "results/figures/pseudo_heads.png",
+        *expand(
+            "results/figures/teacher_curves_{teacher}.png", teacher=config["teachers"]
+        ),
+        *(["results/tables/runtimes.md"] if RUNTIME_TABLE else []),
         *(["results/figures/probing.png"] if "probing" in config else []),
         *(
             ["results/tables/probing_thesis.csv", *THESIS_PROBING_FIGURES]

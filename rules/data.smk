@@ -6,6 +6,8 @@ rule prepare_task:
         directory("results/data/{task}"),
     log:
         "logs/prepare_task/{task}.log",
+    benchmark:
+        "results/benchmarks/prepare_task/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1

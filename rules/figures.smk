@@ -1,7 +1,45 @@
 # The papers' figures: Universal-KD Fig. 3 (pseudo-head distance to the gold label per teacher layer; a student
 # layer's attention over the teacher's layers), ALP-KD Figs. 3-4 (the first student layer's attention; layer
-# outputs' principal components and cosine distances), thesis Figs. 6.1-6.2 (probing per layer; and 6.1-6.3, C.1
-# beside the thesis's numbers), 6.5, 6.6 and C.2.
+# outputs' principal components and cosine distances), thesis Fig. 4.2 (teachers' fine-tuning), Figs. 6.1-6.2
+# (probing per layer; and 6.1-6.3, C.1 beside the thesis's numbers), 6.5, 6.6 and C.2.
+
+
+rule figure_teacher_curves:
+    """Thesis Fig. 4.2: a teacher's dev score and learning rate over fine-tuning, one panel per task, and the
+    data behind it."""
+    input:
+        lambda w: expand(
+            "results/teachers/{teacher}/{task}/curves.parquet",
+            teacher=w.teacher,
+            task=config["teachers"][w.teacher]["tasks"],
+        ),
+    output:
+        data="results/figures/teacher_curves_{teacher}.csv",
+        figure=report(
+            "results/figures/teacher_curves_{teacher}.png",
+            caption="../report/figure_teacher_curves.rst",
+            category="Sučík (2020)",
+            subcategory="Teacher fine-tuning (Fig. 4.2)",
+            labels={
+                "teacher": "{teacher}",
+                "figure": "dev score and η over fine-tuning",
+            },
+        ),
+    log:
+        "logs/figure_teacher_curves/{teacher}.log",
+    benchmark:
+        "results/benchmarks/figure_teacher_curves/{teacher}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        tasks=lambda w: config["teachers"][w.teacher]["tasks"],
+        code=code_of("figure_teacher_curves.py"),
+    script:
+        "../scripts/figure_teacher_curves.py"
 
 
 rule figure_pseudo_heads:
@@ -18,6 +56,8 @@ rule figure_pseudo_heads:
         ),
     log:
         "logs/figure_pseudo_heads.log",
+    benchmark:
+        "results/benchmarks/figure_pseudo_heads.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -51,6 +91,8 @@ rule figure_probing:
         ),
     log:
         "logs/figure_probing.log",
+    benchmark:
+        "results/benchmarks/figure_probing.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -100,6 +142,8 @@ rule figure_probing_thesis:
         ),
     log:
         "logs/figure_probing_thesis.log",
+    benchmark:
+        "results/benchmarks/figure_probing_thesis.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -143,6 +187,8 @@ rule figure_analysis:
         average_data="results/figures/average_confidence_{task}.csv",
     log:
         "logs/figure_analysis/{task}.log",
+    benchmark:
+        "results/benchmarks/figure_analysis/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -173,6 +219,8 @@ rule attention_maps:
         ),
     log:
         "logs/attention_maps/{figure}.log",
+    benchmark:
+        "results/benchmarks/attention_maps/{figure}.tsv"
     wildcard_constraints:
         figure="|".join(config.get("attention_maps", {})) or "no-figures",
     conda:
@@ -214,6 +262,8 @@ rule layer_outputs:
         ),
     log:
         "logs/layer_outputs/{task}.log",
+    benchmark:
+        "results/benchmarks/layer_outputs/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1

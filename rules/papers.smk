@@ -1,5 +1,5 @@
-# The papers' tables with kdflow's numbers beside them (reference/paper_results.csv; kdflow.reporting.paper_tables), and
-# the model sizes and CPU speeds thesis Table 5.2 reports.
+# The papers' tables with kdflow's numbers beside them (reference/paper_results.csv; kdflow.reporting.paper_tables),
+# the model sizes and CPU speeds thesis Table 5.2 reports, and the runtimes of thesis Table 4.5.
 
 
 rule measure_inference:
@@ -11,6 +11,8 @@ rule measure_inference:
         "results/inference/{model}.json",
     log:
         "logs/measure_inference/{model}.log",
+    benchmark:
+        "results/benchmarks/measure_inference/{model}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 4
@@ -43,6 +45,8 @@ rule paper_table:
         ),
     log:
         "logs/paper_table/{paper_table}.log",
+    benchmark:
+        "results/benchmarks/paper_table/{paper_table}.tsv"
     wildcard_constraints:
         paper_table="|".join(PAPER_TABLES.get("tables", {})) or "no-tables",
     conda:
@@ -58,3 +62,36 @@ rule paper_table:
         code=code_of("paper_table.py"),
     script:
         "../scripts/paper_table.py"
+
+
+rule runtime_table:
+    """Thesis Table 4.5: the wall-clock hours of every step of the pipeline up to the thesis's students, from the
+    benchmark files of their jobs, beside the thesis's (CSV, Markdown, LaTeX)."""
+    input:
+        reference=RUNTIME_TABLE.get("reference", []),
+        benchmarks=[job["benchmark"] for job in RUNTIME_JOBS],
+    output:
+        csv="results/tables/runtimes.csv",
+        markdown="results/tables/runtimes.md",
+        latex="results/tables/runtimes.tex",
+        html=report(
+            "results/report/runtimes.html",
+            caption="../report/runtime_table.rst",
+            category="Paper tables",
+            labels={"table": "thesis_table45 (runtimes)"},
+        ),
+    log:
+        "logs/runtime_table.log",
+    benchmark:
+        "results/benchmarks/runtime_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        jobs=RUNTIME_JOBS,
+        code=code_of("runtime_table.py"),
+    script:
+        "../scripts/runtime_table.py"

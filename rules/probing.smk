@@ -8,6 +8,8 @@ rule download_probing_task:
         "resources/senteval_probing/{filename}",
     log:
         "logs/download_probing_task/{filename}.log",
+    benchmark:
+        "results/benchmarks/download_probing_task/{filename}.tsv"
     wildcard_constraints:
         filename="|".join(PROBING_TASKS.values()),
     conda:
@@ -35,6 +37,8 @@ rule encode_probing_tasks:
         ),
     log:
         "logs/encode_probing_tasks/{model}.log",
+    benchmark:
+        "results/benchmarks/encode_probing_tasks/{model}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: probing_resource("threads")
@@ -62,6 +66,8 @@ rule probe_model:
         "results/probing/scores/{model}/{probing_task}.json",
     log:
         "logs/probe_model/{model}/{probing_task}.log",
+    benchmark:
+        "results/benchmarks/probe_model/{model}/{probing_task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: probing_resource("threads")
@@ -97,6 +103,8 @@ rule probing_table:
         ),
     log:
         "logs/probing_table.log",
+    benchmark:
+        "results/benchmarks/probing_table.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -129,6 +137,8 @@ rule probing_thesis_table:
         ),
     log:
         "logs/probing_thesis_table.log",
+    benchmark:
+        "results/benchmarks/probing_thesis_table.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1

@@ -7,6 +7,8 @@ rule compute_teacher_signals:
         "results/signals/{teacher}/{task}/{transfer}.safetensors",
     log:
         "logs/compute_teacher_signals/{teacher}/{task}/{transfer}.log",
+    benchmark:
+        "results/benchmarks/compute_teacher_signals/{teacher}/{task}/{transfer}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: teacher_resource("threads")
@@ -34,6 +36,8 @@ rule distill_student:
         curves="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/curves.parquet",
     log:
         "logs/distill_student/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/distill_student/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: student_resource("threads")
@@ -61,6 +65,8 @@ rule compute_assistant_signals:
         "results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/signals.safetensors",
     log:
         "logs/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: student_resource("threads")
@@ -94,6 +100,8 @@ rule select_students:
         ),
     log:
         "logs/select_students/{experiment}.log",
+    benchmark:
+        "results/benchmarks/select_students/{experiment}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -117,6 +125,8 @@ rule glue_submission:
         directory("results/glue_submission/{experiment}"),
     log:
         "logs/glue_submission/{experiment}.log",
+    benchmark:
+        "results/benchmarks/glue_submission/{experiment}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1

@@ -20,6 +20,8 @@ rule teacher_table:
         ),
     log:
         "logs/teacher_table.log",
+    benchmark:
+        "results/benchmarks/teacher_table.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1

@@ -9,6 +9,8 @@ rule finetune_teacher:
         curves="results/teachers/{teacher}/{task}/curves.parquet",
     log:
         "logs/finetune_teacher/{teacher}/{task}.log",
+    benchmark:
+        "results/benchmarks/finetune_teacher/{teacher}/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: teacher_resource("threads")
@@ -36,6 +38,8 @@ rule train_pseudo_heads:
         curves="results/pseudo_heads/{teacher}/{task}/curves.parquet",
     log:
         "logs/train_pseudo_heads/{teacher}/{task}.log",
+    benchmark:
+        "results/benchmarks/train_pseudo_heads/{teacher}/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: teacher_resource("threads")

@@ -9,6 +9,8 @@ rule finetune_generator:
         curves="results/generators/{task}/curves.parquet",
     log:
         "logs/finetune_generator/{task}.log",
+    benchmark:
+        "results/benchmarks/finetune_generator/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: generation_resource("threads")
@@ -33,6 +35,8 @@ rule sample_transfer_shard:
         "results/transfer/{task}/shards/{shard}.parquet",
     log:
         "logs/sample_transfer_shard/{task}/{shard}.log",
+    benchmark:
+        "results/benchmarks/sample_transfer_shard/{task}/{shard}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: generation_resource("threads")
@@ -59,6 +63,8 @@ rule build_transfer_set:
         hygiene="results/transfer/{task}/{transfer}.hygiene.json",
     log:
         "logs/build_transfer_set/{task}/{transfer}.log",
+    benchmark:
+        "results/benchmarks/build_transfer_set/{task}/{transfer}.tsv"
     wildcard_constraints:
         transfer="augmented|unlabelled|unlabelled_augmented",
     conda:
@@ -94,6 +100,8 @@ rule transfer_statistics:
         ),
     log:
         "logs/transfer_statistics/{teacher}/{task}.log",
+    benchmark:
+        "results/benchmarks/transfer_statistics/{teacher}/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: 1

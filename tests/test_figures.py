@@ -73,6 +73,29 @@ def test_pseudo_head_figure_from_the_teacher_table_csv(tmp_path):
         figures.pseudo_head_figure(table[table.component == "teacher"], tmp_path / "none.png")
 
 
+def test_teacher_curves_keep_each_tasks_main_metric_and_the_learning_rate(tmp_path):
+    """Thesis Fig. 4.2's data from two curves.parquet tables as the teacher writes them (a 2-epoch CoLA run of 4
+    steps evaluated every 2 steps and a 1-epoch Sara run), read back from the CSV as the rule writes it."""
+    common = dict(grad_norm_mean=1.0, grad_norm_max=2.0, train_loss=0.5, seconds=3.0)
+    cola = pd.DataFrame([dict(epoch=1, step=2, lr=4e-5, **common, dev_mcc=0.1, dev_accuracy=0.6),
+                         dict(epoch=2, step=4, lr=0.0, **common, dev_mcc=0.35, dev_accuracy=0.7)])
+    sara = pd.DataFrame([dict(epoch=1, step=3, lr=1e-5, **common, dev_f1_micro=0.875, dev_accuracy=0.875)])
+    for name, table in (("cola", cola), ("sara", sara)):
+        table.to_parquet(tmp_path / f"{name}.parquet", index=False)
+    curves = {task: pd.read_parquet(tmp_path / f"{task}.parquet") for task in ("sara", "cola")}
+    data = figures.teacher_curves(curves, {"cola": "mcc", "sara": "f1_micro"})
+    data.to_csv(tmp_path / "teacher_curves.csv", index=False)
+
+    assert pd.read_csv(tmp_path / "teacher_curves.csv").to_dict("records") == [
+        dict(task="sara", epoch=1, step=3, lr=1e-5, metric="f1_micro", dev_score=87.5),
+        dict(task="cola", epoch=1, step=2, lr=4e-5, metric="mcc", dev_score=10.0),
+        dict(task="cola", epoch=2, step=4, lr=0.0, metric="mcc", dev_score=35.0),
+    ]
+    assert is_png(figures.teacher_curves_figure(data, tmp_path / "out" / "teacher_curves.png", "bert_large"))
+    with pytest.raises(ValueError, match="no learning curves of teacher bert_large"):
+        figures.teacher_curves_figure(data.iloc[:0], tmp_path / "none.png", "bert_large")
+
+
 def probing_rows(model, layers, tasks):
     return [dict(model=model, task=task, layer=layer, kind="probe", test_accuracy=50 + layer, dev_accuracy=50 + layer,
                  hidden_size=50, dropout=0.1) for task in tasks for layer in layers]

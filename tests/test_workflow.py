@@ -122,6 +122,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         analyse_predictions=3, figure_analysis=3, paper_table=9 + 3, measure_inference=9, figure_pseudo_heads=1,
         attention_maps=2, layer_outputs=1,  # Universal-KD Fig. 3 and ALP-KD Fig. 3; ALP-KD Fig. 4
         classify_sentences=1,  # thesis Tables 6.3/C.1: the CoLA teacher and students
+        figure_teacher_curves=3, runtime_table=1,  # thesis Fig. 4.2 per teacher, Table 4.5
     )
 
 
@@ -155,10 +156,11 @@ def test_unknown_task_is_rejected():
 
 
 # What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, measured
-# for thesis Table 5.2, and classify the SST-2 sentence list.
+# for thesis Table 5.2, classify the SST-2 sentence list, and are timed with their transfer set for Table 4.5.
 THESIS_STUDENTS_DOWNSTREAM = dict(encode_probing_tasks=2, probe_model=2 * 3, probing_table=1, figure_probing=1,
                                   probing_thesis_table=1, figure_probing_thesis=1, analyse_predictions=1,
-                                  figure_analysis=1, measure_inference=2, paper_table=1, classify_sentences=1)
+                                  figure_analysis=1, measure_inference=2, paper_table=1, classify_sentences=1,
+                                  runtime_table=1)
 
 
 @pytest.fixture(scope="module")
@@ -257,9 +259,10 @@ def check_demo_evidence(workdir, config):
     thesis = pd.read_csv(workdir / "results/tables/papers/thesis_table52.csv")
     measured = thesis[(thesis.task == "sst2") & (thesis.metric == "params_millions_non_embedding")]
     assert measured.kdflow.notna().all() and (measured.kdflow > 0).all()
+    check_thesis_teacher_curves_and_runtimes(workdir, config)
     for figure in ["pseudo_heads", "probing", "probing_relative_depth", "confidence_correlation_sst2",
                    "mistake_overlap_sst2", "average_confidence_sst2", "attention_universal_kd_figure3",
-                   "attention_alp_kd_figure3", "layer_outputs_sst2"]:
+                   "attention_alp_kd_figure3", "layer_outputs_sst2", "teacher_curves_tiny_bert"]:
         assert (workdir / f"results/figures/{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
     attention = json.loads((workdir / "results/figures/attention_universal_kd_figure3.json").read_text())
     assert [record["method"] for record in attention] == ["universal_kd_il", "alp"]
@@ -268,7 +271,8 @@ def check_demo_evidence(workdir, config):
     report = (workdir / "report.html").read_text()
     for category in ["Paper tables", "Universal-KD (Wu et al. 2021)", "ALP-KD (Passban et al. 2021)", "Teachers",
                      "Experiments", "Figure 3", "Figure 4", "sentence_probes_cola.html", "sentence_probes_sst2.html",
-                     "average_confidence_sst2.png"]:
+                     "average_confidence_sst2.png",
+                     "Teacher fine-tuning (Fig. 4.2)", "thesis_table45 (runtimes)"]:
         assert category in report, category
 
 
@@ -313,6 +317,29 @@ def check_demo_prediction_analysis(workdir, analysis, config):
     assert len(own) == 9 and all(f"{m}:confidence" in own for m in config["sentence_probes"]["sst2"]["models"])
 
 
+def check_thesis_teacher_curves_and_runtimes(workdir, config):
+    """Thesis Fig. 4.2's data: every dev evaluation of the demo teacher on each of its tasks, also within epochs;
+    thesis Table 4.5: the demo's SST-2 pipeline timed step by step beside every row of the thesis's."""
+    curves = pd.read_csv(workdir / "results/figures/teacher_curves_tiny_bert.csv")
+    assert list(dict.fromkeys(curves.task)) == config["teachers"]["tiny_bert"]["tasks"]
+    sst2 = curves[curves.task == "sst2"]
+    history = json.loads((workdir / "results/teachers/tiny_bert/sst2/metrics.json").read_text())["history"]
+    assert list(sst2.step) == [record["step"] for record in history]
+    assert list(sst2.dev_score) == pytest.approx([100 * record["dev_accuracy"] for record in history])
+    assert len(sst2) > config["teacher_defaults"]["epochs"] and (sst2.metric == "accuracy").all()
+    runtimes = pd.read_csv(workdir / "results/tables/runtimes.csv")
+    measured = runtimes[runtimes.kdflow_jobs.notna()].set_index("step")
+    assert list(measured.index) == ["data_preparation", "teacher_finetuning", "pseudo_heads", "gpt2_finetuning",
+                                    "augmentation_sampling", "transfer_set_assembly", "teacher_logits",
+                                    "lstm_student_training", "bert_student_training"]
+    assert set(measured.task) == {"sst2"} and (measured.kdflow_hours > 0).all()
+    assert measured.kdflow_jobs.augmentation_sampling == config["generation"]["sampling"]["shards"]
+    assert measured.kdflow_runs.lstm_student_training == len(config["experiments"]["thesis_table52"]["seeds"])
+    reference = pd.read_csv(REPO / "reference/thesis_runtimes.csv")
+    assert runtimes.thesis_hours.notna().sum() == len(reference)
+    assert "1x GTX TITAN X or RTX 2080 Ti" in (workdir / "results/tables/runtimes.md").read_text()
+
+
 @pytest.mark.slow
 def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, demo_config):
     workdir, _ = demo_run
@@ -321,7 +348,7 @@ def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, d
     save(config)
     result = snakemake("-n", *DEMO, cwd=workdir).stdout
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
-        finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, all=1
+        finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, figure_teacher_curves=1, all=1
     )
     assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
     assert "Params have changed since last execution" in result
@@ -384,7 +411,7 @@ def test_editing_raw_data_reruns_that_task_only(demo_run):
     raw.write_text(raw.read_text().rstrip("\n") + "\nxx00\t1\t\tThe cat sat on the mat.\n")
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # and the CoLA teacher's sentence list (Table C.1)
         prepare_task=1, finetune_teacher=1, train_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, all=1,
-        classify_sentences=1,
+        classify_sentences=1, figure_teacher_curves=1,
     )
     snakemake(*DEMO, "--touch", "--cores", "1", cwd=workdir)
 

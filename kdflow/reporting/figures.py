@@ -1,5 +1,7 @@
 """The papers' figures as PNG files, drawn from kdflow's result tables.
 
+* :func:`teacher_curves` and :func:`teacher_curves_figure`: thesis Fig. 4.2, a teacher's dev score and learning rate
+  over fine-tuning;
 * :func:`pseudo_head_figure`: Universal-KD Fig. 3 (left), per teacher layer, as means over dev;
 * :func:`attention_figure`: Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3, per example;
 * :func:`layer_outputs_figure`: ALP-KD Fig. 4, students' and teacher's layer outputs and their cosine distances;
@@ -59,6 +61,50 @@ def save(figure: Figure, path) -> Path:
 def legend_below(figure: Figure, handles: Sequence, columns: int = 3) -> None:
     figure.legend(handles=handles, loc="outside lower center", ncols=min(columns, len(handles)), fontsize="small",
                   frameon=False)
+
+
+# --- thesis Fig. 4.2 ---------------------------------------------------------------------------------------------
+
+
+def teacher_curves(curves: Mapping[str, pd.DataFrame], metrics: Mapping[str, str]) -> pd.DataFrame:
+    """Thesis Fig. 4.2's data: every dev evaluation of a teacher's fine-tuning on each task (``curves``: task ->
+    its ``curves.parquet``, :mod:`kdflow.training.curves`), in the order given: the epoch, the optimiser step, the
+    learning rate of that step and the task's main metric (``metrics``: task -> metric) on dev, ×100."""
+    frames = [pd.DataFrame({"task": task, "epoch": curve["epoch"], "step": curve["step"], "lr": curve["lr"],
+                            "metric": metrics[task], "dev_score": 100 * curve[f"dev_{metrics[task]}"]})
+              for task, curve in curves.items()]
+    return pd.concat(frames, ignore_index=True)
+
+
+def teacher_curves_figure(data: pd.DataFrame, path, teacher: str) -> Path:
+    """Thesis Fig. 4.2: one panel per task of ``data`` (:func:`teacher_curves`), the dev score against the optimiser
+    step and, on the right axis, the learning rate (the thesis draws the schedule for its Sara teacher only; here
+    every task shows its own, measured at the evaluations)."""
+    tasks = list(dict.fromkeys(data["task"]))
+    if not tasks:
+        raise ValueError(f"no learning curves of teacher {teacher} to draw")
+    columns = min(4, len(tasks))
+    rows = math.ceil(len(tasks) / columns)
+    figure = new_figure(3.6 * columns, 2.8 * rows + 0.6)
+    grid = figure.subplots(rows, columns, squeeze=False).ravel()
+    score_style = dict(color=OKABE_ITO[0], marker="o", markersize=3, linewidth=1.2)
+    lr_style = dict(color=OKABE_ITO[1], linestyle="--", linewidth=1)
+    for axes, task in zip(grid, tasks):
+        curve = data[data["task"] == task].sort_values("step")
+        axes.plot(curve["step"], curve["dev_score"], **score_style)
+        axes.set(title=task, xlabel="optimiser step", ylabel=f"dev {curve['metric'].iloc[0]} (×100)")
+        axes.grid(alpha=0.3)
+        rate = axes.twinx()
+        rate.plot(curve["step"], curve["lr"], **lr_style)
+        rate.set_ylim(bottom=0)
+        rate.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
+        rate.set_ylabel("learning rate η", color=lr_style["color"])
+    for axes in grid[len(tasks):]:
+        axes.set_visible(False)
+    figure.suptitle(f"{teacher}: dev score and learning rate over fine-tuning")
+    legend_below(figure, [Line2D([], [], label="dev score (main metric)", **score_style),
+                          Line2D([], [], label="learning rate η (right axis)", **lr_style)])
+    return save(figure, path)
 
 
 # --- Universal-KD Fig. 3 ----------------------------------------------------------------------------------------

@@ -445,10 +445,37 @@ def _experiment_option_problems(name: str, spec: dict, config: dict, catalog: di
     return problems
 
 
+def _runtime_table_problems(config: dict) -> list[str]:
+    """Thesis Table 4.5's section (kdflow.workflow.runtimes): its teacher is trained on its tasks, and its
+    student steps name experiments distilling that teacher and students of those experiments."""
+    spec = config.get("runtime_table")
+    if spec is None:
+        return []
+    teacher = config["teachers"].get(spec["teacher"])
+    if teacher is None:
+        return [f"runtime_table.teacher: unknown teacher {spec['teacher']!r}"]
+    problems = []
+    missing = [task for task in spec["tasks"] if task not in teacher["tasks"]]
+    if missing:
+        problems.append(f"runtime_table.tasks: teacher {spec['teacher']!r} is not trained on {missing}")
+    for step, run_of in spec["students"].items():
+        experiment = config.get("experiments", {}).get(run_of["experiment"])
+        where = f"runtime_table.students.{step}"
+        if experiment is None:
+            problems.append(f"{where}: unknown experiment {run_of['experiment']!r}")
+        elif experiment["teacher"] != spec["teacher"]:
+            problems.append(f"{where}: experiment {run_of['experiment']!r} distils {experiment['teacher']!r}, "
+                            f"not {spec['teacher']!r}")
+        elif run_of["student"] not in experiment["students"]:
+            problems.append(f"{where}: experiment {run_of['experiment']!r} has no student {run_of['student']!r}")
+    return problems
+
+
 def check_references(config: dict) -> None:
     """What the JSON schema cannot check, before any job runs: experiments name existing teachers, students and
     methods, tasks their teacher is trained on, and only options that the registered methods and students (and
-    the training hyperparameters) have; named models point at jobs of the DAG."""
+    the training hyperparameters) have; named models point at jobs of the DAG, and so does thesis Table 4.5's
+    ``runtime_table``."""
     catalog = load_catalog()
     methods = catalog["methods"]
     problems = _student_problems(config, catalog)
@@ -479,5 +506,6 @@ def check_references(config: dict) -> None:
             continue
         problems += _experiment_option_problems(name, spec, config, catalog)
     problems += _model_problems(config)
+    problems += _runtime_table_problems(config)
     if problems:
         raise ValueError("invalid config:\n  " + "\n  ".join(problems))

@@ -1,0 +1,133 @@
+"""Thesis Table 4.5: which jobs make up each step of the thesis's pipeline (kdflow.workflow.runtimes) and the table
+summing their Snakemake benchmark files beside the thesis's hours (kdflow.reporting.runtimes)."""
+
+import copy
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO
+
+from kdflow.reporting.runtimes import read_benchmark, runtime_table, write_runtime_table
+from kdflow.workflow.config import check_references
+from kdflow.workflow.runtimes import runtime_jobs
+
+HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+@pytest.fixture(scope="module")
+def demo_config():
+    return yaml.safe_load((REPO / "demo/config.yaml").read_text())
+
+
+def test_the_demos_sst2_pipeline_step_by_step(demo_config):
+    """Teacher tiny_bert on SST-2, two sampling shards, and the thesis experiment's two students at one grid point
+    and two seeds each: every job up to the students, in the order data flows."""
+    jobs = [(job["step"], job["rule"], job["run"], job["benchmark"]) for job in runtime_jobs(demo_config)]
+    student = "results/benchmarks/distill_student/thesis_table52/sst2/{}/mse_logits/default/seed{}.tsv"
+    assert jobs == [
+        ("data_preparation", "prepare_task", "", "results/benchmarks/prepare_task/sst2.tsv"),
+        ("teacher_finetuning", "finetune_teacher", "", "results/benchmarks/finetune_teacher/tiny_bert/sst2.tsv"),
+        ("pseudo_heads", "train_pseudo_heads", "", "results/benchmarks/train_pseudo_heads/tiny_bert/sst2.tsv"),
+        ("gpt2_finetuning", "finetune_generator", "", "results/benchmarks/finetune_generator/sst2.tsv"),
+        ("augmentation_sampling", "sample_transfer_shard", "", "results/benchmarks/sample_transfer_shard/sst2/0.tsv"),
+        ("augmentation_sampling", "sample_transfer_shard", "", "results/benchmarks/sample_transfer_shard/sst2/1.tsv"),
+        ("transfer_set_assembly", "build_transfer_set", "",
+         "results/benchmarks/build_transfer_set/sst2/augmented.tsv"),
+        ("teacher_logits", "compute_teacher_signals", "",
+         "results/benchmarks/compute_teacher_signals/tiny_bert/sst2/augmented.tsv"),
+        *(("lstm_student_training", "distill_student", f"mse_logits/default/seed{seed}", student.format("lstm_s", seed))
+          for seed in (0, 1)),
+        *(("bert_student_training", "distill_student", f"mse_logits/default/seed{seed}", student.format("bert_s", seed))
+          for seed in (0, 1)),
+    ]
+    assert {job["task"] for job in runtime_jobs(demo_config)} == {"sst2"}
+
+
+def test_every_benchmark_lies_at_its_jobs_log_path_under_results_benchmarks():
+    """runtime_jobs names benchmark files by this convention; the rules must declare them so."""
+    for path in (REPO / "rules").glob("*.smk"):
+        for block in path.read_text().split("\nrule ")[1:]:
+            if "    script:" in block:
+                log = block.split("    log:\n", 1)[1].split("\n", 1)[0].strip().strip('",')
+                benchmark = block.split("    benchmark:\n", 1)[1].split("\n", 1)[0].strip().strip('",')
+                assert benchmark == "results/benchmarks/" + log.removeprefix("logs/").removesuffix(".log") + ".tsv"
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda c: c["runtime_table"].update(tasks=["cola", "mrpc"]),
+     "runtime_table.tasks: teacher 'bert_large' is not trained on ['mrpc']"),
+    (lambda c: c["runtime_table"]["students"]["bert_student_training"].update(experiment="universal_kd_table2"),
+     "runtime_table.students.bert_student_training: experiment 'universal_kd_table2' distils 'bert_base', not "
+     "'bert_large'"),
+    (lambda c: c["runtime_table"]["students"]["lstm_student_training"].update(student="bert_s"),
+     "runtime_table.students.lstm_student_training: experiment 'thesis_table52_lstm_s' has no student 'bert_s'"),
+], ids=["task", "teacher", "student"])
+def test_a_runtime_table_naming_jobs_outside_the_dag_is_rejected(edit, problem):
+    config = copy.deepcopy(yaml.safe_load((REPO / "config.yaml").read_text()))
+    edit(config)
+    with pytest.raises(ValueError, match="invalid config") as error:
+        check_references(config)
+    assert problem in str(error.value)
+
+
+def write_benchmark(path, *rows):
+    """A Snakemake benchmark file: one row per (seconds, max_rss in MB or "-")."""
+    path.write_text(HEADER + "".join(f"{s}\t0:00:00\t{rss}\t1.0\t1.0\t1.0\t0.0\t0.0\t50.0\t{s}\n" for s, rss in rows))
+    return path
+
+
+@pytest.fixture
+def measured(tmp_path):
+    """Hand-made benchmarks of seven SST-2 jobs: the teacher (30 min), two sampling shards (1 h and 2 h; the
+    second benchmarked twice with `repeat`, 7,000 and 7,400 s), two LSTM_S seeds (1 h and 1.5 h) and data
+    preparation (36 s, too short for a memory sample)."""
+    jobs = [("data_preparation", "prepare_task", "", [(36, "-")]),
+            ("teacher_finetuning", "finetune_teacher", "", [(1800, 2048)]),
+            ("augmentation_sampling", "sample_transfer_shard", "", [(3600, 1024)]),
+            ("augmentation_sampling", "sample_transfer_shard", "", [(7000, 3072), (7400, 4096)]),
+            ("lstm_student_training", "distill_student", "mse_logits/default/seed1", [(3600, 512)]),
+            ("lstm_student_training", "distill_student", "mse_logits/default/seed2", [(5400, 512)])]
+    paths = [write_benchmark(tmp_path / f"{number}.tsv", *rows) for number, (*_, rows) in enumerate(jobs)]
+    return ([dict(step=step, task="sst2", rule=rule, run=run) for step, rule, run, _ in jobs],
+            [read_benchmark(path) for path in paths])
+
+
+def test_a_steps_hours_are_summed_over_its_jobs_and_divided_by_its_runs(measured):
+    reference = pd.read_csv(REPO / "reference/thesis_runtimes.csv")
+    table = runtime_table(reference, *measured)
+    rows = table.set_index(["step", "task"])
+    sampling = rows.loc["augmentation_sampling", "sst2"]
+    assert (sampling.kdflow_jobs, sampling.kdflow_runs) == (2, 1)
+    assert sampling.kdflow_hours == sampling.kdflow_hours_per_run == pytest.approx(3.0)  # 1 h + 7,200 s
+    assert sampling.kdflow_longest_job_hours == pytest.approx(2.0)
+    assert sampling.kdflow_peak_rss_gb == pytest.approx(4.0)
+    assert (sampling.thesis_hours, sampling.thesis_hardware) == (15, "4 GPUs in parallel (6GB each)")
+    lstm = rows.loc["lstm_student_training", "sst2"]
+    assert (lstm.kdflow_jobs, lstm.kdflow_runs, lstm.kdflow_rule) == (2, 2, "distill_student")
+    assert (lstm.kdflow_hours, lstm.kdflow_hours_per_run, lstm.thesis_hours) == (pytest.approx(2.5), 1.25, 8)
+    assert rows.loc["teacher_finetuning", "sst2"].kdflow_hours == pytest.approx(0.5)
+    preparation = rows.loc["data_preparation", "sst2"]
+    assert preparation.kdflow_hours == pytest.approx(0.01) and pd.isna(preparation.kdflow_peak_rss_gb)
+    assert pd.isna(preparation.thesis_hours)  # kdflow's own step
+    # Every thesis row is there, kdflow's empty where it has no job; the jobs' steps come first, tasks as the thesis's.
+    assert len(table) == len(reference) + 1
+    assert pd.isna(rows.loc["teacher_finetuning", "cola"].kdflow_hours)
+    assert list(dict.fromkeys(table.step)) == ["data_preparation", "teacher_finetuning", "augmentation_sampling",
+                                               "lstm_student_training", "gpt2_finetuning", "teacher_logits",
+                                               "bert_student_training"]
+    assert list(table[table.step == "teacher_finetuning"].task) == ["cola", "sst2", "sara"]
+
+
+def test_the_runtime_pages_show_kdflow_beside_the_thesis(measured, tmp_path):
+    table = runtime_table(pd.read_csv(REPO / "reference/thesis_runtimes.csv"), *measured)
+    paths = [tmp_path / f"runtimes.{suffix}" for suffix in ("csv", "md", "tex", "html")]
+    write_runtime_table(table, *paths)
+    assert pd.read_csv(paths[0]).shape == table.shape
+    markdown = paths[1].read_text()
+    assert "| lstm_student_training | distill_student | 1x GTX TITAN X or RTX 2080 Ti | — (5) | 1.25 (8) | — (6) |" \
+        in markdown
+    assert "| data_preparation | prepare_task | — |  | 0.01 (—) |  |" in markdown  # kdflow's own step
+    assert r"\toprule" in paths[2].read_text() and "1.25 (8)" in paths[3].read_text()
+    with pytest.raises(ValueError, match="6 jobs but 5 benchmarks"):
+        runtime_table(pd.read_csv(REPO / "reference/thesis_runtimes.csv"), measured[0], measured[1][:5])
