@@ -79,6 +79,16 @@ def test_snakefmt_is_clean():
     assert result.returncode == 0, result.stderr
 
 
+def test_every_rule_that_logs_writes_its_benchmark_at_its_logs_path():
+    """Every job's wall time and memory are recorded (thesis Table 4.5, kdflow.workflow.runtimes.benchmark_file)."""
+    for path in sorted((REPO / "rules").glob("*.smk")):
+        for rule, body in re.findall(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)*)", path.read_text(), flags=re.M):
+            log = re.search(r"^    log:\n\s+\"logs/(.+)\.log\"", body, flags=re.M)
+            if log:
+                benchmark = re.search(r"^    benchmark:\n\s+\"(.+)\"", body, flags=re.M)
+                assert benchmark and benchmark.group(1) == f"results/benchmarks/{log.group(1)}.tsv", rule
+
+
 def test_every_report_item_has_labels():
     """The report lists an item without labels by its path."""
     for path in (REPO / "rules").glob("*.smk"):
