@@ -1,5 +1,6 @@
 # Config validation, wildcard constraints and the helpers that turn the config into job settings.
 import os
+import re
 import sys
 
 from snakemake.utils import validate
@@ -34,6 +35,16 @@ from kdflow.workflow.config import (
     teacher_settings,
     transfer_of,
 )
+from kdflow.workflow.exploration import (
+    exploration_experiments,
+    figure_kind,
+    figure_runs,
+    figures_of_kind,
+    study_points,
+    table_runs,
+    table_studies,
+    with_exploration,
+)
 from kdflow.core.model_references import reference_kind
 from kdflow.reporting.paper_tables import (
     SELECTION,
@@ -59,6 +70,10 @@ def code_of(script):
 
 
 validate(config, schema="../schemas/config.schema.yaml")
+# The thesis's exploration studies (Chapter 5, Appendix B) become experiments of their own: their runs are student
+# jobs like any other; their figures and Table 5.1 read them (rules/exploration.smk), not a selection.
+EXPLORATION_EXPERIMENTS = set(exploration_experiments(config))
+config.update(with_exploration(config))
 check_references(config)
 
 
@@ -420,7 +435,20 @@ def all_targets():
         ),
         *expand(
             "results/tables/experiments/{experiment}.md",
-            experiment=config.get("experiments", {}),
+            experiment=[
+                name
+                for name in config.get("experiments", {})
+                if name not in EXPLORATION_EXPERIMENTS
+            ],
+        ),
+        *expand(
+            "results/figures/thesis_{figure}.png",
+            figure=config.get("exploration", {}).get("figures", {}),
+        ),
+        *(
+            ["results/tables/thesis_table51.md"]
+            if config.get("exploration", {}).get("table")
+            else []
         ),
         *(["results/tables/probing.csv"] if "probing" in config else []),
         *expand("results/analysis/{task}.json", task=config.get("analysis", {})),
@@ -445,6 +473,7 @@ def all_targets():
                 name
                 for name, spec in config.get("experiments", {}).items()
                 if any(task in GLUE_TASKS for task in spec["tasks"])
+                and name not in EXPLORATION_EXPERIMENTS
             ],
         ),
     ]

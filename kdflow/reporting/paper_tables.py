@@ -292,7 +292,7 @@ def deviations_of(ledger_path, paper_table: str) -> list[dict]:
     return [entry for entry in yaml.safe_load(Path(ledger_path).read_text()) or [] if paper_table in entry["tables"]]
 
 
-def _deviation_blocks(deviations: list[dict]) -> list:
+def deviation_blocks(deviations: list[dict]) -> list:
     """The ledger's entries of a table, as the last section of its page (none without entries)."""
     if not deviations:
         return []
@@ -317,7 +317,7 @@ def paper_document(table: pd.DataFrame, title: str, digits: int = 2, deviations:
     notes = _notes(table)
     if notes:
         document.blocks += [Heading("Notes"), Bullets(notes)]
-    document.blocks += _deviation_blocks(deviations)
+    document.blocks += deviation_blocks(deviations)
     return document
 
 
@@ -440,7 +440,7 @@ def hyperparameter_document(table: pd.DataFrame, title: str, deviations: list[di
     notes = _notes(table)
     if notes:
         document.blocks += [Heading("Notes"), Bullets(notes)]
-    document.blocks += _deviation_blocks(deviations)
+    document.blocks += deviation_blocks(deviations)
     return document
 
 
