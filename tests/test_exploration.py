@@ -14,7 +14,15 @@ from conftest import REPO
 
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.reporting import figures
-from kdflow.reporting.exploration import curve_lines, explosion_curve, knee, load_run, size_cells, table51
+from kdflow.reporting.exploration import (
+    curve_lines,
+    explosion_curve,
+    knee,
+    load_run,
+    size_cells,
+    table51,
+    warmup_stretch,
+)
 from kdflow.workflow.config import check_references, student_jobs, student_settings
 from kdflow.workflow.exploration import study_points, with_exploration
 
@@ -172,7 +180,8 @@ EPOCHS = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
 
 
 def evaluations(point, seed, scores, study="s", task="cola", **columns):
-    return pd.DataFrame({"study": study, "task": task, "student_label": "LSTM_S", "point": point, "seed": seed,
+    return pd.DataFrame({"study": study, "task": task, "task_name": "CoLA", "metric": "mcc", "student_label": "LSTM_S",
+                         "point": point, "seed": seed,
                          "epoch": EPOCHS[: len(scores)], "step": range(1, len(scores) + 1), "dev": scores,
                          "lr": 1e-3, "grad_norm_mean": 1.0, "grad_norm_max": 2.0, "parameters": 100, **columns})
 
@@ -190,7 +199,7 @@ def test_learning_curves_are_position_and_score_per_evaluation(tmp_path):
     frame = load_run(run, tmp_path / "curves.parquet", tmp_path / "metrics.json")
     np.testing.assert_allclose(frame["epoch"], [2 / 3, 1, 2])
     np.testing.assert_allclose(frame["dev"], [10, 25, -50])  # MCC, CoLA's main metric, x100
-    assert set(frame["parameters"]) == {1234} and set(frame["seed"]) == {1}
+    assert set(frame["parameters"]) == {1234} and set(frame["seed"]) == {1} and set(frame["metric"]) == {"mcc"}
 
 
 def test_curves_are_means_over_repeats_smoothed_with_the_best_single_evaluation_marked():
@@ -223,6 +232,10 @@ def test_learning_slows_where_the_curve_bends_below_its_peak():
     assert knee([0, 1, 2], [5, 4, 3]) == 0
     curve = explosion_curve(evaluations("a", 1, [0, 10, 20, 30, 40, 50, 60, 70]), epochs=0.75)
     np.testing.assert_allclose(curve["smoothed"], [5, 10, 20, 30, 40, 50, 60, 65])
+    # Read during warm-up: up to the first evaluation at the largest learning rate (all of a run without warm-up).
+    warming = curve.assign(lr=[1, 2, 3, 4, 4, 3, 2, 1])
+    assert list(warmup_stretch(warming)["step"]) == [1, 2, 3, 4]
+    assert len(warmup_stretch(curve.assign(lr=1e-3))) == 8
 
 
 def test_size_cells_take_the_best_evaluation_of_all_repeats():

@@ -3,8 +3,9 @@ exploration's student runs (:mod:`kdflow.workflow.exploration`).
 
 - Figs. B.1-B.7 (:func:`curve_lines`): per point, the mean dev score over repeats at each evaluation, smoothed by a
   sliding average over 2 epochs' worth of evaluations, and the best single evaluation of any repeat ("×").
-- Figs. B.8-B.9 (:func:`explosion_curve`, :func:`knee`): one run's dev score smoothed over 0.1 epoch, its gradient
-  norms and learning rate; the point beyond which learning slows, and the learning rate there.
+- Figs. B.8-B.9 (:func:`explosion_curve`, :func:`warmup_stretch`, :func:`knee`): one run's dev score smoothed over
+  0.1 epoch, its gradient norms and learning rate; during warm-up, the point beyond which learning slows, and the
+  learning rate there.
 - Figs. B.10-B.12 (:func:`size_cells`): per student size, the best dev score over all evaluations of all repeats,
   with the size in non-embedding parameters.
 - Table 5.1 (:func:`table51`): the values explored, the thesis's initial and chosen values, and kdflow's best.
@@ -28,12 +29,13 @@ from kdflow.core.tasks import get_task
 from kdflow.distillation.selection import select
 from kdflow.reporting.paper_tables import deviation_blocks
 
-KEYS = ["study", "task", "student_label", "point"]  # one line of a figure; a seed is one repeat of it
+KEYS = ["study", "task", "task_name", "metric", "student_label", "point"]  # a line; a seed is one repeat
 
 
 def load_run(run: dict, curves_path, metrics_path) -> pd.DataFrame:
     """One run's evaluations: the run's fields (study, task, student_label, point, seed), ``epoch`` (position in
-    epochs), ``step``, ``lr``, the gradient norms and ``dev`` (the task's main metric, x100)."""
+    epochs), ``step``, ``lr``, the gradient norms, ``dev`` (the task's main metric, x100), the metric's and the
+    task's names, and the student's non-embedding parameters."""
     curves = pd.read_parquet(curves_path)
     metrics = json.loads(Path(metrics_path).read_text())
     steps = math.ceil(metrics["transfer"]["examples"] / metrics["hyperparameters"]["batch_size"])
@@ -48,8 +50,10 @@ def load_run(run: dict, curves_path, metrics_path) -> pd.DataFrame:
         "grad_norm_max": curves["grad_norm_max"].to_numpy(),
         "dev": 100 * curves[f"dev_{get_task(run['task']).main_metric}"].to_numpy(dtype=float),
     })
-    for key in [*KEYS, "seed"]:
-        frame.insert(0, key, run[key])
+    task = get_task(run["task"])
+    fields = {**run, "task_name": task.tsv_dir or task.name.capitalize(), "metric": task.main_metric}
+    for key in reversed([*KEYS, "seed"]):
+        frame.insert(0, key, fields[key])
     frame["parameters"] = metrics.get("non_embedding_parameters")
     return frame
 
@@ -96,6 +100,13 @@ def explosion_curve(run: pd.DataFrame, epochs: float = 0.1) -> pd.DataFrame:
     return run.assign(smoothed=smooth(run, epochs))
 
 
+def warmup_stretch(curve: pd.DataFrame) -> pd.DataFrame:
+    """Fig. B.9: the evaluations of a run's warm-up, up to the first at the largest learning rate, over which
+    learning progress can be read against a rising learning rate; the whole run if it has no warm-up."""
+    end = int(np.argmax(curve["lr"].to_numpy()))
+    return curve if end == 0 else curve.iloc[: end + 1]
+
+
 def knee(epochs: Sequence[float], scores: Sequence[float]) -> int:
     """Fig. B.9: the evaluation beyond which learning slows down, read off the smoothed dev curve. Up to its peak,
     the curve's point farthest above the straight line from its first point to the peak (both axes scaled to that
@@ -115,9 +126,10 @@ def size_cells(runs: pd.DataFrame, points: dict[str, dict]) -> pd.DataFrame:
     repeats, the repeats, and the size in non-embedding parameters. ``points``: per study, point -> its axis values
     (``width``, ``depth``: the factors of Tables B.1-B.2)."""
     rows = []
-    for (study, task, label, point), group in runs.groupby(KEYS, sort=False):
+    for (study, task, task_name, metric, label, point), group in runs.groupby(KEYS, sort=False):
         values = points[study][point]
-        rows.append({"study": study, "task": task, "student_label": label, "point": point,
+        rows.append({"study": study, "task": task, "task_name": task_name, "metric": metric, "student_label": label,
+                     "point": point,
                      "width": str(values.get("width", "1")), "depth": str(values.get("depth", "1")),
                      "best_dev": float(group["dev"].max()) if group["dev"].notna().any() else float("nan"),
                      "repeats": group["seed"].nunique(), "parameters": group["parameters"].iloc[0]})

@@ -29,7 +29,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from kdflow.core.tasks import get_task
 from kdflow.probing.senteval import PROBING_TASKS
 
 DPI = 150
@@ -255,13 +254,8 @@ def mistake_overlap_heatmap(analysis: Mapping, path, of: str = "mistakes") -> Pa
 # --- thesis Figs. B.1-B.12 (Appendix B) -------------------------------------------------------------------------
 
 
-def metric_label(task: str) -> str:
-    return {"mcc": "MCC", "accuracy": "accuracy", "f1_micro": "micro-F1"}.get(get_task(task).main_metric,
-                                                                             get_task(task).main_metric)
-
-
-def panel_title(student: str, task: str) -> str:
-    return f"{student} · {get_task(task).tsv_dir or task.capitalize()}"
+def metric_label(metric: str) -> str:
+    return f"dev {({'mcc': 'MCC', 'f1_micro': 'micro-F1'}).get(metric, metric)} (×100)"
 
 
 def point_styles(labels: Mapping[str, Sequence[str]]) -> dict[str, dict]:
@@ -283,13 +277,14 @@ def exploration_curves_figure(lines: pd.DataFrame, best: pd.DataFrame, labels: M
     repeats smoothed over 2 epochs, and × at the best single evaluation of each value. ``lines`` and ``best``:
     :func:`kdflow.reporting.exploration.curve_lines`; ``labels``: per study, point -> its value labels.
     ``unsmoothed``: evaluations of one value's runs drawn raw in a panel above (Fig. B.1's upper plot)."""
-    panels = list(dict.fromkeys(zip(lines["study"], lines["task"], lines["student_label"])))
+    panels = list(dict.fromkeys(zip(lines["study"], lines["task"], lines["task_name"], lines["metric"],
+                                    lines["student_label"])))
     mosaic = [[f"panel{i}" for i in range(len(panels))]]
     if unsmoothed is not None and len(unsmoothed):
         mosaic.insert(0, ["raw"] + ["."] * (len(panels) - 1))
     figure = new_figure(6.2 * len(panels), 4.8 + 2.6 * (len(mosaic) - 1))
     axes = figure.subplot_mosaic(mosaic, height_ratios=[1] * (len(mosaic) - 1) + [1.8])
-    for number, (study, task, student) in enumerate(panels):
+    for number, (study, task, task_name, metric, student) in enumerate(panels):
         panel = axes[f"panel{number}"]
         styles = point_styles(labels[study])
         here = lines[(lines.study == study) & (lines.task == task)]
@@ -302,7 +297,7 @@ def exploration_curves_figure(lines: pd.DataFrame, best: pd.DataFrame, labels: M
             panel.plot(mark["epoch"], mark["dev"], marker="x", markersize=9, markeredgewidth=2, linestyle="none",
                        color=style["color"])
         panel.plot([], [], marker="x", linestyle="none", color="#555555", label="best single evaluation")
-        panel.set(title=panel_title(student, task), xlabel="epoch", ylabel=f"dev {metric_label(task)} (×100)")
+        panel.set(title=f"{student} · {task_name}", xlabel="epoch", ylabel=metric_label(metric))
         panel.grid(alpha=0.3)
         panel.legend(fontsize="x-small", ncols=2 if len(styles) > 6 else 1, loc="lower right")
     if "raw" in axes:
@@ -312,8 +307,8 @@ def exploration_curves_figure(lines: pd.DataFrame, best: pd.DataFrame, labels: M
                      label=f"seed {seed}")
         first = unsmoothed.iloc[0]
         point = ", ".join(labels[first["study"]][first["point"]])
-        raw.set(title=f"{panel_title(first['student_label'], first['task'])}, {point}: every evaluation, unsmoothed",
-                xlabel="epoch", ylabel=f"dev {metric_label(first['task'])} (×100)")
+        raw.set(title=f"{first['student_label']} · {first['task_name']}, {point}: every evaluation, unsmoothed",
+                xlabel="epoch", ylabel=metric_label(first["metric"]))
         raw.grid(alpha=0.3)
         raw.legend(fontsize="x-small")
     figure.suptitle(title)
@@ -327,10 +322,9 @@ def explosion_figure(curve: pd.DataFrame, path, title: str) -> Path:
     :func:`kdflow.reporting.exploration.explosion_curve`."""
     figure = new_figure(8, 8)
     score, norms, rate = figure.subplots(3, 1, sharex=True, height_ratios=[2, 1.4, 1])
-    task = curve["task"].iloc[0]
     score.plot(curve["epoch"], curve["dev"], color="#999999", linewidth=0.5, label="every evaluation")
     score.plot(curve["epoch"], curve["smoothed"], color=OKABE_ITO[0], label="0.1-epoch sliding average")
-    score.set(ylabel=f"dev {metric_label(task)} (×100)")
+    score.set(ylabel=metric_label(curve["metric"].iloc[0]))
     norms.plot(curve["epoch"], curve["grad_norm_max"], color=OKABE_ITO[1], label="max over steps")
     norms.plot(curve["epoch"], curve["grad_norm_mean"], color=OKABE_ITO[2], label="mean over steps")
     norms.set(yscale="log", ylabel="gradient norm")
@@ -350,24 +344,22 @@ def explosion_figure(curve: pd.DataFrame, path, title: str) -> Path:
 
 
 def learning_rate_figure(curve: pd.DataFrame, knee_index: int, path, title: str) -> Path:
-    """Thesis Fig. B.9: the smoothed dev score (0.1 epoch) and the learning rate over the run's early epochs, up to
-    half as far again as the score's peak; dashed lines at the evaluation beyond which learning slows
-    (:func:`kdflow.reporting.exploration.knee`) and at the learning rate there."""
-    peak = curve.loc[curve["smoothed"].idxmax(), "epoch"] if curve["smoothed"].notna().any() else curve["epoch"].max()
-    shown = curve[curve["epoch"] <= max(1.5 * peak, curve["epoch"].min())]
+    """Thesis Fig. B.9: the smoothed dev score (0.1 epoch) and the learning rate during warm-up
+    (:func:`kdflow.reporting.exploration.warmup_stretch`); dashed lines at the evaluation beyond which learning slows
+    (``knee_index``, :func:`kdflow.reporting.exploration.knee`) and at the learning rate there."""
     at = curve.loc[knee_index]
     figure = new_figure(8, 4.8)
     score = figure.subplots()
     rate = score.twinx()
-    task = curve["task"].iloc[0]
-    score.plot(shown["epoch"], shown["smoothed"], color=OKABE_ITO[0], label=f"dev {metric_label(task)} (0.1-epoch average)")
-    rate.plot(shown["epoch"], shown["lr"], color=OKABE_ITO[1], label="learning rate η")
+    label = metric_label(curve["metric"].iloc[0])
+    score.plot(curve["epoch"], curve["smoothed"], color=OKABE_ITO[0], label=f"{label}, 0.1-epoch average")
+    rate.plot(curve["epoch"], curve["lr"], color=OKABE_ITO[1], label="learning rate η")
     score.axvline(at["epoch"], color="#000000", linestyle="--", linewidth=1)
     rate.axhline(at["lr"], color=OKABE_ITO[1], linestyle="--", linewidth=1)
-    score.set(xlabel="epoch", ylabel=f"dev {metric_label(task)} (×100)")
+    score.set(xlabel="epoch", ylabel=label)
     rate.set_ylabel("learning rate η")
-    handles = score.get_lines()[:1] + rate.get_lines()[:1] + [
-        Line2D([], [], color="#000000", linestyle="--", label=f"learning slows: epoch {at['epoch']:.2f}, η = {at['lr']:.2g}")]
+    handles = score.get_lines()[:1] + rate.get_lines()[:1] + [Line2D(
+        [], [], color="#000000", linestyle="--", label=f"learning slows: epoch {at['epoch']:.2f}, η = {at['lr']:.2g}")]
     score.legend(handles=handles, fontsize="small", loc="lower right")
     score.grid(alpha=0.3)
     figure.suptitle(title)
@@ -385,16 +377,18 @@ def size_heatmaps(cells: pd.DataFrame, path, title: str) -> Path:
     """Thesis Figs. B.10-B.12: per study and task, the best dev score (x100) of every student size, width factor W
     across and depth factor D down, with its non-embedding parameters; sizes not run are blank, diverged ones grey.
     ``cells``: :func:`kdflow.reporting.exploration.size_cells`."""
-    panels = list(dict.fromkeys(zip(cells["study"], cells["task"], cells["student_label"])))
+    panels = list(dict.fromkeys(zip(cells["study"], cells["task"], cells["task_name"], cells["metric"],
+                                    cells["student_label"])))
     shapes = []
-    for study, task, _ in panels:
+    for study, task, *_ in panels:
         here = cells[(cells.study == study) & (cells.task == task)]
         shapes.append((sorted(set(here["width"]), key=Fraction), sorted(set(here["depth"]), key=Fraction)))
-    figure = new_figure(sum(1.6 + 1.05 * len(w) for w, _ in shapes), 1.8 + 0.75 * max(len(d) for _, d in shapes))
+    width = sum(1.6 + 1.05 * len(w) for w, _ in shapes)  # cells about square; wide enough for the title
+    figure = new_figure(max(width, 0.11 * len(title) + 0.5), 1.8 + 0.75 * max(len(d) for _, d in shapes))
     grid = figure.subplots(1, len(panels), squeeze=False,
                            width_ratios=[1.6 + 1.05 * len(widths) for widths, _ in shapes])[0]
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#dddddd")
-    for axes, (study, task, student), (widths, depths) in zip(grid, panels, shapes):
+    for axes, (study, task, task_name, metric, student), (widths, depths) in zip(grid, panels, shapes):
         here = cells[(cells.study == study) & (cells.task == task)].set_index(["depth", "width"])
         values = np.full((len(depths), len(widths)), np.nan)
         image = axes.imshow(values, cmap=cmap, aspect="auto")
@@ -417,7 +411,7 @@ def size_heatmaps(cells: pd.DataFrame, path, title: str) -> Path:
                       fontsize="small", color="white" if dark else "black")
         axes.set_xticks(range(len(widths)), widths)
         axes.set_yticks(range(len(depths)), depths)
-        axes.set(xlabel="width factor W", ylabel="depth factor D", title=panel_title(student, task))
-        figure.colorbar(image, ax=axes, label=f"best dev {metric_label(task)} (×100)", shrink=0.8)
+        axes.set(xlabel="width factor W", ylabel="depth factor D", title=f"{student} · {task_name}")
+        figure.colorbar(image, ax=axes, label=f"best {metric_label(metric)}", shrink=0.8)
     figure.suptitle(title)
     return save(figure, path)
