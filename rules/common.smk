@@ -421,6 +421,76 @@ def attention_inputs(wildcards):
     return inputs
 
 
+# The thesis's exploration (Chapter 5, Appendix B): what its figures and Table 5.1 read.
+
+EXPLORATION = config.get("exploration", {})
+
+
+def exploration_runs(wildcards):
+    """The runs a figure draws: every run of its studies, or (Figs. B.8-B.9) its first study's first run."""
+    runs = figure_runs(config, wildcards.figure)
+    one = figure_kind(config, wildcards.figure) in ("explosion", "learning_rate")
+    return runs[:1] if one else runs
+
+
+def run_files(runs):
+    """The learning curves and metrics of ``runs`` (exploration run records), in order."""
+    return {
+        name: [
+            student_file(
+                f"{name}.{extension}",
+                experiment=run["experiment"],
+                task=run["task"],
+                student=run["student"],
+                method=run["method"],
+                config=run["point"],
+                seed=run["seed"],
+            )
+            for run in runs
+        ]
+        for name, extension in (("curves", "parquet"), ("metrics", "json"))
+    }
+
+
+def run_records(runs):
+    keys = ("study", "task", "student_label", "point", "seed")
+    return [{key: run[key] for key in keys} for run in runs]
+
+
+def figure_title(wildcards):
+    title = EXPLORATION["figures"][wildcards.figure].get("title")
+    return f"Sučík (2020) Fig. {wildcards.figure}" + (f": {title}" if title else "")
+
+
+def study_labels(wildcards):
+    """Per study of the figure, point -> its value labels, in the study's order."""
+    return {
+        study: {
+            point: entry["labels"]
+            for point, entry in study_points(config, study).items()
+        }
+        for study in EXPLORATION["figures"][wildcards.figure]["studies"]
+    }
+
+
+def study_values(wildcards):
+    """Per study of the figure, point -> its settings in the study's terms (width and depth factors)."""
+    return {
+        study: {
+            point: entry["values"]
+            for point, entry in study_points(config, study).items()
+        }
+        for study in EXPLORATION["figures"][wildcards.figure]["studies"]
+    }
+
+
+def exploration_figure_constraint(*kinds):
+    return (
+        "|".join(re.escape(figure) for figure in figures_of_kind(config, *kinds))
+        or "no-figures"
+    )
+
+
 def all_targets():
     return [
         "results/tables/teachers.csv",
