@@ -38,6 +38,7 @@ def load_run(run: dict, curves_path, metrics_path) -> pd.DataFrame:
     task's names, and the student's non-embedding parameters."""
     curves = pd.read_parquet(curves_path)
     metrics = json.loads(Path(metrics_path).read_text())
+    task = get_task(run["task"])
     steps = math.ceil(metrics["transfer"]["examples"] / metrics["hyperparameters"]["batch_size"])
     stage_epochs = [stage.get("epochs", metrics["hyperparameters"]["epochs"]) for stage in metrics["stages"]]
     offsets = np.concatenate([[0], np.cumsum(stage_epochs)])
@@ -48,9 +49,8 @@ def load_run(run: dict, curves_path, metrics_path) -> pd.DataFrame:
         "lr": curves["lr"].to_numpy(),
         "grad_norm_mean": curves["grad_norm_mean"].to_numpy(),
         "grad_norm_max": curves["grad_norm_max"].to_numpy(),
-        "dev": 100 * curves[f"dev_{get_task(run['task']).main_metric}"].to_numpy(dtype=float),
+        "dev": 100 * curves[f"dev_{task.main_metric}"].to_numpy(dtype=float),
     })
-    task = get_task(run["task"])
     fields = {**run, "task_name": task.tsv_dir or task.name.capitalize(), "metric": task.main_metric}
     for key in reversed([*KEYS, "seed"]):
         frame.insert(0, key, fields[key])

@@ -35,10 +35,9 @@ import itertools
 from kdflow.workflow.config import canonical, config_id
 
 PREFIX = "exploration_"
-FIGURE_KINDS = ("curves", "explosion", "learning_rate", "sizes")
 SIZE_AXES = ("width", "depth")
 # Names of list axes in point ids (as grid ids name them) and in legends (the thesis's symbols).
-_SHORT = {"warmup_epochs": "ew", "gradient_accumulation_steps": "acc"}
+_SHORT = {"warmup_epochs": "ew"}
 _SYMBOLS = {"learning_rate": "η", "batch_size": "B", "warmup_epochs": "E_w", "width": "W", "depth": "D"}
 
 
@@ -177,7 +176,7 @@ def embedding_options(spec: dict, choice: str) -> dict:
 
 def figure_runs(config: dict, figure: str) -> list[dict]:
     """Every run a figure draws, in panel order: study, its experiment, task, student (the config's and its label),
-    method, point, seed, the point's labels (axis -> value label) and the task's study position."""
+    method, point and seed."""
     spec = config["exploration"]
     return [run for study in spec["figures"][figure]["studies"] for run in study_runs(config, study)]
 
@@ -186,11 +185,10 @@ def study_runs(config: dict, study: str) -> list[dict]:
     spec = config["exploration"]
     entry = spec["studies"][study]
     base = spec["students"][entry["student"]]
-    points = study_points(config, study)
     return [{"study": study, "experiment": experiment_name(study), "task": task, "student": base["student"],
-             "student_label": base.get("label", entry["student"]), "method": method, "point": point, "seed": seed,
-             "labels": points[point]["labels"]}
-            for task in entry["tasks"] for method in base["methods"] for point in points for seed in entry["seeds"]]
+             "student_label": base.get("label", entry["student"]), "method": method, "point": point, "seed": seed}
+            for task in entry["tasks"] for method in base["methods"] for point in study_points(config, study)
+            for seed in entry["seeds"]]
 
 
 def table_runs(config: dict) -> list[dict]:
