@@ -40,6 +40,7 @@ from kdflow.workflow.exploration import (
     figure_kind,
     figure_runs,
     figures_of_kind,
+    student_sizes,
     study_points,
     table_runs,
     table_studies,
@@ -473,13 +474,10 @@ def study_labels(wildcards):
     }
 
 
-def study_values(wildcards):
-    """Per study of the figure, point -> its settings in the study's terms (width and depth factors)."""
+def study_sizes(wildcards):
+    """Per study of the figure, point -> its size (Tables B.1-B.2: factors, student dimensions, learning rate)."""
     return {
-        study: {
-            point: entry["values"]
-            for point, entry in study_points(config, study).items()
-        }
+        study: student_sizes(config, study)
         for study in EXPLORATION["figures"][wildcards.figure]["studies"]
     }
 

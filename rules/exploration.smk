@@ -95,7 +95,7 @@ rule figure_student_sizes:
         runtime=10,
     params:
         runs=lambda w: run_records(exploration_runs(w)),
-        values=study_values,
+        sizes=study_sizes,
         title=figure_title,
         code=code_of("figure_student_sizes.py"),
     script:

@@ -6,6 +6,6 @@ from kdflow.reporting.figures import size_heatmaps
 
 with rule_job(snakemake):
     params = snakemake.params
-    cells = size_cells(load_runs(params.runs, snakemake.input.curves, snakemake.input.metrics), params.values)
+    cells = size_cells(load_runs(params.runs, snakemake.input.curves, snakemake.input.metrics), params.sizes)
     size_heatmaps(cells, snakemake.output.figure, params.title)
     cells.to_csv(snakemake.output.data, index=False, float_format="%.6g")

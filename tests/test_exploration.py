@@ -24,7 +24,7 @@ from kdflow.reporting.exploration import (
     warmup_stretch,
 )
 from kdflow.workflow.config import check_references, student_jobs, student_settings
-from kdflow.workflow.exploration import study_points, with_exploration
+from kdflow.workflow.exploration import student_sizes, study_points, with_exploration
 
 GOOGLE_NEWS = "resources/GoogleNews-vectors-negative300.bin.gz"
 
@@ -150,6 +150,13 @@ def test_student_sizes_are_tables_b1_and_b2_with_the_hand_set_learning_rates(con
     exploding = settings(config, "explosion_bert_s", "w2_d2")
     assert (exploding["student"]["hidden_size"], exploding["student"]["num_hidden_layers"]) == (408, 10)
     assert (exploding["hyperparameters"]["learning_rate"], exploding["hyperparameters"]["warmup_ratio"]) == (5e-4, 0.25)
+    # What Figs. B.10-B.12's data lists beside each size: its factors, dimensions, learning rate and batch.
+    assert student_sizes(config, "size_bert_s_cola")["w3_d2"] == {
+        "width": "3", "depth": "2", "hidden_size": 612, "intermediate_size": 2250, "num_attention_heads": 9,
+        "num_hidden_layers": 10, "learning_rate": 5e-5, "batch_size": 128, "gradient_accumulation_steps": 4}
+    assert student_sizes(config, "size_lstm_s_sst2")["w1-64_d1"] == {
+        "width": "1/64", "depth": "1", "lstm_size": 5, "fc_size": 6, "layers": 1, "learning_rate": 5e-4,
+        "batch_size": 32, "gradient_accumulation_steps": 1}
     sara = settings(config, "size_lstm_s_sara", "w1-8_d1", task="sara")["student"]
     assert sara["embeddings"] == {"source": "teacher", "mode": "multichannel"}  # Sara's LSTM_S reads wordpieces
 

@@ -271,7 +271,7 @@ def check_demo_exploration(workdir, config):
     assert (best >= smoothed.groupby("point").smoothed.max()).all()  # the × is a single evaluation, not smoothed
     sizes = pd.read_csv(results / "figures/thesis_B.11.csv", dtype={"width": str, "depth": str}).set_index("width")
     assert list(sizes.index) == ["1/2", "1"] and sizes.best_dev.notna().all()
-    assert 0 < sizes.parameters["1/2"] < sizes.parameters["1"]  # d_h 16 vs 32: non-embedding parameters
+    assert list(sizes.hidden_size) == [16, 32] and 0 < sizes.parameters["1/2"] < sizes.parameters["1"]
     explosion = pd.read_csv(results / "figures/thesis_B.8.csv")
     assert (explosion.grad_norm_max > 0).all() and explosion.lr.max() > explosion.lr.iloc[0]  # 1 epoch's warm-up
     assert pd.read_csv(results / "figures/thesis_B.9.csv").learning_slows.sum() == 1

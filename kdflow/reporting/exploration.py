@@ -121,16 +121,15 @@ def knee(epochs: Sequence[float], scores: Sequence[float]) -> int:
     return int(np.nanargmax(rise))
 
 
-def size_cells(runs: pd.DataFrame, points: dict[str, dict]) -> pd.DataFrame:
+def size_cells(runs: pd.DataFrame, sizes: dict[str, dict]) -> pd.DataFrame:
     """Figs. B.10-B.12: per study, task and student size (point), the best dev score over all evaluations of all
-    repeats, the repeats, and the size in non-embedding parameters. ``points``: per study, point -> its axis values
-    (``width``, ``depth``: the factors of Tables B.1-B.2)."""
+    repeats, the repeats, the size in non-embedding parameters, and what ``sizes`` gives of each point (per study,
+    point -> ``width`` and ``depth`` factors, and any dimensions and settings to list beside them:
+    :func:`kdflow.workflow.exploration.student_sizes`)."""
     rows = []
     for (study, task, task_name, metric, label, point), group in runs.groupby(KEYS, sort=False):
-        values = points[study][point]
         rows.append({"study": study, "task": task, "task_name": task_name, "metric": metric, "student_label": label,
-                     "point": point,
-                     "width": str(values.get("width", "1")), "depth": str(values.get("depth", "1")),
+                     "point": point, "width": "1", "depth": "1", **sizes[study][point],
                      "best_dev": float(group["dev"].max()) if group["dev"].notna().any() else float("nan"),
                      "repeats": group["seed"].nunique(), "parameters": group["parameters"].iloc[0]})
     return pd.DataFrame(rows)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 
-from kdflow.workflow.config import canonical, config_id
+from kdflow.workflow.config import canonical, config_id, student_settings
 
 PREFIX = "exploration_"
 SIZE_AXES = ("width", "depth")
@@ -189,6 +189,24 @@ def study_runs(config: dict, study: str) -> list[dict]:
              "student_label": base.get("label", entry["student"]), "method": method, "point": point, "seed": seed}
             for task in entry["tasks"] for method in base["methods"] for point in study_points(config, study)
             for seed in entry["seeds"]]
+
+
+def student_sizes(config: dict, study: str) -> dict[str, dict]:
+    """Per point of a study (of a config with the exploration's experiments), its size as Tables B.1-B.2 give it:
+    the width and depth factors (1 where the study sets none), the student's dimensions and the learning rate and
+    batch (as micro-batches x accumulation) it trains with."""
+    first = study_runs(config, study)[0]
+    sizes = {}
+    for point, entry in study_points(config, study).items():
+        run = student_settings(config, first["experiment"], first["task"], first["student"], first["method"], point,
+                               first["seed"])
+        hp = run["hyperparameters"]
+        sizes[point] = {"width": str(entry["values"].get("width", "1")), "depth": str(entry["values"].get("depth", "1")),
+                        **{option: value for option, value in run["student"].items()
+                           if option not in ("type", "tokens", "embeddings")},
+                        "learning_rate": hp["learning_rate"], "batch_size": hp["batch_size"],
+                        "gradient_accumulation_steps": hp.get("gradient_accumulation_steps", 1)}
+    return sizes
 
 
 def table_runs(config: dict) -> list[dict]:
