@@ -251,7 +251,7 @@ def check_demo_evidence(workdir, config):
     snakemake(*DEMO, "--report", "report.html", cwd=workdir)
     report = (workdir / "report.html").read_text()
     for category in ["Paper tables", "Universal-KD (Wu et al. 2021)", "Teachers", "Experiments", "Figure 3",
-                     "Hyperparameter exploration (§5.1, App. B.1-B.2.1)", "Student size (App. B.2.2)"]:
+                     "Hyperparameter exploration (", "Student size (App. B.2.2)"]:  # the report escapes "§"
         assert category in report, category
 
 
@@ -268,7 +268,8 @@ def check_demo_exploration(workdir, config):
     smoothed = lr[lr.kind == "smoothed"]
     assert (smoothed.groupby("point").epoch.max() == 3).all()  # 3 epochs, dev every 3 steps and at epoch ends
     best = lr[lr.kind == "best"].set_index("point").best
-    assert (best >= smoothed.groupby("point").smoothed.max()).all()  # the × is a single evaluation, not smoothed
+    peaks = smoothed.groupby("point").smoothed.max().reindex(best.index)
+    assert (best >= peaks - 1e-6).all()  # the × is a single evaluation: no average of them is above it
     sizes = pd.read_csv(results / "figures/thesis_B.11.csv", dtype={"width": str, "depth": str}).set_index("width")
     assert list(sizes.index) == ["1/2", "1"] and sizes.best_dev.notna().all()
     assert list(sizes.hidden_size) == [16, 32] and 0 < sizes.parameters["1/2"] < sizes.parameters["1"]
