@@ -24,6 +24,7 @@ include: "rules/probing.smk"
 include: "rules/analysis.smk"
 include: "rules/papers.smk"
 include: "rules/figures.smk"
+include: "rules/exploration.smk"
 
 
 rule all:

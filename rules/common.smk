@@ -1,5 +1,6 @@
 # Config validation, wildcard constraints and the helpers that turn the config into job settings.
 import os
+import re
 import sys
 
 from snakemake.utils import validate
@@ -33,6 +34,17 @@ from kdflow.workflow.config import (
     transfer_of,
     unlabelled_files,
 )
+from kdflow.workflow.exploration import (
+    exploration_experiments,
+    figure_kind,
+    figure_runs,
+    figures_of_kind,
+    student_sizes,
+    study_points,
+    table_runs,
+    table_studies,
+    with_exploration,
+)
 from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.reporting.paper_tables import (
     SELECTION,
@@ -59,6 +71,10 @@ def code_of(script):
 
 
 validate(config, schema="../schemas/config.schema.yaml")
+# The thesis's exploration studies (Chapter 5, Appendix B) become experiments of their own: their runs are student
+# jobs like any other; their figures and Table 5.1 read them (rules/exploration.smk), not a selection.
+EXPLORATION_EXPERIMENTS = set(exploration_experiments(config))
+config.update(with_exploration(config))
 check_references(config)
 
 
@@ -519,6 +535,73 @@ def attention_figure_meta(key):
     return of
 
 
+# The thesis's exploration (Chapter 5, Appendix B): what its figures and Table 5.1 read.
+
+EXPLORATION = config.get("exploration", {})
+
+
+def exploration_runs(wildcards):
+    """The runs a figure draws: every run of its studies, or (Figs. B.8-B.9) its first study's first run."""
+    runs = figure_runs(config, wildcards.figure)
+    one = figure_kind(config, wildcards.figure) in ("explosion", "learning_rate")
+    return runs[:1] if one else runs
+
+
+def run_files(runs):
+    """The learning curves and metrics of ``runs`` (exploration run records), in order."""
+    return {
+        name: [
+            student_file(
+                f"{name}.{extension}",
+                experiment=run["experiment"],
+                task=run["task"],
+                student=run["student"],
+                method=run["method"],
+                config=run["point"],
+                seed=run["seed"],
+            )
+            for run in runs
+        ]
+        for name, extension in (("curves", "parquet"), ("metrics", "json"))
+    }
+
+
+def run_records(runs):
+    keys = ("study", "task", "student_label", "point", "seed")
+    return [{key: run[key] for key in keys} for run in runs]
+
+
+def figure_title(wildcards):
+    title = EXPLORATION["figures"][wildcards.figure].get("title")
+    return f"Sučík (2020) Fig. {wildcards.figure}" + (f": {title}" if title else "")
+
+
+def study_labels(wildcards):
+    """Per study of the figure, point -> its value labels, in the study's order."""
+    return {
+        study: {
+            point: entry["labels"]
+            for point, entry in study_points(config, study).items()
+        }
+        for study in EXPLORATION["figures"][wildcards.figure]["studies"]
+    }
+
+
+def study_sizes(wildcards):
+    """Per study of the figure, point -> its size (Tables B.1-B.2: factors, student dimensions, learning rate)."""
+    return {
+        study: student_sizes(config, study)
+        for study in EXPLORATION["figures"][wildcards.figure]["studies"]
+    }
+
+
+def exploration_figure_constraint(*kinds):
+    return (
+        "|".join(re.escape(figure) for figure in figures_of_kind(config, *kinds))
+        or "no-figures"
+    )
+
+
 def all_targets():
     return [
         "results/tables/teachers.csv",
@@ -533,7 +616,20 @@ def all_targets():
         ),
         *expand(
             "results/tables/experiments/{experiment}.md",
-            experiment=config.get("experiments", {}),
+            experiment=[
+                name
+                for name in config.get("experiments", {})
+                if name not in EXPLORATION_EXPERIMENTS
+            ],
+        ),
+        *expand(
+            "results/figures/thesis_{figure}.png",
+            figure=config.get("exploration", {}).get("figures", {}),
+        ),
+        *(
+            ["results/tables/thesis_table51.md"]
+            if config.get("exploration", {}).get("table")
+            else []
         ),
         *(["results/tables/probing.csv"] if "probing" in config else []),
         *expand("results/analysis/{task}.json", task=config.get("analysis", {})),
@@ -575,6 +671,7 @@ def all_targets():
                 name
                 for name, spec in config.get("experiments", {}).items()
                 if any(task in GLUE_TASKS for task in spec["tasks"])
+                and name not in EXPLORATION_EXPERIMENTS
             ],
         ),
     ]

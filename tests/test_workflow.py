@@ -113,13 +113,14 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
     assistants = 8 * 18  # TAKD's RoBERTa-base assistant, one per grid point
     ukd5 = 8 * 2 * 4 * (20 + 2 * 60)  # bilstm, gated_cnn x 4 dropouts: no_kd (20) + kd, universal_kd_ca (60)
     thesis = 2 * 3 * 3 + 2 * 3  # two students on CoLA, SST-2, Sara, three seeds; both from scratch, one seed
+    exploration = 267  # thesis Chapter 5 / Appendix B without the word2vec vectors: 19 studies (test_exploration.py)
     augmented = 3  # the thesis's students learn from BERT-large's augmented sets of CoLA, SST-2 and Sara
     assert planned_jobs() == Counter(
         prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, teacher_table=1, all=1,
         compute_teacher_signals=16 + augmented,  # BERT-base and RoBERTa-large on train, BERT-large on augmented
         finetune_generator=augmented, sample_transfer_shard=augmented * config["generation"]["sampling"]["shards"],
         build_transfer_set=augmented, transfer_statistics=augmented,
-        distill_student=ukd2 + alp1 + alp2 + alp3 + ukd4 + assistants + ukd5 + thesis,
+        distill_student=ukd2 + alp1 + alp2 + alp3 + ukd4 + assistants + ukd5 + thesis + exploration,
         compute_assistant_signals=assistants,
         select_students=len(config["experiments"]),
         glue_submission=len(config["experiments"]),  # every experiment has a GLUE task
@@ -133,6 +134,8 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         attention_maps=2, layer_outputs=1,  # Universal-KD Fig. 3 and ALP-KD Fig. 3; ALP-KD Fig. 4
         classify_sentences=1,  # thesis Tables 6.3/C.1: the CoLA teacher and students
         figure_teacher_curves=3, runtime_table=1,  # thesis Fig. 4.2 per teacher, Table 4.5
+        # thesis Table 5.1 and Figs. B.1-B.7 (curves), B.8-B.9 (the exploding BERT_S), B.10-B.12 (student sizes)
+        exploration_table=1, figure_exploration_curves=7, figure_gradient_explosion=2, figure_student_sizes=3,
     )
 
 
@@ -277,12 +280,14 @@ def check_demo_evidence(workdir, config):
     attention = json.loads((workdir / "results/figures/attention_universal_kd_figure3.json").read_text())
     assert [record["method"] for record in attention] == ["universal_kd_il", "alp"]
     assert {record["student_layer"] for record in attention} == {2}  # the penultimate of 3 layers
+    check_demo_exploration(workdir, config)
     snakemake(*DEMO, "--report", "report.html", cwd=workdir)
     report = (workdir / "report.html").read_text()
     for category in ["Paper tables", "Universal-KD (Wu et al. 2021)", "ALP-KD (Passban et al. 2021)", "Teachers",
                      "Experiments", "Figure 3", "Figure 4", "sentence_probes_cola.html", "sentence_probes_sst2.html",
                      "average_confidence_sst2.png",
-                     "Teacher fine-tuning (Fig. 4.2)", "thesis_table45 (runtimes)"]:
+                     "Teacher fine-tuning (Fig. 4.2)", "thesis_table45 (runtimes)",
+                     "Hyperparameter exploration (", "Student size (App. B.2.2)"]:  # the report escapes "§"
         assert category in report, category
 
 
@@ -348,6 +353,36 @@ def check_thesis_teacher_curves_and_runtimes(workdir, config):
     reference = pd.read_csv(REPO / "reference/thesis_runtimes.csv")
     assert runtimes.thesis_hours.notna().sum() == len(reference)
     assert "1x GTX TITAN X or RTX 2080 Ti" in (workdir / "results/tables/runtimes.md").read_text()
+
+
+def check_demo_exploration(workdir, config):
+    """Thesis Chapter 5 / Appendix B, reduced (demo/config.yaml's `exploration`): every figure with the data behind
+    it, covering each study's points, and Table 5.1 with kdflow's best beside the thesis's choice."""
+    exploration = config["exploration"]
+    results = workdir / "results"
+    for figure in exploration["figures"]:
+        assert (results / f"figures/thesis_{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
+    lr, embeddings = (pd.read_csv(results / f"figures/thesis_{figure}.csv") for figure in ("B.1", "B.6"))
+    assert set(lr.point) == {"lr0.001", "adadelta"} and set(lr[lr.kind == "best"].point) == {"lr0.001", "adadelta"}
+    assert set(embeddings.point) == {"word2vec_multichannel", "wordpiece_non_static"}
+    smoothed = lr[lr.kind == "smoothed"]
+    assert (smoothed.groupby("point").epoch.max() == 3).all()  # 3 epochs, dev every 3 steps and at epoch ends
+    best = lr[lr.kind == "best"].set_index("point").best
+    peaks = smoothed.groupby("point").smoothed.max().reindex(best.index)
+    assert (best >= peaks - 1e-6).all()  # the × is a single evaluation: no average of them is above it
+    sizes = pd.read_csv(results / "figures/thesis_B.11.csv", dtype={"width": str, "depth": str}).set_index("width")
+    assert list(sizes.index) == ["1/2", "1"] and sizes.best_dev.notna().all()
+    assert list(sizes.hidden_size) == [16, 32] and 0 < sizes.parameters["1/2"] < sizes.parameters["1"]
+    explosion = pd.read_csv(results / "figures/thesis_B.8.csv")
+    assert (explosion.grad_norm_max > 0).all() and explosion.lr.max() > explosion.lr.iloc[0]  # 1 epoch's warm-up
+    assert pd.read_csv(results / "figures/thesis_B.9.csv").learning_slows.sum() == 1
+    table = pd.read_csv(results / "tables/thesis_table51.csv").set_index(["student", "parameter", "task"])
+    assert table.loc[("lstm_s", "learning rate", "sst2"), "kdflow_best"] in ("η=1e-3", "adadelta")
+    chosen = table.loc[("lstm_s", "embeddings", "sst2")]
+    assert chosen.thesis_chosen == "word2vec, multichannel" and chosen.kdflow_best in (
+        "word2vec, multichannel", "wordpiece, non-static")
+    assert table.loc[("bert_s", "batch size", "cola")].isna().kdflow_best  # the demo explores no CoLA row
+    assert "Differences from the paper's protocol" in (results / "tables/thesis_table51.md").read_text()
 
 
 @pytest.mark.slow

@@ -10,7 +10,8 @@ because they depend on the vocabulary and vector width rather than on the model.
   projected rows can be precomputed), and the thesis counts it so: BERT_S has 2.42M parameters with 600-wide
   word2vec and 2.43M with 1024-wide wordpieces (Table 5.2), which only holds without the projection.
 
-Everything else counts, including the LayerNorm after BERT's embeddings. This reproduces the students' stated
+Everything else counts, including the LayerNorm after BERT's embeddings
+(:func:`kdflow.students.embeddings.non_embedding_parameters`, which every student job records in its metrics). This reproduces the students' stated
 sizes (LSTM_S 2,406,002, BERT_S 2,417,888 for 2 classes) and gives a 2-class BERT-large 303,363,074: the "340M"
 in Table 5.2 is BERT-large's total (embeddings included; 335M exactly), not its non-embedding size.
 
@@ -27,16 +28,9 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from kdflow.students.embeddings import TokenEmbedding
+from kdflow.students.embeddings import non_embedding_parameters
 
 Batch = dict[str, torch.Tensor]
-EMBEDDINGS = (nn.Embedding, TokenEmbedding)
-
-
-def non_embedding_parameters(module: nn.Module) -> int:
-    """Parameters outside token, position and token-type embeddings (see the module docstring)."""
-    embedding = {id(p) for m in module.modules() if isinstance(m, EMBEDDINGS) for p in m.parameters()}
-    return sum(p.numel() for p in module.parameters() if id(p) not in embedding)
 
 
 def time_inference(

@@ -30,6 +30,7 @@ from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.runtime import seed_everything
 from kdflow.distillation.methods.registry import Shapes, build_method, method_class
+from kdflow.students.embeddings import non_embedding_parameters
 from kdflow.students.loading import saved_words
 from kdflow.students.registry import StudentContext, build_student
 from kdflow.students.tokens import reads_words, student_tokenizer, transfer_words
@@ -159,6 +160,7 @@ def distill(
         "diverged": diverged,
         "scores": scores,
         "parameters_millions": sum(p.numel() for p in student.parameters()) / 1e6,
+        "non_embedding_parameters": non_embedding_parameters(student),  # the thesis's size (Tables 5.2, B.1-B.2)
         "history": history,
         "hyperparameters": vars(hp),
         "seconds": time.perf_counter() - started,

@@ -8,7 +8,9 @@
 * :func:`probing_figure`: thesis Figs. 6.1 and 6.2, every probed model;
 * :func:`thesis_probing_figure`: thesis Figs. 6.1, 6.2, 6.3 and C.1 as the thesis drew them, its values beside kdflow's;
 * :func:`confidence_heatmap` and :func:`mistake_overlap_heatmap`: thesis Figs. 6.5 and C.2;
-* :func:`average_confidence_figure`: thesis Fig. 6.6.
+* :func:`average_confidence_figure`: thesis Fig. 6.6;
+* :func:`exploration_curves_figure`, :func:`explosion_figure`, :func:`learning_rate_figure` and
+  :func:`size_heatmaps`: thesis Figs. B.1-B.7, B.8, B.9 and B.10-B.12 (data: :mod:`kdflow.reporting.exploration`).
 
 Figures are built on :class:`matplotlib.figure.Figure` with an Agg canvas of their own, never through pyplot, so
 importing this module changes no global matplotlib state. Colours are colour-blind safe: the Okabe-Ito palette
@@ -17,8 +19,10 @@ for lines, viridis/cividis for magnitudes and ColorBrewer's RdBu for signed corr
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 
 import matplotlib
@@ -439,4 +443,167 @@ def average_confidence_figure(table: pd.DataFrame, path, task: str | None = None
     axes.set_axisbelow(True)
     legend_below(figure, handles)
     figure.suptitle(f"{task + ': ' if task else ''}average confidence (dev; error bars: std)", fontsize="medium")
+# --- thesis Figs. B.1-B.12 (Appendix B) -------------------------------------------------------------------------
+
+
+def metric_label(metric: str) -> str:
+    return f"dev {({'mcc': 'MCC', 'f1_micro': 'micro-F1'}).get(metric, metric)} (×100)"
+
+
+def point_styles(labels: Mapping[str, Sequence[str]]) -> dict[str, dict]:
+    """Line style of every point of a panel (point -> its value label per axis, in axis order): the colour follows
+    the first axis's value, the dash pattern the second's; extra points (one label) take the next colours."""
+    first = list(dict.fromkeys(point[0] for point in labels.values()))
+    second = list(dict.fromkeys(point[1] for point in labels.values() if len(point) > 1))
+    styles = {}
+    for name, point in labels.items():
+        dashes = ("-", "--", ":", "-.")[second.index(point[1]) % 4] if len(point) > 1 else "-"
+        styles[name] = {"color": OKABE_ITO[first.index(point[0]) % len(OKABE_ITO)], "linestyle": dashes,
+                        "label": ", ".join(point)}
+    return styles
+
+
+def exploration_curves_figure(lines: pd.DataFrame, best: pd.DataFrame, labels: Mapping[str, Mapping[str, Sequence]],
+                              path, title: str, unsmoothed: pd.DataFrame | None = None) -> Path:
+    """Thesis Figs. B.1-B.7: one panel per study and task, one line per explored value, the mean dev score over
+    repeats smoothed over 2 epochs, and × at the best single evaluation of each value. ``lines`` and ``best``:
+    :func:`kdflow.reporting.exploration.curve_lines`; ``labels``: per study, point -> its value labels.
+    ``unsmoothed``: evaluations of one value's runs drawn raw in a panel above (Fig. B.1's upper plot)."""
+    panels = list(dict.fromkeys(zip(lines["study"], lines["task"], lines["task_name"], lines["metric"],
+                                    lines["student_label"])))
+    mosaic = [[f"panel{i}" for i in range(len(panels))]]
+    if unsmoothed is not None and len(unsmoothed):
+        mosaic.insert(0, ["raw"] + ["."] * (len(panels) - 1))
+    figure = new_figure(6.2 * len(panels), 4.8 + 2.6 * (len(mosaic) - 1))
+    axes = figure.subplot_mosaic(mosaic, height_ratios=[1] * (len(mosaic) - 1) + [1.8])
+    for number, (study, task, task_name, metric, student) in enumerate(panels):
+        panel = axes[f"panel{number}"]
+        styles = point_styles(labels[study])
+        here = lines[(lines.study == study) & (lines.task == task)]
+        for point, style in styles.items():
+            curve = here[here.point == point]
+            if curve.empty:
+                continue
+            panel.plot(curve["epoch"], curve["smoothed"], linewidth=1.4, **style)
+            mark = best[(best.study == study) & (best.task == task) & (best.point == point)]
+            panel.plot(mark["epoch"], mark["dev"], marker="x", markersize=9, markeredgewidth=2, linestyle="none",
+                       color=style["color"])
+        panel.plot([], [], marker="x", linestyle="none", color="#555555", label="best single evaluation")
+        panel.set(title=f"{student} · {task_name}", xlabel="epoch", ylabel=metric_label(metric))
+        panel.grid(alpha=0.3)
+        panel.legend(fontsize="x-small", ncols=2 if len(styles) > 6 else 1, loc="lower right")
+    if "raw" in axes:
+        raw = axes["raw"]
+        for number, (seed, run) in enumerate(unsmoothed.groupby("seed", sort=True)):
+            raw.plot(run["epoch"], run["dev"], linewidth=0.6, color=OKABE_ITO[number % len(OKABE_ITO)],
+                     label=f"seed {seed}")
+        first = unsmoothed.iloc[0]
+        point = ", ".join(labels[first["study"]][first["point"]])
+        raw.set(title=f"{first['student_label']} · {first['task_name']}, {point}: every evaluation, unsmoothed",
+                xlabel="epoch", ylabel=metric_label(first["metric"]))
+        raw.grid(alpha=0.3)
+        raw.legend(fontsize="x-small")
+    figure.suptitle(title)
+    return save(figure, path)
+
+
+def explosion_figure(curve: pd.DataFrame, path, title: str) -> Path:
+    """Thesis Fig. B.8: one run's dev score smoothed over 0.1 epoch (raw evaluations faint), the mean and max
+    gradient norms of the steps between evaluations (log scale) and the learning rate, against epochs; the dotted
+    line marks the evaluation with the largest gradient norm. ``curve``:
+    :func:`kdflow.reporting.exploration.explosion_curve`."""
+    figure = new_figure(8, 8)
+    score, norms, rate = figure.subplots(3, 1, sharex=True, height_ratios=[2, 1.4, 1])
+    score.plot(curve["epoch"], curve["dev"], color="#999999", linewidth=0.5, label="every evaluation")
+    score.plot(curve["epoch"], curve["smoothed"], color=OKABE_ITO[0], label="0.1-epoch sliding average")
+    score.set(ylabel=metric_label(curve["metric"].iloc[0]))
+    norms.plot(curve["epoch"], curve["grad_norm_max"], color=OKABE_ITO[1], label="max over steps")
+    norms.plot(curve["epoch"], curve["grad_norm_mean"], color=OKABE_ITO[2], label="mean over steps")
+    norms.set(yscale="log", ylabel="gradient norm")
+    rate.plot(curve["epoch"], curve["lr"], color=OKABE_ITO[3])
+    rate.set(ylabel="learning rate η", xlabel="epoch")
+    if curve["grad_norm_max"].notna().any():
+        largest = curve.loc[curve["grad_norm_max"].idxmax(), "epoch"]
+        for axes in (score, norms, rate):
+            axes.axvline(largest, color="#000000", linestyle=":", linewidth=1)
+        norms.plot([], [], color="#000000", linestyle=":", label=f"largest gradient norm (epoch {largest:.2f})")
+    for axes in (score, norms, rate):
+        axes.grid(alpha=0.3)
+    score.legend(fontsize="small")
+    norms.legend(fontsize="small")
+    figure.suptitle(title)
+    return save(figure, path)
+
+
+def learning_rate_figure(curve: pd.DataFrame, knee_index: int, path, title: str) -> Path:
+    """Thesis Fig. B.9: the smoothed dev score (0.1 epoch) and the learning rate during warm-up
+    (:func:`kdflow.reporting.exploration.warmup_stretch`); dashed lines at the evaluation beyond which learning slows
+    (``knee_index``, :func:`kdflow.reporting.exploration.knee`) and at the learning rate there."""
+    at = curve.loc[knee_index]
+    figure = new_figure(8, 4.8)
+    score = figure.subplots()
+    rate = score.twinx()
+    label = metric_label(curve["metric"].iloc[0])
+    score.plot(curve["epoch"], curve["smoothed"], color=OKABE_ITO[0], label=f"{label}, 0.1-epoch average")
+    rate.plot(curve["epoch"], curve["lr"], color=OKABE_ITO[1], label="learning rate η")
+    score.axvline(at["epoch"], color="#000000", linestyle="--", linewidth=1)
+    rate.axhline(at["lr"], color=OKABE_ITO[1], linestyle="--", linewidth=1)
+    score.set(xlabel="epoch", ylabel=label)
+    rate.set_ylabel("learning rate η")
+    handles = score.get_lines()[:1] + rate.get_lines()[:1] + [Line2D(
+        [], [], color="#000000", linestyle="--", label=f"learning slows: epoch {at['epoch']:.2f}, η = {at['lr']:.2g}")]
+    score.legend(handles=handles, fontsize="small", loc="lower right")
+    score.grid(alpha=0.3)
+    figure.suptitle(title)
+    return save(figure, path)
+
+
+def parameters_label(count) -> str:
+    if count is None or pd.isna(count):
+        return ""
+    count = float(count)
+    return f"{count / 1e6:.3g}M" if count >= 1e6 else f"{count / 1e3:.3g}k" if count >= 1e4 else f"{count:,.0f}"
+
+
+def size_heatmaps(cells: pd.DataFrame, path, title: str) -> Path:
+    """Thesis Figs. B.10-B.12: per study and task, the best dev score (x100) of every student size, width factor W
+    across and depth factor D down, with its non-embedding parameters; sizes not run are blank, diverged ones grey.
+    ``cells``: :func:`kdflow.reporting.exploration.size_cells`."""
+    panels = list(dict.fromkeys(zip(cells["study"], cells["task"], cells["task_name"], cells["metric"],
+                                    cells["student_label"])))
+    shapes = []
+    for study, task, *_ in panels:
+        here = cells[(cells.study == study) & (cells.task == task)]
+        shapes.append((sorted(set(here["width"]), key=Fraction), sorted(set(here["depth"]), key=Fraction)))
+    width = sum(1.6 + 1.05 * len(w) for w, _ in shapes)  # cells about square; wide enough for the title
+    figure = new_figure(max(width, 0.11 * len(title) + 0.5), 1.8 + 0.75 * max(len(d) for _, d in shapes))
+    grid = figure.subplots(1, len(panels), squeeze=False,
+                           width_ratios=[1.6 + 1.05 * len(widths) for widths, _ in shapes])[0]
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#dddddd")
+    for axes, (study, task, task_name, metric, student), (widths, depths) in zip(grid, panels, shapes):
+        here = cells[(cells.study == study) & (cells.task == task)].set_index(["depth", "width"])
+        values = np.full((len(depths), len(widths)), np.nan)
+        image = axes.imshow(values, cmap=cmap, aspect="auto")
+        for (row, depth), (column, width) in itertools.product(enumerate(depths), enumerate(widths)):
+            if (depth, width) in here.index:
+                values[row, column] = here.loc[(depth, width), "best_dev"]
+        image.set_data(np.ma.masked_invalid(values))
+        finite = values[np.isfinite(values)]
+        if finite.size:
+            image.set_clim(finite.min(), finite.max() if finite.max() > finite.min() else finite.min() + 1)
+        for (row, depth), (column, width) in itertools.product(enumerate(depths), enumerate(widths)):
+            if (depth, width) not in here.index:
+                continue
+            cell = here.loc[(depth, width)]
+            value = values[row, column]
+            text = "diverged" if np.isnan(value) else f"{value:.1f}"
+            red, green, blue, _ = cmap(image.norm(value)) if not np.isnan(value) else (1, 1, 1, 1)
+            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+            axes.text(column, row, f"{text}\n{parameters_label(cell['parameters'])}", ha="center", va="center",
+                      fontsize="small", color="white" if dark else "black")
+        axes.set_xticks(range(len(widths)), widths)
+        axes.set_yticks(range(len(depths)), depths)
+        axes.set(xlabel="width factor W", ylabel="depth factor D", title=f"{student} · {task_name}")
+        figure.colorbar(image, ax=axes, label=f"best {metric_label(metric)}", shrink=0.8)
+    figure.suptitle(title)
     return save(figure, path)

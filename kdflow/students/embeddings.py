@@ -81,6 +81,14 @@ class TokenEmbedding(nn.Module):
         return self.projection(torch.cat([channel(input_ids) for channel in self.channels], dim=-1))
 
 
+def non_embedding_parameters(module: nn.Module) -> int:
+    """Parameters outside token, position and token-type embeddings, the size the thesis reports (Table 5.2,
+    Tables B.1-B.2): every ``nn.Embedding`` and every :class:`TokenEmbedding` whole, its projection included, are
+    embeddings (:mod:`kdflow.analysis.inference` says why)."""
+    embedding = {id(p) for m in module.modules() if isinstance(m, (nn.Embedding, TokenEmbedding)) for p in m.parameters()}
+    return sum(p.numel() for p in module.parameters() if id(p) not in embedding)
+
+
 def token_embedding(spec: dict | None, context: StudentContext, width: int | None = None, **defaults) -> TokenEmbedding:
     """The embedding layer an ``embeddings`` option describes; ``defaults`` are the student's (source, mode, dim).
     A student's default ``dim`` is for random vectors only: a teacher's or a file's vectors have their own width."""

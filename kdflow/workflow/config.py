@@ -66,7 +66,12 @@ def method_entry(experiment: dict, entry: str) -> tuple[str, dict]:
 def grid_points(experiment: dict, entry: str) -> dict[str, dict]:
     """The grid of ``experiment`` as seen by method ``entry``: ``{config_id: {axis: value}}``. An axis is a
     training hyperparameter or a method option; options the method does not have (e.g. beta for no_kd) are
-    dropped, so that no identical job is run twice, and so are options the entry fixes itself. ``config_id`` names the point, e.g. ``bs16_beta0.2_lr2e-05`` (axes in name order)."""
+    dropped, so that no identical job is run twice, and so are options the entry fixes itself. ``config_id`` names the point, e.g. ``bs16_beta0.2_lr2e-05`` (axes in name order).
+
+    An experiment with ``points`` instead of a ``grid`` names its points itself: ``{name: {setting: value}}``, each
+    taken as it is (the thesis's one-at-a-time exploration, :mod:`kdflow.workflow.exploration`)."""
+    if "points" in experiment:
+        return experiment["points"]
     key = json.dumps([experiment.get("grid"), experiment["methods"].get(entry), entry], sort_keys=True)
     if key not in _GRIDS:  # planning asks once per job: tens of thousands of times in the full config
         _GRIDS[key] = _grid_points(experiment, entry)
@@ -379,7 +384,6 @@ def _figure_student_problems(config: dict, kinds: dict, where: str, task: str, n
 def _student_problems(config: dict, catalog: dict) -> list[str]:
     """Every student spec names a registered student type and only options it has (embeddings included)."""
     problems = []
-    embeddings = catalog["embeddings"]
     for name, spec in config.get("students", {}).items():
         kind = spec.get("type")
         if kind not in catalog["students"]:
@@ -390,14 +394,20 @@ def _student_problems(config: dict, catalog: dict) -> list[str]:
         if unknown:
             problems.append(f"students.{name}: {kind} has no option(s) {unknown}; known: {', '.join(sorted(known))}")
         if isinstance(spec.get("embeddings"), dict) and "embeddings" in known:
-            where, given = f"students.{name}.embeddings", spec["embeddings"]
-            unknown = sorted(set(given) - set(embeddings["defaults"]))
-            if unknown:
-                problems.append(f"{where}: unknown option(s) {unknown}; known: {', '.join(sorted(embeddings['defaults']))}")
-            for option, allowed in (("source", embeddings["sources"]), ("mode", embeddings["modes"]),
-                                    ("init", embeddings["inits"])):
-                if option in given and given[option] not in allowed:
-                    problems.append(f"{where}.{option}: {given[option]!r} is not one of {', '.join(allowed)}")
+            problems += _embedding_problems(f"students.{name}.embeddings", spec["embeddings"], catalog)
+    return problems
+
+
+def _embedding_problems(where: str, given: dict, catalog: dict) -> list[str]:
+    """A student's ``embeddings`` option names only known options, sources and modes."""
+    embeddings, problems = catalog["embeddings"], []
+    unknown = sorted(set(given) - set(embeddings["defaults"]))
+    if unknown:
+        problems.append(f"{where}: unknown option(s) {unknown}; known: {', '.join(sorted(embeddings['defaults']))}")
+    for option, allowed in (("source", embeddings["sources"]), ("mode", embeddings["modes"]),
+                            ("init", embeddings["inits"])):
+        if option in given and given[option] not in allowed:
+            problems.append(f"{where}.{option}: {given[option]!r} is not one of {', '.join(allowed)}")
     return problems
 
 
@@ -431,17 +441,24 @@ def _experiment_option_problems(name: str, spec: dict, config: dict, catalog: di
         if methods[method]["learns_from_assistant"] and assistant_method not in methods:
             problems.append(f"experiments.{name}.methods.{entry}.assistant_method: unknown method {assistant_method!r}")
     searched = set(HYPERPARAMETERS).union(*(methods[method_entry(spec, e)[0]]["defaults"] for e in spec["methods"]))
-    grid = spec.get("grid") or {}
-    unused = [axis for axis in grid if axis not in searched and not is_student_axis(axis)]
-    if unused:
-        problems.append(f"experiments.{name}.grid: {unused} are neither hyperparameters nor options of its methods")
-    for axis in filter(is_student_axis, grid):
-        option = axis.removeprefix("student.")
-        lacking = [student for student in spec["students"] if student in config.get("students", {})
-                   and option not in catalog["students"].get(config["students"][student].get("type"), {})
-                   .get("defaults", {option: None})]
-        if lacking:
-            problems.append(f"experiments.{name}.grid.{axis}: students {lacking} have no option {option!r}")
+    where = f"experiments.{name}.grid"
+    axes = {where: list(spec.get("grid") or {})}
+    for point, settings in (spec.get("points") or {}).items():
+        axes[f"experiments.{name}.points.{point}"] = list(settings)
+        if isinstance(settings.get("student.embeddings"), dict):
+            problems += _embedding_problems(f"experiments.{name}.points.{point}.student.embeddings",
+                                            settings["student.embeddings"], catalog)
+    for where, names in axes.items():
+        unused = [axis for axis in names if axis not in searched and not is_student_axis(axis)]
+        if unused:
+            problems.append(f"{where}: {unused} are neither hyperparameters nor options of its methods")
+        for axis in filter(is_student_axis, names):
+            option = axis.removeprefix("student.")
+            lacking = [student for student in spec["students"] if student in config.get("students", {})
+                       and option not in catalog["students"].get(config["students"][student].get("type"), {})
+                       .get("defaults", {option: None})]
+            if lacking:
+                problems.append(f"{where}.{axis}: students {lacking} have no option {option!r}")
     return problems
 
 

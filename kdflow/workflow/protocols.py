@@ -41,7 +41,9 @@ HYPERPARAMETER_DEFAULTS = {f.name: f.default for f in fields(Hyperparameters) if
 # bug of the original code not reproduced, a leak of evaluation data kdflow refuses, compute kdflow saves, or a
 # deliberate choice (said why), or something kdflow does not implement yet.
 KINDS = ("unavailable", "paper silent", "original bug", "leak", "cost", "choice", "not implemented")
-OTHER_RESULTS = {"probing", "prediction_analysis"}  # the thesis's results that are figures, not paper tables
+# The thesis's results that are not paper tables: its probing and prediction analysis (Chapter 6), its hyperparameter
+# exploration (Table 5.1, Figs. B.1-B.7) and student sizes (Figs. B.8-B.12), config.yaml's `exploration`.
+OTHER_RESULTS = {"probing", "prediction_analysis", "hyperparameter_exploration", "student_sizes"}
 ENTRY_KEYS = {"tables", "setting", "kind", "what", "why", "effect"}
 
 

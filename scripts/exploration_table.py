@@ -1,0 +1,15 @@
+"""Rule exploration_table: thesis Table 5.1, the values explored beside the thesis's choice and kdflow's best."""
+
+import pandas as pd
+
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.exploration import load_runs, table51, table51_document
+from kdflow.reporting.paper_tables import deviations_of
+
+with rule_job(snakemake):
+    params = snakemake.params
+    runs = load_runs(params.runs, snakemake.input.curves, snakemake.input.metrics)
+    table = table51(pd.read_csv(snakemake.input.reference), params.studies, runs)
+    table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")
+    deviations = deviations_of(snakemake.input.get("deviations"), "hyperparameter_exploration")
+    table51_document(table, deviations).write(snakemake.output.markdown, snakemake.output.html)
