@@ -443,6 +443,9 @@ def average_confidence_figure(table: pd.DataFrame, path, task: str | None = None
     axes.set_axisbelow(True)
     legend_below(figure, handles)
     figure.suptitle(f"{task + ': ' if task else ''}average confidence (dev; error bars: std)", fontsize="medium")
+    return save(figure, path)
+
+
 # --- thesis Figs. B.1-B.12 (Appendix B) -------------------------------------------------------------------------
 
 
