@@ -6,7 +6,8 @@ The weights are not stored during training, so they are recomputed by the run's 
 student and the method's trainable parts are reloaded from ``model.safetensors``, and the teacher side is
 computed for the chosen examples by :func:`kdflow.transfer.labelling.compute_signals`, the function that labelled the
 transfer set (the cache holds the transfer set only, never dev), so it matches what the student trained
-against, float16 layers included.
+against, float16 layers included; teacher and student run in the job's precision, as the signals and the
+students did.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from transformers import AutoTokenizer
 
 from kdflow.core.data import TaskData
 from kdflow.core.errors import UserError
+from kdflow.core.precision import FP32, Precision
 from kdflow.distillation.distill import layer_widths
 from kdflow.distillation.methods.hidden_methods import ALP
 from kdflow.distillation.methods.output_methods import (
@@ -93,7 +95,7 @@ def example_text(row) -> str:
 @torch.no_grad()
 def attention_weights(
     run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path, n_examples: int = 10,
-    student_layer: int | None = None, split: str = "dev", seed: int = 0, device="cpu",
+    student_layer: int | None = None, split: str = "dev", seed: int = 0, device="cpu", precision: Precision = FP32,
 ) -> dict:
     """Attention of one student layer (1-based; default: the topmost that attends, i.e. the penultimate layer
     for Universal-KD(IL) and ALP as in Universal-KD Fig. 3) over the teacher's layers, for ``n_examples``
@@ -115,7 +117,8 @@ def attention_weights(
     teacher_length = json.loads((teacher_dir / "metrics.json").read_text())["hyperparameters"]["max_seq_length"]
     with tempfile.TemporaryDirectory() as scratch:
         signals = Path(scratch) / "signals.safetensors"
-        compute_signals(examples, split, teacher_dir, heads_path, True, teacher_length, len(examples), device, signals)
+        compute_signals(examples, split, teacher_dir, heads_path, True, teacher_length, len(examples), device, signals,
+                        precision=precision)
         cache = SignalCache(signals, device, examples["idx"].to_numpy())
     teacher = cache[torch.arange(len(examples), device=device)]
 
@@ -127,7 +130,9 @@ def attention_weights(
     widths = layer_widths(student, batch)
     shapes = Shapes(widths, cache.teacher_layers, cache.teacher_width, task.num_labels, regression)
     method = load_method(run_dir, report, shapes).to(device)
-    weights, layers = layer_attention_weights(method, student(batch), teacher)
+    with precision.autocast():
+        weights, layers = layer_attention_weights(method, student(batch), teacher)
+    weights = weights.float()
 
     chosen = layers[-1] if student_layer is None else student_layer
     if chosen not in layers:
