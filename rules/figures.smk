@@ -127,6 +127,7 @@ rule attention_maps:
         examples=10,
         seed=0,
         device=config["device"],
+        precision=config["precision"],
         code=code_of("attention_maps.py"),
     script:
         "../scripts/attention_maps.py"

@@ -19,6 +19,7 @@ rule finetune_teacher:
     params:
         settings=teacher_params,
         device=config["device"],
+        precision=config["precision"],
         code=code_of("finetune_teacher.py"),
     script:
         "../scripts/finetune_teacher.py"
@@ -46,6 +47,7 @@ rule train_pseudo_heads:
     params:
         settings=heads_params,
         device=config["device"],
+        precision=config["precision"],
         code=code_of("train_pseudo_heads.py"),
     script:
         "../scripts/train_pseudo_heads.py"
