@@ -192,10 +192,9 @@ class ProbeGrid(torch.nn.Module):
             group.add_l2_gradients()
 
     @torch.no_grad()
-    def accuracies(self, x: torch.Tensor, y: torch.Tensor, precision: Precision) -> np.ndarray:
-        with precision.autocast():
-            correct = sum((self(x[i:i + EVAL_CHUNK]).argmax(-1) == y[i:i + EVAL_CHUNK]).sum(1)
-                          for i in range(0, len(x), EVAL_CHUNK))
+    def accuracies(self, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+        correct = sum((self(x[i:i + EVAL_CHUNK]).argmax(-1) == y[i:i + EVAL_CHUNK]).sum(1)
+                      for i in range(0, len(x), EVAL_CHUNK))
         return (correct.double() / len(x)).cpu().numpy()
 
     def parameter_masks(self, configs: np.ndarray) -> list[torch.Tensor]:
@@ -291,14 +290,17 @@ def probe(train_X: np.ndarray, train_y: np.ndarray, dev_X: np.ndarray, dev_y: np
                 scaler.update()
                 step += 1
         epoch += settings.epochs_per_check
-        improved = stopping.record(epoch, model.accuracies(x_dev, y_dev, precision))
+        with precision.autocast():
+            dev_accuracy = model.accuracies(x_dev, y_dev)
+        improved = stopping.record(epoch, dev_accuracy)
         for parameter, best, mask in zip(model.parameters(), best_parameters, model.parameter_masks(improved)):
             best[mask] = parameter.detach()[mask]
 
     with torch.no_grad():
         for parameter, best in zip(model.parameters(), best_parameters):
             parameter.copy_(best)
-    test_accuracy = model.accuracies(x_test, y_test, precision)
+    with precision.autocast():
+        test_accuracy = model.accuracies(x_test, y_test)
     configs = [{"hidden_size": hidden, "dropout": dropout, "l2": l2, "dev_accuracy": float(stopping.best_dev[k]),
                 "test_accuracy": float(test_accuracy[k]), "best_epoch": int(stopping.best_epoch[k]),
                 "epochs_trained": int(stopping.epochs_trained[k])} for k, (hidden, dropout, l2) in enumerate(grid)]
