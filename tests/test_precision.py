@@ -53,6 +53,26 @@ def test_forward_passes_compute_in_the_precision_and_the_weights_stay_float32(pr
     assert out.dtype == dtype and linear.weight.dtype == torch.float32
 
 
+@pytest.fixture
+def tf32_flags():
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+@pytest.mark.filterwarnings("ignore:CUDA is not available")  # no GPU here: autocast is disabled
+def test_on_cuda_a_mixed_precision_runs_float32_matmuls_in_tf32_and_fp32_strictly(tf32_flags):
+    """The flags stay set after the forward pass, for its backward; torch's own getter agrees (no mix of APIs)."""
+    with Precision("bf16", "cuda", tf32=True).autocast():
+        pass
+    assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    assert torch.get_float32_matmul_precision() == "high"
+    with Precision("fp32", "cuda").autocast():
+        pass
+    assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32  # cuDNN's default off
+    assert torch.get_float32_matmul_precision() == "highest"
+
+
 # The fp16 gradient scaler on a model whose gradient is known: loss = y = w.x + b on one example, so dloss/dy = 1,
 # which backward carries in float16 after scaling. At torch's initial scale 2^16 that is 65536, beyond float16's
 # largest value 65504: the first step's gradient overflows, the step is skipped and the scale halves; at 2^15 the

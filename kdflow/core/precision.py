@@ -31,8 +31,6 @@ log = logging.getLogger("kdflow")
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
-# cuBLAS matmuls and cuDNN convolutions and RNNs: the float32 operations TF32 can take over
-TF32_BACKENDS = (torch.backends.cuda.matmul, torch.backends.cudnn.conv, torch.backends.cudnn.rnn)
 
 
 @dataclass(frozen=True)
@@ -64,8 +62,10 @@ class Precision:
         computes as its forward did; a process running several precisions (a benchmark) gets each one's mode
         from the forward pass it last entered."""
         if self.device_type == "cuda":
-            for backend in TF32_BACKENDS:
-                backend.fp32_precision = "tf32" if self.tf32 else "ieee"
+            # cuBLAS matmuls, and cuDNN convolutions and RNNs. The flags torch.set_float32_matmul_precision sets,
+            # not torch 2.9's per-backend fp32_precision: once those are set, torch.get_float32_matmul_precision()
+            # (which torch.compile and other libraries call) raises on the mix of APIs.
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = self.tf32
         return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.mixed)
 
     def grad_scaler(self) -> torch.amp.GradScaler:
