@@ -30,7 +30,8 @@ def compute_assistant_signals(
     tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
     split = tokenize(frame, student_tokenizer(assistant, tokenizer), max_seq_length, labelled=False)
     with precision.autocast():
-        logits = [assistant(to_device(batch, device)).logits.float().cpu() for batch in batches(split, batch_size, False)]
+        logits = [assistant(to_device(batch, device)).logits.float().cpu()
+                  for batch in batches(split, batch_size, False)]
     tensors = {"logits": torch.cat(logits), "idx": torch.tensor(frame["idx"].to_numpy())}
     with atomic_output(out_path) as path:
         save_file(tensors, str(path), metadata={"transfer": transfer, "assistant": str(run_dir),

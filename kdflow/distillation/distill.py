@@ -67,10 +67,10 @@ def distill(
     precision: Precision = FP32,
 ) -> dict:
     """Train one student on a transfer set of ``task`` (train, or the ``augmented`` set's file) with ``method``,
-    its forward passes in ``precision``; write weights (float32), predictions and metrics. Generated examples have no gold label: they add nothing to the
-    hard-label term (see :func:`kdflow.training.losses.task_loss`) and learn from the teacher alone. Every split is
-    tokenised as the student reads text (:mod:`kdflow.students.tokens`); a word-level student's vocabulary is the
-    words of the transfer set it learns from, saved with its weights."""
+    its forward passes in ``precision``; write weights (float32), predictions and metrics. Generated examples have
+    no gold label: they add nothing to the hard-label term (see :func:`kdflow.training.losses.task_loss`) and learn
+    from the teacher alone. Every split is tokenised as the student reads text (:mod:`kdflow.students.tokens`); a
+    word-level student's vocabulary is the words of the transfer set it learns from, saved with its weights."""
     started = time.perf_counter()
     seed_everything(hp.seed)
     regression, metric_names = task.meta["regression"], task.meta["metrics"]
@@ -106,8 +106,8 @@ def distill(
 
     def student_logits(split):
         model.eval()
-        return predict(lambda batch: model["student"](batch).logits, batches(split, hp.eval_batch_size, regression), device,
-                       precision)
+        return predict(lambda batch: model["student"](batch).logits, batches(split, hp.eval_batch_size, regression),
+                       device, precision)
 
     def evaluate(model):
         return metrics.score_logits(metric_names, student_logits(dev_split), dev_split.labels, regression)

@@ -136,12 +136,12 @@ def train(
     optimiser steps since the previous evaluation the mean and max of the gradient's total 2-norm before clipping
     (``grad_norm_mean``, ``grad_norm_max``: a spike shows in the max; over the steps taken), the steps the fp16
     gradient scaler skipped (``skipped_steps``, their gradients non-finite; always 0 in bf16 and fp32) and the mean
-    training loss, the seconds they took, then the dev metrics (``dev_<name>``); with TensorBoard on, each record also goes to the run's
-    event files as it is made (:mod:`kdflow.training.curves`). The model kept is the evaluation's with the best
-    ``select_metric`` (a dev-set metric: selection never looks at test data; the earlier on a tie), or with
-    ``hp.keep == "final"`` the final model (the thesis's teachers, which select no checkpoint). Parameters with
-    ``requires_grad=False`` (a frozen teacher) are left alone. ``on_epoch_start`` is called with the 1-based
-    epoch before it starts (epoch-dependent losses such as Annealing-KD's).
+    training loss, the seconds they took, then the dev metrics (``dev_<name>``); with TensorBoard on, each record
+    also goes to the run's event files as it is made (:mod:`kdflow.training.curves`). The model kept is the
+    evaluation's with the best ``select_metric`` (a dev-set metric: selection never looks at test data; the earlier
+    on a tie), or with ``hp.keep == "final"`` the final model (the thesis's teachers, which select no checkpoint).
+    Parameters with ``requires_grad=False`` (a frozen teacher) are left alone. ``on_epoch_start`` is called with the
+    1-based epoch before it starts (epoch-dependent losses such as Annealing-KD's).
 
     ``precision``: the loss (forward) and ``evaluate`` run under its autocast, backward passes outside it. With fp16
     the gradients are unscaled before their norm is measured and clipped; a step whose gradients are not finite is

@@ -131,11 +131,11 @@ def perplexity(model, split: EncodedSplit, batch_size: int, device, precision: P
 
 def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device,
                        checkpoint: Checkpoint | None = None, precision: Precision = FP32) -> dict:
-    """Fine-tune a causal LM in ``precision`` on ``task``'s training sentences (thesis Table 4.2: AdamW 5e-5, weight decay 1e-3,
-    10% warm-up then linear decay, 1 epoch). Held-out perplexity on dev is measured before and after each
-    epoch; the best-dev-perplexity epoch is kept. Writes ``model/`` (with tokenizer), ``metrics.json`` (a
-    diverged run: the weights it diverged with, perplexity NaN and ``diverged``, see :mod:`kdflow.training.loop`)
-    and ``curves.parquet``."""
+    """Fine-tune a causal LM on ``task``'s training sentences (thesis Table 4.2: AdamW 5e-5, weight decay 1e-3,
+    10% warm-up then linear decay, 1 epoch), its forward passes in ``precision``. Held-out perplexity on dev is
+    measured before and after each epoch; the best-dev-perplexity epoch is kept. Writes ``model/`` (with
+    tokenizer), ``metrics.json`` (a diverged run: the weights it diverged with, perplexity NaN and ``diverged``, see
+    :mod:`kdflow.training.loop`) and ``curves.parquet``."""
     started = time.perf_counter()
     seed_everything(hp.seed)
     model, tokenizer = build_generator(spec)
