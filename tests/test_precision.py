@@ -4,6 +4,8 @@ encodings against float32 ones, bf16 and fp16 training end to end on CPU, and th
 
 import math
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -274,3 +276,12 @@ def test_every_job_on_a_device_runs_in_the_configs_precision_which_is_a_param_of
     for rule in on_device:
         assert "resolve_precision(" in (REPO / "scripts" / rule_scripts()[rule][0]).read_text(), rule
         assert 'precision=config["precision"]' in rule_params(rule), rule
+
+
+@pytest.mark.parametrize("benchmark", ["distill_throughput.py", "generation_throughput.py"])
+def test_the_throughput_benchmarks_load_and_measure_precisions_side_by_side(benchmark):
+    """They run for minutes (and measure on a GPU): here only their imports and arguments."""
+    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / benchmark), "--help"], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"--precision \{auto,bf16,fp16,fp32\} \[\{auto,bf16,fp16,fp32\} \.\.\.\]", result.stdout)
