@@ -236,6 +236,7 @@ rule attention_maps:
             for name in config["attention_maps"][w.figure]["models"]
         },
         device=config["device"],
+        precision=config["precision"],
         code=code_of("attention_maps.py"),
     script:
         "../scripts/attention_maps.py"

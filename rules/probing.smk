@@ -50,6 +50,7 @@ rule encode_probing_tasks:
         model=lambda w: model_params(w.model),
         settings=probing_settings(config) if PROBING_CONFIG else {},
         device=config["device"],
+        precision=config["precision"],
         code=code_of("encode_probing_tasks.py"),
     script:
         "../scripts/encode_probing_tasks.py"
@@ -78,6 +79,7 @@ rule probe_model:
     params:
         probe=probing_settings(config)["probe"] if PROBING_CONFIG else {},
         device=config["device"],
+        precision=config["precision"],
         code=code_of("probe_model.py"),
     script:
         "../scripts/probe_model.py"

@@ -20,6 +20,7 @@ rule compute_teacher_signals:
         include_layers=signal_layers_param,
         settings=teacher_params,
         device=config["device"],
+        precision=config["precision"],
         code=code_of("compute_teacher_signals.py"),
     script:
         "../scripts/compute_teacher_signals.py"
@@ -48,6 +49,7 @@ rule distill_student:
     params:
         settings=student_params,
         device=config["device"],
+        precision=config["precision"],
         code=code_of("distill_student.py"),
     script:
         "../scripts/distill_student.py"
@@ -77,6 +79,7 @@ rule compute_assistant_signals:
     params:
         settings=student_params,
         device=config["device"],
+        precision=config["precision"],
         code=code_of("compute_assistant_signals.py"),
     script:
         "../scripts/compute_assistant_signals.py"

@@ -21,6 +21,7 @@ rule finetune_teacher:
     params:
         settings=teacher_params,
         device=config["device"],
+        precision=config["precision"],
         code=code_of("finetune_teacher.py"),
     script:
         "../scripts/finetune_teacher.py"
@@ -50,6 +51,7 @@ rule train_pseudo_heads:
     params:
         settings=heads_params,
         device=config["device"],
+        precision=config["precision"],
         code=code_of("train_pseudo_heads.py"),
     script:
         "../scripts/train_pseudo_heads.py"

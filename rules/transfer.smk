@@ -21,6 +21,7 @@ rule finetune_generator:
     params:
         settings=lambda w: generator_settings(config),
         device=config["device"],
+        precision=config["precision"],
         code=code_of("finetune_generator.py"),
     script:
         "../scripts/finetune_generator.py"
@@ -47,6 +48,7 @@ rule sample_transfer_shard:
     params:
         sampling=lambda w: sampling_settings(config),
         device=config["device"],
+        precision=config["precision"],
         code=code_of("sample_transfer_shard.py"),
     script:
         "../scripts/sample_transfer_shard.py"

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from kdflow.analysis.attention_maps import attention_weights
+from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.distillation.selection import selected_run_dir
 from kdflow.reporting.figures import attention_figure
@@ -13,12 +14,14 @@ from kdflow.reporting.figures import attention_figure
 with rule_job(snakemake):
     params = snakemake.params
     spec = params.spec
+    device = select_device(params.device)
+    precision = resolve_precision(params.precision, device)
     records = []
     for name, model in params.models.items():
         run_dir = selected_run_dir(model["reference"], snakemake.input[f"{name}_selection"], model["runs_dir"])
         record = attention_weights(run_dir, Path(snakemake.input.teacher).parent, snakemake.input.heads,
                                    snakemake.input.data, spec["examples"], spec["student_layer"], "dev", spec["seed"],
-                                   select_device(params.device))
+                                   device, precision)
         records.append({"model": name, **record})
     Path(snakemake.output.json).write_text(json.dumps(records, indent=1) + "\n")
     title = f"Attention over the teacher's layers ({spec['task']}, {snakemake.wildcards.figure})"

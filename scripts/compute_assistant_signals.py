@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from kdflow.core.data import TaskData
+from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.distillation.assistant import compute_assistant_signals
 from kdflow.transfer.frames import transfer_frame
@@ -10,6 +11,7 @@ from kdflow.transfer.frames import transfer_frame
 with rule_job(snakemake):
     task = TaskData.load(snakemake.input.data)
     settings = snakemake.params.settings
+    device = select_device(snakemake.params.device)
     compute_assistant_signals(
         transfer_frame(task, snakemake.input.get("transfer")),
         settings["transfer"],
@@ -18,6 +20,7 @@ with rule_job(snakemake):
         Path(snakemake.input.teacher).parent,
         settings["hyperparameters"]["max_seq_length"],
         settings["hyperparameters"]["eval_batch_size"],
-        select_device(snakemake.params.device),
+        device,
         snakemake.output[0],
+        resolve_precision(snakemake.params.precision, device),
     )

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from kdflow.core.data import TaskData
+from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.training.checkpoint import job_checkpoint
 from kdflow.transfer.frames import transfer_frame
@@ -11,6 +12,7 @@ from kdflow.transfer.labelling import compute_signals
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)
     hyperparameters = snakemake.params.settings["hyperparameters"]
+    device = select_device(snakemake.params.device)
     compute_signals(
         transfer_frame(TaskData.load(snakemake.input.data), snakemake.input.get("transfer")),
         snakemake.wildcards.transfer,
@@ -19,8 +21,9 @@ with rule_job(snakemake):
         snakemake.params.include_layers,
         hyperparameters["max_seq_length"],
         hyperparameters["eval_batch_size"],
-        select_device(snakemake.params.device),
+        device,
         snakemake.output[0],
         checkpoint,
+        resolve_precision(snakemake.params.precision, device),
     )
     checkpoint.remove()

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.distillation.distill import distill
 from kdflow.training.checkpoint import job_checkpoint
@@ -13,6 +14,7 @@ with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)
     tensorboard_for_job(snakemake)
     settings = snakemake.params.settings
+    device = select_device(snakemake.params.device)
     distill(
         TaskData.load(snakemake.input.data),
         snakemake.input.get("transfer"),
@@ -24,7 +26,8 @@ with rule_job(snakemake):
         settings["stages"],
         Hyperparameters.from_dict(settings["hyperparameters"]),
         Path(snakemake.output.metrics).parent,
-        select_device(snakemake.params.device),
+        device,
         checkpoint,
+        resolve_precision(snakemake.params.precision, device),
     )
     checkpoint.remove()

@@ -4,6 +4,7 @@ import json
 import logging
 
 from kdflow.core.data import TaskData
+from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.distillation.named_models import load_model
 from kdflow.probing.encodings import write_encodings
@@ -16,7 +17,8 @@ with rule_job(snakemake):
     model = load_model(params["reference"], {**files, "runs_dir": params.get("runs_dir")}, num_labels,
                        params.get("pretrained"), params.get("embeddings"))
     device = select_device(snakemake.params.device)
+    precision = resolve_precision(snakemake.params.precision, device)
     for probing_file, output in zip(snakemake.input.probing, snakemake.output):
         summary = write_encodings(model, read_probing_file(probing_file), output, settings["pooling"],
-                                  settings["encode_batch_size"], settings["max_seq_length"], device)
+                                  settings["encode_batch_size"], settings["max_seq_length"], device, precision)
         logging.getLogger("kdflow").info("%s: %s", output, json.dumps(summary))

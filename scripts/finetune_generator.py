@@ -4,6 +4,7 @@ from pathlib import Path
 
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.training.checkpoint import job_checkpoint
 from kdflow.training.curves import tensorboard_for_job
@@ -13,12 +14,14 @@ with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)
     tensorboard_for_job(snakemake)
     settings = snakemake.params.settings
+    device = select_device(snakemake.params.device)
     finetune_generator(
         TaskData.load(snakemake.input.data),
         settings["spec"],
         Hyperparameters.from_dict(settings["hyperparameters"]),
         Path(snakemake.output.metrics).parent,
-        select_device(snakemake.params.device),
+        device,
         checkpoint,
+        resolve_precision(snakemake.params.precision, device),
     )
     checkpoint.remove()

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.teachers.finetune import finetune
 from kdflow.training.checkpoint import job_checkpoint
@@ -15,6 +16,7 @@ with rule_job(snakemake):
     tensorboard_for_job(snakemake)
     settings = snakemake.params.settings
     device = select_device(snakemake.params.device)
+    precision = resolve_precision(snakemake.params.precision, device)
     run_processes(
         finetune,
         dict(
@@ -23,6 +25,7 @@ with rule_job(snakemake):
             hp=Hyperparameters.from_dict(settings["hyperparameters"]),
             out_dir=Path(snakemake.output.metrics).parent,
             checkpoint=checkpoint,
+            precision=precision,
         ),
         process_count(device, snakemake.resources.gpu),
         device,

@@ -3,14 +3,16 @@
 import json
 from pathlib import Path
 
+from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.probing.probe import ProbeSettings, probe_encodings
 from kdflow.probing.senteval import read_probing_file
 
 with rule_job(snakemake):
-    device = str(select_device(snakemake.params.device))
+    device = select_device(snakemake.params.device)
     settings = ProbeSettings(**{key: tuple(value) if isinstance(value, list) else value
-                                for key, value in snakemake.params.probe.items()}, device=device)
+                                for key, value in snakemake.params.probe.items()}, device=str(device),
+                             precision=resolve_precision(snakemake.params.precision, device).name)
     result = probe_encodings(snakemake.input.encodings, snakemake.wildcards.probing_task,
                              read_probing_file(snakemake.input.probing), settings)
     Path(snakemake.output[0]).write_text(json.dumps(result, indent=1))

@@ -1,6 +1,7 @@
 """Rule sample_transfer_shard: one seeded shard of generated sentences."""
 
 from kdflow.core.data import TaskData
+from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.training.checkpoint import job_checkpoint
 from kdflow.transfer.generation import SamplingSettings
@@ -9,6 +10,7 @@ from kdflow.transfer.sampling import sample_shard
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)
     sampling = snakemake.params.sampling
+    device = select_device(snakemake.params.device)
     sample_shard(
         TaskData.load(snakemake.input.data),
         snakemake.input.generator,
@@ -18,9 +20,10 @@ with rule_job(snakemake):
         sampling["seed"],
         sampling["prefix"],
         SamplingSettings(**{k: sampling[k] for k in ("max_length", "temperature", "top_k", "top_p", "batch_size")}),
-        select_device(snakemake.params.device),
+        device,
         snakemake.output[0],
         sampling["dtype"],
         checkpoint,
+        resolve_precision(snakemake.params.precision, device),
     )
     checkpoint.remove()

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from kdflow.core.data import TaskData
+from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.teachers.pseudo_heads import train_pseudo_heads
 from kdflow.training.checkpoint import job_checkpoint
@@ -11,12 +12,14 @@ from kdflow.training.curves import tensorboard_for_job
 with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)
     tensorboard_for_job(snakemake)
+    device = select_device(snakemake.params.device)
     train_pseudo_heads(
         TaskData.load(snakemake.input.data),
         Path(snakemake.input.model).parent,
         snakemake.params.settings,
         Path(snakemake.output.metrics).parent,
-        select_device(snakemake.params.device),
+        device,
         checkpoint,
+        resolve_precision(snakemake.params.precision, device),
     )
     checkpoint.remove()

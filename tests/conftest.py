@@ -93,11 +93,11 @@ def loss_turns_nan(monkeypatch):
     def at(step: int) -> list[float]:
         real, calls = loop._backward_in_one_process, itertools.count(1)
 
-        def turning_nan(model, loss_fn, device):
+        def turning_nan(model, loss_fn, device, scaler):
             def scaled_loss(model, batch):
                 return (float("nan") if next(calls) == step else 1.0) * loss_fn(model, batch)
 
-            backward = real(model, scaled_loss, device)
+            backward = real(model, scaled_loss, device, scaler)
 
             def recorded(batch, weight, last):
                 losses.append(backward(batch, weight, last))

@@ -56,14 +56,15 @@ def test_a_run_writes_one_row_per_evaluation_with_its_learning_rate_and_gradient
     result = fit()
     write_curves(tmp_path / "curves.parquet", result.history)
     curves = pd.read_parquet(tmp_path / "curves.parquet")
-    assert list(curves.columns) == ["epoch", "step", "lr", "grad_norm_mean", "grad_norm_max", "train_loss", "seconds",
-                                    "dev_accuracy"]
+    assert list(curves.columns) == ["epoch", "step", "lr", "grad_norm_mean", "grad_norm_max", "skipped_steps",
+                                    "train_loss", "seconds", "dev_accuracy"]
     assert curves.to_dict("records") == result.history
     assert curves.step.tolist() == [3, 6, 8, 9, 12, 15, 16] and curves.epoch.tolist() == [1, 1, 1, 2, 2, 2, 2]
     factors = [3 / 4, 11 / 12, 9 / 12, 8 / 12, 5 / 12, 2 / 12, 1 / 12]  # the schedule's, at each evaluation's step
     assert curves.lr.tolist() == pytest.approx([HP.learning_rate * factor for factor in factors])
     assert (curves.grad_norm_mean > 0).all() and np.isfinite(curves.grad_norm_max).all()
     assert (curves.grad_norm_mean <= curves.grad_norm_max).all()
+    assert (curves.skipped_steps == 0).all()  # float32: no gradient scaler skips a step
 
 
 def test_tensorboard_is_named_after_the_job_and_off_unless_the_config_turns_it_on(monkeypatch):

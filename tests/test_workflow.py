@@ -154,8 +154,10 @@ def test_every_training_job_writes_its_learning_curves_beside_its_metrics():
         ("teacher_defaults={'learning_rate': 'fast', 'batch_size': 8, 'epochs': 1}", "'fast' is not of type 'number'"),
         ("teacher_defaults={'learning_rate': 1e-5, 'batch_size': 8, 'epochs': 1, 'epoch': 3}", "'epoch' was unexpected"),
         ("device=gpu", "'gpu' does not match"),
+        ("precision=bf32", "'bf32' is not one of ['auto', 'bf16', 'fp16', 'fp32']\n\nFailed validating 'enum' in "
+                           "schema['properties']['precision']"),
     ],
-    ids=["wrong-type", "typo", "bad-device"],
+    ids=["wrong-type", "typo", "bad-device", "bad-precision"],
 )
 def test_config_errors_name_the_key(override, message):
     result = snakemake("-n", "--config", override, check=False)
@@ -447,6 +449,41 @@ def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, edited):
     finally:
         path.write_text(original)
     assert planned_jobs(*DEMO, cwd=workdir) == Counter()
+
+
+@pytest.mark.slow
+def test_changing_the_precision_reruns_every_job_that_runs_a_model_and_what_follows(demo_run, demo_config):
+    """Everything downstream of the prepared data runs a model or reads what one computed; only the data stays."""
+    workdir, _ = demo_run
+    config, save = demo_config
+    everything = planned_jobs(*DEMO, "--forceall", cwd=workdir)
+    config["precision"] = "bf16"
+    save(config)
+    result = snakemake("-n", *DEMO, cwd=workdir).stdout
+    assert planned_jobs(*DEMO, cwd=workdir) == everything - Counter(prepare_task=everything["prepare_task"])
+    assert "Params have changed since last execution" in result
+
+
+@pytest.mark.slow
+def test_a_teacher_and_a_student_of_the_demo_run_in_bf16(tmp_path):
+    """The demo's tiny teacher, its pseudo-heads and signals and an ALP student (hidden-space: stored float16
+    layers) through their rules in bf16 on CPU: each output records bf16, signals keep their dtypes."""
+    workdir = copy_repo(tmp_path / "kdflow")
+    student = "results/students/alp_kd_table2/sst2/bert_3/alp/default/seed0"
+    snakemake(*DEMO, "--config", "precision=bf16", "--cores", "2", f"{student}/metrics.json", cwd=workdir)
+    teacher = json.loads((workdir / "results/teachers/tiny_bert/sst2/metrics.json").read_text())
+    heads = json.loads((workdir / "results/pseudo_heads/tiny_bert/sst2/metrics.json").read_text())
+    distilled = json.loads((workdir / student / "metrics.json").read_text())
+    for metrics in (teacher, heads, distilled):
+        assert metrics["precision"] == "bf16" and metrics["diverged"] is None
+    assert teacher["scores"]["dev"]["accuracy"] > 0 and distilled["scores"]["dev"]["accuracy"] > 0
+    signals = workdir / "results/signals/tiny_bert/sst2/train.safetensors"
+    with safe_open(str(signals), framework="pt") as f:
+        assert f.metadata()["precision"] == "bf16"
+        dtypes = {name: f.get_slice(name).get_dtype() for name in f.keys()}
+    assert dtypes == {"idx": "I64", "logits": "F32", "head_logits": "F32", "layers": "F16"}
+    assert "precision bf16 on cpu" in (workdir / "logs/distill_student/alp_kd_table2/sst2/bert_3/alp/default/"
+                                                 "seed0.log").read_text()
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@ The weights are not stored during training, so they are recomputed (:func:`recom
 student and the method's trainable parts are reloaded from ``model.safetensors``, and the teacher side is
 computed for the chosen examples by :func:`kdflow.transfer.labelling.compute_signals`, the function that labelled the
 transfer set (the cache holds the transfer set only, never dev), so it matches what the student trained
-against, float16 layers included.
+against, float16 layers included; teacher and student run in the job's precision, as the signals and the
+students did.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from transformers import AutoTokenizer
 
 from kdflow.core.data import TaskData
 from kdflow.core.errors import UserError
+from kdflow.core.precision import FP32, Precision
 from kdflow.distillation.distill import layer_widths
 from kdflow.distillation.methods.hidden_methods import ALP
 from kdflow.distillation.methods.output_methods import (
@@ -109,10 +111,10 @@ class Recomputed:
 
 @torch.no_grad()
 def recompute(run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path, n_examples: int | None,
-              split: str = "dev", seed: int = 0, device="cpu") -> Recomputed:
+              split: str = "dev", seed: int = 0, device="cpu", precision: Precision = FP32) -> Recomputed:
     """Rerun a trained student (``run_dir``) and its method on ``n_examples`` examples of ``split`` drawn with
     ``seed`` (the same examples for every run of the task; all of them if None or fewer), with the teacher side
-    computed as it labelled the transfer set."""
+    computed as it labelled the transfer set, both in ``precision``."""
     run_dir, teacher_dir, device = Path(run_dir), Path(teacher_dir), torch.device(device)
     report = json.loads((run_dir / "metrics.json").read_text())
     task = TaskData.load(data_dir)
@@ -123,7 +125,8 @@ def recompute(run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path
     teacher_length = json.loads((teacher_dir / "metrics.json").read_text())["hyperparameters"]["max_seq_length"]
     with tempfile.TemporaryDirectory() as scratch:
         signals = Path(scratch) / "signals.safetensors"
-        compute_signals(examples, split, teacher_dir, heads_path, True, teacher_length, len(examples), device, signals)
+        compute_signals(examples, split, teacher_dir, heads_path, True, teacher_length, len(examples), device, signals,
+                        precision=precision)
         cache = SignalCache(signals, device, examples["idx"].to_numpy())
     teacher = cache[torch.arange(len(examples), device=device)]
 
@@ -135,18 +138,20 @@ def recompute(run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path
     shapes = Shapes(layer_widths(student, batch), cache.teacher_layers, cache.teacher_width, task.num_labels,
                     regression)
     method = load_method(run_dir, report, shapes).to(device)
-    return Recomputed(report, examples, labelled, regression, shapes, method, student(batch), teacher)
+    with precision.autocast():
+        outputs = student(batch)
+    return Recomputed(report, examples, labelled, regression, shapes, method, outputs, teacher)
 
 
 @torch.no_grad()
 def attention_weights(
     run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path, n_examples: int = 10,
-    student_layer: int | None = None, split: str = "dev", seed: int = 0, device="cpu",
+    student_layer: int | None = None, split: str = "dev", seed: int = 0, device="cpu", precision: Precision = FP32,
 ) -> dict:
     """Attention of one student layer (1-based; default: the topmost that attends, i.e. the penultimate layer
     for Universal-KD(IL) and ALP as in Universal-KD Fig. 3; ALP-KD Fig. 3 draws the first) over the teacher's
     layers, for ``n_examples`` examples of ``split`` drawn with ``seed`` (the same examples for every run of the
-    task).
+    task), the models run in ``precision``.
 
     Returns JSON-serialisable data: ``method``, ``student`` (its spec), ``task``, ``split``, ``student_layer``,
     ``student_layers`` (its depth M), ``teacher_layers`` (1..N), per example ``idx``, ``texts``, ``labels``
@@ -155,8 +160,10 @@ def attention_weights(
     method = json.loads((Path(run_dir) / "metrics.json").read_text())["method"]
     if method not in attentive_methods():
         raise no_attention(method)
-    run = recompute(run_dir, teacher_dir, heads_path, data_dir, n_examples, split, seed, device)
-    weights, layers = layer_attention_weights(run.method, run.student, run.teacher)
+    run = recompute(run_dir, teacher_dir, heads_path, data_dir, n_examples, split, seed, device, precision)
+    with precision.autocast():
+        weights, layers = layer_attention_weights(run.method, run.student, run.teacher)
+    weights = weights.float()
 
     chosen = layers[-1] if student_layer is None else student_layer
     if chosen not in layers:

@@ -28,6 +28,7 @@ from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.io import atomic_output, write_json
+from kdflow.core.precision import FP32, Precision
 from kdflow.core.runtime import seed_everything
 from kdflow.distillation.methods.registry import Shapes, build_method, method_class
 from kdflow.students.embeddings import non_embedding_parameters
@@ -64,13 +65,14 @@ def distill(
     out_dir: Path,
     device: torch.device,
     checkpoint: Checkpoint | None = None,
+    precision: Precision = FP32,
 ) -> dict:
     """Train one student on a transfer set of ``task`` (train, or a built set's file, ``results/transfer/<task>/
-    <set>.parquet``) with ``method``; write weights, predictions and metrics. Unlabelled and generated examples
-    have no gold label: they add nothing to the
-    hard-label term (see :func:`kdflow.training.losses.task_loss`) and learn from the teacher alone. Every split is
-    tokenised as the student reads text (:mod:`kdflow.students.tokens`); a word-level student's vocabulary is the
-    words of the transfer set it learns from, saved with its weights."""
+    <set>.parquet``) with ``method``, its forward passes in ``precision``; write weights (float32), predictions and
+    metrics. Unlabelled and generated examples have no gold label: they add nothing to the hard-label term (see
+    :func:`kdflow.training.losses.task_loss`) and learn from the teacher alone. Every split is tokenised as the
+    student reads text (:mod:`kdflow.students.tokens`); a word-level student's vocabulary is the words of the
+    transfer set it learns from, saved with its weights."""
     started = time.perf_counter()
     seed_everything(hp.seed)
     regression, metric_names = task.meta["regression"], task.meta["metrics"]
@@ -106,7 +108,8 @@ def distill(
 
     def student_logits(split):
         model.eval()
-        return predict(lambda batch: model["student"](batch).logits, batches(split, hp.eval_batch_size, regression), device)
+        return predict(lambda batch: model["student"](batch).logits, batches(split, hp.eval_batch_size, regression),
+                       device, precision)
 
     def evaluate(model):
         return metrics.score_logits(metric_names, student_logits(dev_split), dev_split.labels, regression)
@@ -121,7 +124,7 @@ def distill(
             lambda rng: batches(train_split, hp.batch_size, regression, shuffle=True, generator=rng),
             len(train_split), evaluate, metric_names[0], stage_hp, device,
             on_epoch_start=lambda epoch, epochs=stage_hp.epochs: method.start_epoch(epoch, epochs),
-            checkpoint=checkpoint, run=f"stage{number}",
+            checkpoint=checkpoint, run=f"stage{number}", precision=precision,
         )
         history += [{"stage": number, **record} for record in result.history]
         if result.diverged:
@@ -163,6 +166,7 @@ def distill(
         "non_embedding_parameters": non_embedding_parameters(student),  # the thesis's size (Tables 5.2, B.1-B.2)
         "history": history,
         "hyperparameters": vars(hp),
+        "precision": precision.name,
         "seconds": time.perf_counter() - started,
     }
     write_json(out_dir / "metrics.json", report, default=str)

@@ -2,7 +2,8 @@
 
 The cache is one safetensors file per (model, probing task) with a tensor ``layer<i>.<split>`` [n, H] per layer
 and split, stored in float16 (BERT-large's 25 layers of SentEval's 120,000 sentences are 6 GB in half
-precision); a probe of one layer reads only that layer's tensors.
+precision) whatever precision the model ran in (``precision`` in the file's metadata); a probe of one layer reads
+only that layer's tensors.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from kdflow.core.io import atomic_output
+from kdflow.core.precision import FP32, Precision
 from kdflow.probing.senteval import ProbingData
 from kdflow.training.batching import batches, to_device, tokenize
 
@@ -24,8 +26,9 @@ SPLITS = ("train", "dev", "test")
 
 @torch.no_grad()
 def encode_sentences(model, sentences: list[str], pooling: str, batch_size: int, max_length: int,
-                     device: torch.device) -> list[torch.Tensor]:
-    """Every layer's vectors [n, H_l] (float16) of every sentence, in input order (layers can differ in width).
+                     device: torch.device, precision: Precision = FP32) -> list[torch.Tensor]:
+    """Every layer's vectors [n, H_l] (float16) of every sentence, in input order (layers can differ in width), the
+    model run in ``precision``.
     ``model``: a :class:`kdflow.distillation.named_models.LoadedModel` (not imported: the probe reads these files
     without loading any model code)."""
     frame = pd.DataFrame({"text_a": sentences, "text_b": None})
@@ -35,25 +38,28 @@ def encode_sentences(model, sentences: list[str], pooling: str, batch_size: int,
     split.input_ids = [split.input_ids[i] for i in order]
     split.token_type_ids = [split.token_type_ids[i] for i in order]
     model.module.to(device)
-    chunks = [[layer.to(torch.float16).cpu() for layer in model.layers(to_device(batch, device), pooling)]
-              for batch in batches(split, batch_size, regression=False)]
+    with precision.autocast():
+        chunks = [[layer.to(torch.float16).cpu() for layer in model.layers(to_device(batch, device), pooling)]
+                  for batch in batches(split, batch_size, regression=False)]
     inverse = torch.from_numpy(np.argsort(order))
     return [torch.cat(per_layer)[inverse] for per_layer in zip(*chunks)]
 
 
 def write_encodings(model, data: ProbingData, path: str | Path, pooling: str, batch_size: int,
-                    max_length: int, device: torch.device) -> dict:
+                    max_length: int, device: torch.device, precision: Precision = FP32) -> dict:
     """Encode the three splits of a probing task and save them; returns the layer count and sizes."""
     # token-level models' layer 0 is the embedding output; other students' layers are numbered from 1
     first_layer = 0 if model.token_level else 1
     tensors = {}
     for split in SPLITS:
-        encoded = encode_sentences(model, getattr(data, split).sentences, pooling, batch_size, max_length, device)
+        encoded = encode_sentences(model, getattr(data, split).sentences, pooling, batch_size, max_length, device,
+                                   precision)
         tensors.update({f"layer{first_layer + i}.{split}": layer.contiguous() for i, layer in enumerate(encoded)})
     layers = len(encoded)
     with atomic_output(path) as temporary:
         save_file(tensors, str(temporary), metadata={"layers": str(layers), "first_layer": str(first_layer),
-                                                     "pooling": pooling if model.token_level else "own"})
+                                                     "pooling": pooling if model.token_level else "own",
+                                                     "precision": precision.name})
     return {"layers": layers, "first_layer": first_layer, "widths": [int(layer.shape[-1]) for layer in encoded],
             **{split: len(getattr(data, split).sentences) for split in SPLITS}}
 

@@ -50,6 +50,10 @@ results are frozen). All configurations see the same mini-batch order (one shuff
 noise, and start from the same weights (``nn.Linear``'s init, U(±1/√fan_in)), all drawn so that hidden unit j's
 values do not depend on which other configurations are in the grid: given the seed, a configuration trained alone
 gets the same result as in the grid.
+
+The probes' forward passes run in the job's ``precision`` (:mod:`kdflow.core.precision`; their weights and Adam's
+state stay float32). With fp16 one gradient scaler serves the whole grid: a step on which any configuration's
+gradient overflows is skipped for all, the one place where a configuration's training depends on the others'.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from kdflow.core.precision import Precision
 from kdflow.probing.encodings import encoding_layers, read_layer
 from kdflow.probing.senteval import (
     MORPHOLOGY_RULES,
@@ -91,6 +96,7 @@ class ProbeSettings:
     logistic_regression_tasks: tuple[str, ...] = ("WordContent",)
     seed: int = 1111
     device: str = "cpu"
+    precision: str = "fp32"  # resolved (bf16, fp16 or fp32), see kdflow.core.precision
 
     def __post_init__(self) -> None:
         if not self.hidden_sizes or min(self.hidden_sizes) < 0:
@@ -240,6 +246,8 @@ def probe(train_X: np.ndarray, train_y: np.ndarray, dev_X: np.ndarray, dev_y: np
     epochs_trained, and "selected" is the dev-best config (its test accuracy is the probing score)."""
     settings = settings or ProbeSettings()
     device = torch.device(settings.device)
+    precision = Precision(settings.precision, device.type)
+    scaler = precision.grad_scaler()
     grid = settings.grid
     init_seed, shuffle_seed, dropout_seed = np.random.SeedSequence(settings.seed).spawn(3)
     input_dim = np.shape(train_X)[-1]
@@ -269,23 +277,30 @@ def probe(train_X: np.ndarray, train_y: np.ndarray, dev_X: np.ndarray, dev_y: np
             order = torch.from_numpy(shuffle_rng.permutation(len(x_train))).to(device)
             for batch in order.split(settings.batch_size):
                 noise = _dropout_noise(dropout_base, step, width, len(batch), device) if uses_dropout else None
-                logits = model(x_train[batch], noise)
-                losses = F.cross_entropy(logits.reshape(-1, n_classes), y_train[batch].repeat(n_configs),
+                with precision.autocast():
+                    logits = model(x_train[batch], noise)
+                losses = F.cross_entropy(logits.float().reshape(-1, n_classes), y_train[batch].repeat(n_configs),
                                          reduction="none")
                 optimizer.zero_grad()
-                losses.view(n_configs, -1).mean(1).sum().backward()  # configs are independent: sum of their losses
+                # configs are independent: the sum of their losses gives each its own gradient
+                scaler.scale(losses.view(n_configs, -1).mean(1).sum()).backward()
+                scaler.unscale_(optimizer)  # the true gradient before the L2 term is added
                 model.add_l2_gradients()
-                optimizer.step()
+                scaler.step(optimizer)
+                scaler.update()
                 step += 1
         epoch += settings.epochs_per_check
-        improved = stopping.record(epoch, model.accuracies(x_dev, y_dev))
+        with precision.autocast():
+            dev_accuracy = model.accuracies(x_dev, y_dev)
+        improved = stopping.record(epoch, dev_accuracy)
         for parameter, best, mask in zip(model.parameters(), best_parameters, model.parameter_masks(improved)):
             best[mask] = parameter.detach()[mask]
 
     with torch.no_grad():
         for parameter, best in zip(model.parameters(), best_parameters):
             parameter.copy_(best)
-    test_accuracy = model.accuracies(x_test, y_test)
+    with precision.autocast():
+        test_accuracy = model.accuracies(x_test, y_test)
     configs = [{"hidden_size": hidden, "dropout": dropout, "l2": l2, "dev_accuracy": float(stopping.best_dev[k]),
                 "test_accuracy": float(test_accuracy[k]), "best_epoch": int(stopping.best_epoch[k]),
                 "epochs_trained": int(stopping.epochs_trained[k])} for k, (hidden, dropout, l2) in enumerate(grid)]

@@ -24,6 +24,7 @@ from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.io import atomic_output, write_json
+from kdflow.core.precision import FP32, Precision
 from kdflow.core.runtime import seed_everything
 from kdflow.training.batching import EncodedSplit, batches, tokenize
 from kdflow.training.checkpoint import Checkpoint
@@ -50,18 +51,20 @@ def logits_of(model):
     return forward
 
 
-def evaluate_split(model, split: EncodedSplit, task: TaskData, hp: Hyperparameters, device) -> tuple[np.ndarray, dict]:
+def evaluate_split(model, split: EncodedSplit, task: TaskData, hp: Hyperparameters, device,
+                   precision: Precision = FP32) -> tuple[np.ndarray, dict]:
     model.eval()
     regression = task.meta["regression"]
-    logits = predict(logits_of(model), batches(split, hp.eval_batch_size, regression), device)
+    logits = predict(logits_of(model), batches(split, hp.eval_batch_size, regression), device, precision)
     scores = metrics.score_logits(task.meta["metrics"], logits, split.labels, regression) if split.labels is not None else {}
     return logits, scores
 
 
 def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device: torch.device,
-             checkpoint: Checkpoint | None = None, data_parallel=None) -> dict | None:
-    """Fine-tune a teacher on ``task`` and write ``model/``, ``predictions.parquet``, ``metrics.json`` and
-    ``curves.parquet`` (resuming from ``checkpoint`` if it holds this job's interrupted run). Every rank of a
+             checkpoint: Checkpoint | None = None, data_parallel=None, precision: Precision = FP32) -> dict | None:
+    """Fine-tune a teacher on ``task`` in ``precision`` and write ``model/`` (float32 weights whatever the
+    precision), ``predictions.parquet``, ``metrics.json`` and ``curves.parquet`` (resuming from ``checkpoint`` if
+    it holds this job's interrupted run). Every rank of a
     data-parallel job (:func:`kdflow.training.parallel.run_processes`) calls it with the job's ``data_parallel`` for
     the training loop; rank 0 writes the outputs and returns the report, the other ranks return None once trained."""
     started = time.perf_counter()
@@ -86,12 +89,13 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
         loss_fn,
         lambda rng: batches(train_split, hp.batch_size, regression, shuffle=True, generator=rng),
         len(train_split),
-        lambda model: evaluate_split(model, dev_split, task, hp, device)[1],
+        lambda model: evaluate_split(model, dev_split, task, hp, device, precision)[1],
         task.meta["metrics"][0],
         hp,
         device,
         checkpoint=checkpoint,
         data_parallel=data_parallel,
+        precision=precision,
     )
     if dist.is_initialized() and dist.get_rank() != 0:
         return None
@@ -106,7 +110,7 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
     for name, split in encoded.items():
         if name == "train":
             continue
-        logits, scores[name] = evaluate_split(model, split, task, hp, device)
+        logits, scores[name] = evaluate_split(model, split, task, hp, device, precision)
         if result.diverged:
             scores[name] = metrics.nan_scores(scores[name])
         tables.append(prediction_table(name, frames[name], logits, split, regression, task.meta["labels"]))
@@ -123,6 +127,7 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
         "scores": {name: s for name, s in scores.items() if s},
         "history": result.history,
         "hyperparameters": vars(hp),
+        "precision": precision.name,
         "seconds": time.perf_counter() - started,
     }
     write_json(out_dir / "metrics.json", report)

@@ -36,6 +36,7 @@ from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.io import atomic_output, write_json
+from kdflow.core.precision import FP32, Precision
 from kdflow.core.runtime import seed_everything
 from kdflow.training.batching import EncodedSplit, batches, to_device, tokenize
 from kdflow.training.checkpoint import Checkpoint
@@ -86,11 +87,12 @@ class LayerHeads(nn.Module):
 
 
 def pool_layers(hidden_states, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """[B, N, H]: each layer's first-token vector (``cls``), or mean (``mean``) or element-wise maximum (``max``)
-    over unpadded tokens."""
+    """[B, N, H] float32: each layer's first-token vector (``cls``), or mean (``mean``) or element-wise maximum
+    (``max``) over unpadded tokens."""
     if pooling not in POOLINGS:
         raise ValueError(f"unknown pooling {pooling!r}; expected one of {POOLINGS}")
-    stacked = torch.stack(tuple(hidden_states), dim=1)  # [B, N, T, H]
+    # float32 whatever the precision of the forward pass (bf16 hidden states on CPU): means are taken in float32
+    stacked = torch.stack(tuple(hidden_states), dim=1).float()  # [B, N, T, H]
     if pooling == "cls":
         return stacked[:, :, 0]
     real = attention_mask[:, None, :, None].bool()
@@ -108,12 +110,15 @@ def teacher_outputs(model, batch: dict, pooling: str) -> tuple[torch.Tensor, tor
     return out.logits, pool_layers(out.hidden_states[1:], batch["attention_mask"], pooling)
 
 
-def layer_features(model, split: EncodedSplit, pooling: str, batch_size: int, device, out: np.ndarray) -> None:
-    """Write the pooled representation of every transformer layer for every example into ``out`` [n, N, H]."""
+def layer_features(model, split: EncodedSplit, pooling: str, batch_size: int, device, out: np.ndarray,
+                   precision: Precision = FP32) -> None:
+    """Write the pooled representation of every transformer layer for every example into ``out`` [n, N, H],
+    computed in ``precision``."""
     model.eval()
     row = 0
     for batch in batches(split, batch_size, regression=False):
-        _, pooled = teacher_outputs(model, to_device(batch, device), pooling)
+        with precision.autocast():
+            _, pooled = teacher_outputs(model, to_device(batch, device), pooling)
         out[row : row + len(pooled)] = pooled.cpu().numpy()
         row += len(pooled)
 
@@ -147,8 +152,9 @@ def gold_distance(outputs: np.ndarray, gold: np.ndarray, regression: bool) -> np
 
 
 def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_dir: Path, device,
-                       checkpoint: Checkpoint | None = None) -> dict:
-    """Train heads on every layer of the frozen teacher in ``teacher_dir``; write heads, predictions, metrics, curves."""
+                       checkpoint: Checkpoint | None = None, precision: Precision = FP32) -> dict:
+    """Train heads on every layer of the frozen teacher in ``teacher_dir`` (its forward pass and the heads' training
+    in ``precision``); write heads, predictions, metrics, curves."""
     started = time.perf_counter()
     settings = dict(settings)
     pooling = settings.pop("pooling", "cls")
@@ -176,7 +182,7 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
             features[name] = np.lib.format.open_memmap(
                 Path(scratch) / f"{name}.npy", mode="w+", dtype=np.float16, shape=(len(split), n_layers, hidden)
             )
-            layer_features(teacher, split, pooling, hp.eval_batch_size, device, features[name])
+            layer_features(teacher, split, pooling, hp.eval_batch_size, device, features[name], precision)
             labels[name] = split.labels
         log.info("layer features computed once: %s", {k: v.shape for k, v in features.items()})
         del teacher
@@ -187,7 +193,7 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
         def dev_outputs(model) -> np.ndarray:
             model.eval()
             dev = feature_batches(features["dev"], labels["dev"], hp.eval_batch_size, regression)
-            return predict(lambda b: model(b["features"]), dev, device)
+            return predict(lambda b: model(b["features"]), dev, device, precision)
 
         def layer_scores(outputs: np.ndarray) -> list[dict]:
             return [metrics.score_logits(metric_names, outputs[:, i], labels["dev"], regression) for i in range(n_layers)]
@@ -206,6 +212,7 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
             hp,
             device,
             checkpoint=checkpoint,
+            precision=precision,
         )
         heads.load_state_dict(result.best_state)
         outputs = dev_outputs(heads)
@@ -242,6 +249,7 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
         "layers": layers,
         "history": result.history,
         "hyperparameters": vars(hp),
+        "precision": precision.name,
         "seconds": time.perf_counter() - started,
     }
     write_json(out_dir / "metrics.json", report)

@@ -6,6 +6,10 @@ every rank of a data-parallel job with that job's backward step (``data_parallel
 shares of each batch; the loop itself only agrees with rank 0 through ``torch.distributed``, so that it imports no
 multi-GPU code.
 
+Forward passes (the loss's and the dev evaluation's) run in the job's :class:`~kdflow.core.precision.Precision`
+(autocast; the weights and the optimiser stay float32); with fp16 a gradient scaler scales each loss before its
+backward pass and skips the steps whose gradients overflowed.
+
 A run whose training loss or dev score turns non-finite has diverged: it stops there (every later step would start
 from non-finite values) and returns its divergence as its result instead of raising, so that the rest of a
 hyper-parameter grid goes on and the divergence is reported where the scores are (see :class:`TrainResult`).
@@ -17,6 +21,7 @@ import copy
 import logging
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -26,6 +31,7 @@ import torch.distributed as dist
 from torch import nn
 
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.precision import FP32, Precision
 from kdflow.training.batching import batch_rows, to_device
 from kdflow.training.checkpoint import Checkpoint, random_states, restore_random_states
 from kdflow.training.curves import LiveCurves
@@ -34,9 +40,12 @@ log = logging.getLogger("kdflow")
 
 Batch = dict[str, torch.Tensor]
 LossFn = Callable[[nn.Module, Batch], torch.Tensor]
-# backpropagates weight x a batch's loss into .grad and returns weight x loss; the bool is False for every
-# micro-batch of a step but its last (a data-parallel job all-reduces the gradients once per step)
+# backpropagates weight x a batch's loss into .grad (scaled by the run's gradient scaler) and returns weight x loss;
+# the bool is False for every micro-batch of a step but its last (a data-parallel job all-reduces the gradients once
+# per step)
 Backward = Callable[[Batch, float, bool], float]
+# makes a run's Backward from its model, its loss (already in the run's precision), device and gradient scaler
+MakeBackward = Callable[[nn.Module, LossFn, torch.device, torch.amp.GradScaler], Backward]
 
 
 def subset_indices(n: int, limit: int | None, seed: int) -> np.ndarray:
@@ -107,7 +116,8 @@ def train(
     on_epoch_start: Callable[[int], None] | None = None,
     checkpoint: Checkpoint | None = None,
     run: str = "train",
-    data_parallel: Callable[[nn.Module, LossFn, torch.device], Backward] | None = None,
+    data_parallel: MakeBackward | None = None,
+    precision: Precision = FP32,
 ) -> TrainResult:
     """Train ``model`` with ``loss_fn`` on ``train_batches(rng)`` (one shuffled epoch of ``n_train`` examples,
     batches of ``hp.batch_size``), one optimiser step per batch.
@@ -124,13 +134,20 @@ def train(
     optimiser step (counted across epochs; the thesis evaluates its students every 100 mini-batches, §4.3);
     ``history`` has one record per evaluation: epoch, step, ``lr`` (the learning rate of that step), over the
     optimiser steps since the previous evaluation the mean and max of the gradient's total 2-norm before clipping
-    (``grad_norm_mean``, ``grad_norm_max``: a spike shows in the max) and the mean training loss, the seconds
-    they took, then the dev metrics (``dev_<name>``); with TensorBoard on, each record also goes to the run's
-    event files as it is made (:mod:`kdflow.training.curves`). The model kept is the evaluation's with the best
-    ``select_metric`` (a dev-set metric: selection never looks at test data; the earlier on a tie), or with
-    ``hp.keep == "final"`` the final model (the thesis's teachers, which select no checkpoint). Parameters with
-    ``requires_grad=False`` (a frozen teacher) are left alone. ``on_epoch_start`` is called with the 1-based
-    epoch before it starts (epoch-dependent losses such as Annealing-KD's).
+    (``grad_norm_mean``, ``grad_norm_max``: a spike shows in the max; over the steps taken), the steps the fp16
+    gradient scaler skipped (``skipped_steps``, their gradients non-finite; always 0 in bf16 and fp32) and the mean
+    training loss, the seconds they took, then the dev metrics (``dev_<name>``); with TensorBoard on, each record
+    also goes to the run's event files as it is made (:mod:`kdflow.training.curves`). The model kept is the
+    evaluation's with the best ``select_metric`` (a dev-set metric: selection never looks at test data; the earlier
+    on a tie), or with ``hp.keep == "final"`` the final model (the thesis's teachers, which select no checkpoint).
+    Parameters with ``requires_grad=False`` (a frozen teacher) are left alone. ``on_epoch_start`` is called with the
+    1-based epoch before it starts (epoch-dependent losses such as Annealing-KD's).
+
+    ``precision``: the loss (forward) and ``evaluate`` run under its autocast, backward passes outside it. With fp16
+    the gradients are unscaled before their norm is measured and clipped; a step whose gradients are not finite is
+    skipped by the scaler (the weights and the optimiser's moments unchanged, the scale halved) but still counts
+    as a step of the schedule, as an overflow is a property of the scale, not of the data. A skipped step's loss is
+    finite (an infinite loss is a divergence in any precision).
 
     With a ``checkpoint``, the run's state is saved under the name ``run`` whenever the checkpoint is due (at an
     optimiser step, after its evaluation if one is due) and after every epoch, and a run found there continues
@@ -153,7 +170,8 @@ def train(
     step, first_epoch, batches_done, elapsed = 0, 1, 0, 0.0
     running = []  # (loss, learning rate, gradient norm) of each optimiser step since the last evaluation
     parameters = list(model.parameters())
-    backward = (data_parallel or _backward_in_one_process)(model, loss_fn, device)
+    scaler = precision.grad_scaler()
+    backward = (data_parallel or _backward_in_one_process)(model, _in_precision(loss_fn, precision), device, scaler)
     rank = dist.get_rank() if dist.is_initialized() else 0
     saved = checkpoint.load(run) if checkpoint is not None else None
     if saved is not None:
@@ -164,6 +182,10 @@ def train(
             return result
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
+        if saved["precision"] != precision.name:  # `auto` on another machine, e.g. a requeued job: weights are float32
+            log.warning("run %s was checkpointed in %s and goes on in %s", run, saved["precision"], precision.name)
+        if saved["scaler"] and scaler.is_enabled():  # the fp16 scale reached; another precision's run starts its own
+            scaler.load_state_dict(saved["scaler"])
         shuffler.bit_generator.state = saved["epoch_shuffler"]
         if rank < len(saved["random"]):  # the saving run's ranks; a rank beyond keeps its new seed
             restore_random_states(saved["random"][rank])
@@ -180,8 +202,9 @@ def train(
         state = {"finished": finished, "model": model.state_dict(), "result": vars(result)}
         if not finished:
             state.update(optimizer=optimizer.state_dict(), scheduler=scheduler.state_dict(),
-                         epoch_shuffler=epoch_shuffler, random=generators, step=step, epoch=epoch,
-                         batches_done=batches, running=running, seconds=seconds)
+                         precision=precision.name, scaler=scaler.state_dict(), epoch_shuffler=epoch_shuffler,
+                         random=generators, step=step, epoch=epoch, batches_done=batches, running=running,
+                         seconds=seconds)
         checkpoint.save(run, state)
 
     def keep(epoch: int, at_step: int, score: float) -> None:
@@ -200,10 +223,14 @@ def train(
     def evaluation(epoch: int) -> float:
         """Evaluate on dev, record it, keep the model if it is the best so far; return the selection score."""
         nonlocal elapsed, started, seen
-        scores = _rank_0s(evaluate(model))  # ranks select alike even if their floats differ
+        with precision.autocast():
+            scores = _rank_0s(evaluate(model))  # ranks select alike even if their floats differ
         losses, rates, norms = zip(*running)
-        record = {"epoch": epoch, "step": step, "lr": rates[-1], "grad_norm_mean": float(np.mean(norms)),
-                  "grad_norm_max": max(norms), "train_loss": float(np.mean(losses)),
+        # fp16: a step whose gradient norm is not finite was skipped, and the norms are those of the steps taken
+        skipped = sum(not math.isfinite(norm) for norm in norms) if scaler.is_enabled() else 0
+        taken = ([norm for norm in norms if math.isfinite(norm)] or [math.nan]) if skipped else norms
+        record = {"epoch": epoch, "step": step, "lr": rates[-1], "grad_norm_mean": float(np.mean(taken)),
+                  "grad_norm_max": max(taken), "skipped_steps": skipped, "train_loss": float(np.mean(losses)),
                   "seconds": elapsed + time.perf_counter() - started}
         record.update({f"dev_{name}": value for name, value in scores.items()})
         result.history.append(record)
@@ -232,9 +259,13 @@ def train(
             loss = sum(backward(part, batch_rows(part) / rows, i == len(parts) - 1) for i, part in enumerate(parts))
             if not math.isfinite(loss):  # the whole batch's loss: every rank stops at the same step
                 return diverge(epoch, step + 1, f"training loss {loss}")
+            scaler.unscale_(optimizer)  # the true gradient, to measure and clip
             running.append((loss, optimizer.param_groups[0]["lr"], _gradient_norm(parameters, hp.max_grad_norm)))
-            optimizer.step()
-            scheduler.step()
+            scaler.step(optimizer)  # fp16: skipped if the gradient is not finite
+            scaler.update()
+            with warnings.catch_warnings():  # a skipped first step makes torch warn that the schedule runs ahead
+                warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step", UserWarning)
+                scheduler.step()
             step += 1
             seen += rows
             if step % hp.log_every == 0:
@@ -266,15 +297,29 @@ def train(
 
 
 @torch.no_grad()
-def predict(forward: Callable[[Batch], torch.Tensor], batch_iter: Iterable[Batch], device: torch.device) -> np.ndarray:
-    """Stack ``forward``'s outputs over batches (eval mode is the caller's business)."""
-    return torch.cat([forward(to_device(batch, device)).float().cpu() for batch in batch_iter]).numpy()
+def predict(forward: Callable[[Batch], torch.Tensor], batch_iter: Iterable[Batch], device: torch.device,
+            precision: Precision = FP32) -> np.ndarray:
+    """Stack ``forward``'s outputs over batches, computed in ``precision`` and returned as float32 (eval mode is
+    the caller's business)."""
+    with precision.autocast():
+        return torch.cat([forward(to_device(batch, device)).float().cpu() for batch in batch_iter]).numpy()
 
 
-def _backward_in_one_process(model: nn.Module, loss_fn: LossFn, device: torch.device) -> Backward:
+def _in_precision(loss_fn: LossFn, precision: Precision) -> LossFn:
+    """``loss_fn`` with its forward pass in ``precision``; the loss itself float32, for its backward outside."""
+
+    def loss(model: nn.Module, batch: Batch) -> torch.Tensor:
+        with precision.autocast():
+            return loss_fn(model, batch).float()
+
+    return loss
+
+
+def _backward_in_one_process(model: nn.Module, loss_fn: LossFn, device: torch.device,
+                             scaler: torch.amp.GradScaler) -> Backward:
     def backward(batch: Batch, weight: float, last: bool) -> float:
         loss = loss_fn(model, to_device(batch, device)) * weight
-        loss.backward()
+        scaler.scale(loss).backward()
         return loss.item()
 
     return backward

@@ -137,12 +137,14 @@ class _Loss(nn.Module):
         return self.loss_fn(self.model, batch)
 
 
-def data_parallel(model: nn.Module, loss_fn: LossFn, device: torch.device) -> Backward:
+def data_parallel(model: nn.Module, loss_fn: LossFn, device: torch.device, scaler: torch.amp.GradScaler) -> Backward:
     """The training loop's backward step on this rank: backpropagate ``loss_fn`` on the rank's share of a batch
     (weighted by rows, see the module's docstring) and add the gradient of ``weight`` times the whole batch's loss
     to every parameter's ``.grad`` on every rank (the loop's micro-batches weigh their share of a step's rows; until
     the ``last`` of a step, each rank adds only its own share's gradient); return ``weight`` times the whole
-    batch's loss. Wrapping ``model`` in DDP gives every rank rank 0's weights and
+    batch's loss. The backward pass is scaled by ``scaler`` (fp16; every rank scales alike, and all-reduces the
+    scaled gradients, so that every rank finds the same overflow and skips the same steps). Wrapping ``model`` in
+    DDP gives every rank rank 0's weights and
     buffers; torch is reseeded from its seed and the rank, so that each rank draws its own dropout masks for its
     rows, as one process draws a mask per row."""
     rank, ranks = dist.get_rank(), dist.get_world_size()
@@ -157,7 +159,7 @@ def data_parallel(model: nn.Module, loss_fn: LossFn, device: torch.device) -> Ba
             share = {name: value[:1] for name, value in batch.items()}
         with contextlib.nullcontext() if last else replicas.no_sync():
             loss = replicas(to_device(share, device))
-            (loss * (weight * ranks * share_rows / rows)).backward()
+            scaler.scale(loss * (weight * ranks * share_rows / rows)).backward()
         whole = loss.detach() * (weight * share_rows / rows)
         dist.all_reduce(whole)
         return whole.item()

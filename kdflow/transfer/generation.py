@@ -31,6 +31,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Dynami
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.io import atomic_output, write_json
+from kdflow.core.precision import FP32, Precision
 from kdflow.core.runtime import seed_everything
 from kdflow.training.batching import EncodedSplit, batches, to_device
 from kdflow.training.checkpoint import Checkpoint
@@ -111,13 +112,16 @@ def lm_loss(model, batch) -> torch.Tensor:
 
 
 @torch.no_grad()
-def perplexity(model, split: EncodedSplit, batch_size: int, device) -> float:
-    """exp of the mean next-token negative log-likelihood over every predicted token of ``split``."""
+def perplexity(model, split: EncodedSplit, batch_size: int, device, precision: Precision = FP32) -> float:
+    """exp of the mean next-token negative log-likelihood over every predicted token of ``split`` (the forward pass
+    in ``precision``, the log-likelihoods in float32)."""
     model.eval()
     total, count = 0.0, 0
     for batch in batches(split, batch_size, regression=False):
         batch = to_device(batch, device)
-        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1].float()
+        with precision.autocast():
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        logits = logits[:, :-1].float()
         targets, mask = batch["input_ids"][:, 1:], batch["attention_mask"][:, 1:].bool()
         nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
         total += nll[mask].sum().item()
@@ -126,12 +130,12 @@ def perplexity(model, split: EncodedSplit, batch_size: int, device) -> float:
 
 
 def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device,
-                       checkpoint: Checkpoint | None = None) -> dict:
+                       checkpoint: Checkpoint | None = None, precision: Precision = FP32) -> dict:
     """Fine-tune a causal LM on ``task``'s training sentences (thesis Table 4.2: AdamW 5e-5, weight decay 1e-3,
-    10% warm-up then linear decay, 1 epoch). Held-out perplexity on dev is measured before and after each
-    epoch; the best-dev-perplexity epoch is kept. Writes ``model/`` (with tokenizer), ``metrics.json`` (a
-    diverged run: the weights it diverged with, perplexity NaN and ``diverged``, see :mod:`kdflow.training.loop`)
-    and ``curves.parquet``."""
+    10% warm-up then linear decay, 1 epoch), its forward passes in ``precision``. Held-out perplexity on dev is
+    measured before and after each epoch; the best-dev-perplexity epoch is kept. Writes ``model/`` (with
+    tokenizer), ``metrics.json`` (a diverged run: the weights it diverged with, perplexity NaN and ``diverged``, see
+    :mod:`kdflow.training.loop`) and ``curves.parquet``."""
     started = time.perf_counter()
     seed_everything(hp.seed)
     model, tokenizer = build_generator(spec)
@@ -143,15 +147,15 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
     log.info("generator %s: %.1fM parameters, %d training sequences",
              spec.get("model") or spec["architecture"]["model_type"],
              sum(p.numel() for p in model.parameters()) / 1e6, len(train_split))
-    before = perplexity(model, dev_split, hp.eval_batch_size, device)
+    before = perplexity(model, dev_split, hp.eval_batch_size, device, precision)
     log.info("dev perplexity before fine-tuning: %.2f", before)
 
     def evaluate(model):
-        ppl = perplexity(model, dev_split, hp.eval_batch_size, device)
+        ppl = perplexity(model, dev_split, hp.eval_batch_size, device, precision)
         return {"neg_perplexity": -ppl, "perplexity": ppl}
 
     result = train(model, lm_loss, lambda rng: batches(train_split, hp.batch_size, False, shuffle=True, generator=rng),
-                   len(train_split), evaluate, "neg_perplexity", hp, device, checkpoint=checkpoint)
+                   len(train_split), evaluate, "neg_perplexity", hp, device, checkpoint=checkpoint, precision=precision)
     model.load_state_dict(result.best_state)
     out_dir = Path(out_dir)
     with atomic_output(out_dir / "model") as model_dir:
@@ -167,6 +171,7 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
         "train_sequences": len(train_split),
         "history": result.history,
         "hyperparameters": vars(hp),
+        "precision": precision.name,
         "seconds": time.perf_counter() - started,
     }
     write_json(out_dir / "metrics.json", report)
@@ -219,9 +224,10 @@ def next_tokens(logits: torch.Tensor, settings: SamplingSettings, generator: tor
 
 @torch.no_grad()
 def sample(model, prefixes: list[list[int]], eos_id: int, settings: SamplingSettings, generator: torch.Generator,
-           device) -> list[tuple[list[int], bool]]:
+           device, precision: Precision = FP32) -> list[tuple[list[int], bool]]:
     """Continue every prefix until ``eos_id`` or ``settings.max_length`` tokens; returns ``(tokens, finished)``
-    per prefix, in prefix order (tokens include the prefix and the eos).
+    per prefix, in prefix order (tokens include the prefix and the eos). The model runs in ``precision`` (its KV
+    cache in the dtype autocast computes keys and values in), the next-token distribution in float32.
 
     Every step feeds one token per slot: the next prefix token (forced) or the last sampled one. Each slot
     attends only to its own cache columns (a per-slot attention mask and position ids), so a slot can restart
@@ -238,8 +244,9 @@ def sample(model, prefixes: list[list[int]], eos_id: int, settings: SamplingSett
     while slots:
         step_input = torch.tensor([[s[n]] for s, n in zip(sequences, fed)], device=device)
         attention_mask = (torch.arange(length + 1, device=device)[None, :] >= start[:, None]).long()
-        logits = model(input_ids=step_input, attention_mask=attention_mask, position_ids=(length - start)[:, None],
-                       past_key_values=cache, use_cache=True).logits[:, -1]
+        with precision.autocast():
+            logits = model(input_ids=step_input, attention_mask=attention_mask, position_ids=(length - start)[:, None],
+                           past_key_values=cache, use_cache=True).logits[:, -1]
         length += 1
         sampled = next_tokens(logits, settings, generator).tolist()
         keep = []

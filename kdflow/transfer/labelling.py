@@ -1,5 +1,6 @@
 """The teacher labels a transfer set, once: its logits, its pseudo-heads' outputs and (for hidden-space methods)
-its pooled layers, written in the format of :mod:`kdflow.transfer.signals`. Resumable by chunks of batches."""
+its pooled layers, written in the format of :mod:`kdflow.transfer.signals`, in the job's precision (the stored
+dtypes do not depend on it). Resumable by chunks of batches."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from safetensors.torch import save_file
 from transformers import AutoTokenizer
 
 from kdflow.core.io import atomic_output
+from kdflow.core.precision import FP32, Precision
 from kdflow.teachers.pseudo_heads import load_heads, teacher_outputs
 from kdflow.training.batching import batches, to_device, tokenize
 from kdflow.training.checkpoint import Checkpoint, resumable_chunks
@@ -24,9 +26,10 @@ log = logging.getLogger("kdflow")
 def compute_signals(
     frame: pd.DataFrame, transfer: str, teacher_dir: Path, heads_path: Path, include_layers: bool,
     max_seq_length: int, batch_size: int, device, out_path: Path, checkpoint: Checkpoint | None = None,
+    precision: Precision = FP32,
 ) -> dict[str, int]:
     """Label the transfer set ``frame`` (see :func:`kdflow.transfer.frames.transfer_frame`) with the teacher, once
-    (resuming from the batches a ``checkpoint`` holds)."""
+    (resuming from the batches a ``checkpoint`` holds), its forward passes in ``precision``."""
     teacher_dir = Path(teacher_dir)
     tokenizer = AutoTokenizer.from_pretrained(teacher_dir / "model")
     model = load_classifier(teacher_dir / "model").to(device).eval()
@@ -35,15 +38,18 @@ def compute_signals(
     split = tokenize(frame, tokenizer, max_seq_length, labelled=False)
 
     def label(index: int, batch: dict) -> dict[str, torch.Tensor]:
-        logits, pooled = teacher_outputs(model, to_device(batch, device), pooling)
-        outputs = {"logits": logits.float().cpu(), "head_logits": heads(pooled).cpu()}
+        with precision.autocast():
+            logits, pooled = teacher_outputs(model, to_device(batch, device), pooling)
+            head_logits = heads(pooled)
+        # the file's dtypes (kdflow.transfer.signals), whatever autocast computed in
+        outputs = {"logits": logits.float().cpu(), "head_logits": head_logits.float().cpu()}
         return {**outputs, "layers": pooled.half().cpu()} if include_layers else outputs
 
     labelled = resumable_chunks(batches(split, batch_size, regression=False), label, checkpoint)
     tensors = {name: torch.cat([outputs[name] for outputs in labelled]) for name in labelled[0]}
     tensors["idx"] = torch.tensor(frame["idx"].to_numpy())
     with atomic_output(out_path) as path:
-        save_file(tensors, str(path), metadata={"transfer": transfer, "pooling": pooling})
+        save_file(tensors, str(path), metadata={"transfer": transfer, "pooling": pooling, "precision": precision.name})
     shapes = {name: list(t.shape) for name, t in tensors.items()}
     log.info("teacher signals for %d examples of the %s transfer set: %s", len(frame), transfer, shapes)
     return shapes

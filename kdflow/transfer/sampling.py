@@ -14,6 +14,7 @@ import torch
 
 from kdflow.core.data import TaskData
 from kdflow.core.io import atomic_output
+from kdflow.core.precision import FP32, Precision
 from kdflow.training.checkpoint import Checkpoint, resumable_chunks
 from kdflow.transfer.generation import (
     SEPARATOR,
@@ -35,10 +36,12 @@ def shard_size(total: int, shards: int, shard: int) -> int:
 
 def sample_shard(task: TaskData, generator_dir: Path, shard: int, shards: int, total: int, seed: int, prefix: str,
                  settings: SamplingSettings, device, out_path: Path, dtype: str = "float32",
-                 checkpoint: Checkpoint | None = None) -> dict:
+                 checkpoint: Checkpoint | None = None, precision: Precision = FP32) -> dict:
     """Sample shard ``shard`` of ``shards`` (its share of ``total`` sentences) with its own seed, derived from
-    ``(seed, shard)``: a rerun reproduces the same sentences, and shards run as independent jobs. ``dtype``
-    bfloat16 halves a GPU's memory traffic per decoding step (the next-token softmax stays float32).
+    ``(seed, shard)``: a rerun reproduces the same sentences (on the same hardware, in the same precision), and
+    shards run as independent jobs. ``dtype`` is the generator weights' storage: bfloat16 halves a GPU's memory
+    traffic per decoding step; ``precision`` is what the forward passes compute in (autocast): float32 weights
+    under bf16 compute in bfloat16 and keep a bfloat16 KV cache. The next-token softmax stays float32 in both.
 
     The shard samples its prefixes in chunks of ``CHUNK_SLOTS`` x ``batch_size``, each with its own seed, so
     that a ``checkpoint`` can hold the chunks done and a killed shard resumes with the same sentences."""
@@ -60,7 +63,7 @@ def sample_shard(task: TaskData, generator_dir: Path, shard: int, shards: int, t
 
     def sample_chunk(index: int, chunk_prefixes: list[list[int]]) -> list[tuple[list[int], bool]]:
         generator = torch.Generator(device=device).manual_seed(int(seeds[index]))
-        return sample(model, chunk_prefixes, tokenizer.eos_token_id, settings, generator, device)
+        return sample(model, chunk_prefixes, tokenizer.eos_token_id, settings, generator, device, precision)
 
     outputs = [output for done in resumable_chunks(chunks, sample_chunk, checkpoint) for output in done]
     frame = decode_samples(outputs, tokenizer)

@@ -4,8 +4,12 @@ and runs no teacher forward pass. A TAKD teacher assistant's signals are its log
 
 Stored per example, in the transfer set's row order: ``logits`` [n, C], ``head_logits`` [n, N, C] (the
 pseudo-heads on layers 1..N) and, when a hidden-space method needs them, ``layers`` [n, N, H] (the pooled
-layer representations the heads read, float16), and ``idx``. Per-example signals are independent of the
-student's tokenisation, so a BiLSTM over word vectors can learn from a WordPiece teacher.
+layer representations the heads read, float16), and ``idx``; logits are float32. These dtypes are the file's
+contract whatever precision computed the signals (``precision`` in the file's metadata): the values of a
+bf16-computed file differ from an fp32 one's within bf16's rounding, which makes the precision part of the
+signals' identity, so the config's ``precision`` is a param of the jobs that write them (a change recomputes
+them and retrains their students). Per-example signals are independent of the student's tokenisation, so a
+BiLSTM over word vectors can learn from a WordPiece teacher.
 """
 
 from __future__ import annotations
