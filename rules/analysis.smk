@@ -73,6 +73,7 @@ rule classify_sentences:
         },
         reported=lambda w: config["sentence_probes"][w.task].get("reported", {}),
         device=config["device"],
+        precision=config["precision"],
         code=code_of("classify_sentences.py"),
     script:
         "../scripts/classify_sentences.py"

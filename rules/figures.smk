@@ -278,6 +278,7 @@ rule layer_outputs:
             for name in config["layer_outputs"][w.task]["models"]
         },
         device=config["device"],
+        precision=config["precision"],
         code=code_of("layer_outputs.py"),
     script:
         "../scripts/layer_outputs.py"

@@ -3,6 +3,7 @@
 
 from kdflow.analysis.sentences import classify, read_sentences, sentence_document, sentence_summary, sentence_table
 from kdflow.core.data import TaskData
+from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job, select_device
 from kdflow.distillation.named_models import load_model
 
@@ -11,12 +12,13 @@ with rule_job(snakemake):
     labels = task.meta["labels"]
     sentences = read_sentences(snakemake.input.sentences, labels)
     device = select_device(snakemake.params.device)
+    precision = resolve_precision(snakemake.params.precision, device)
     logits = {}
     for name, params in snakemake.params.models.items():
         files = {"teacher_model": snakemake.input[f"{name}_teacher"], "runs_dir": params.get("runs_dir"),
                  "selection": snakemake.input.get(f"{name}_selection")}
         model = load_model(params["reference"], files, task.num_labels)
-        logits[name] = classify(model, sentences.frame["sentence"], device)
+        logits[name] = classify(model, sentences.frame["sentence"], device, precision)
     reported = snakemake.params.reported
     table = sentence_table(sentences, logits, labels, reported)
     table.to_csv(snakemake.output.csv, index=False)

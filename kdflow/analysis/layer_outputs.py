@@ -26,6 +26,7 @@ import torch
 
 from kdflow.analysis.attention_maps import Recomputed, recompute
 from kdflow.core.errors import UserError
+from kdflow.core.precision import FP32, Precision
 
 
 def principal_components(vectors: np.ndarray, k: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -82,7 +83,7 @@ def panel(teacher: np.ndarray, students: Mapping[str, np.ndarray]) -> dict:
 @torch.no_grad()
 def layer_outputs(runs: Mapping[str, Path], teacher_dir: Path, heads_path: Path, data_dir: Path,
                   layers: Sequence[Sequence[int]], n_examples: int = 100, split: str = "dev", seed: int = 0,
-                  device="cpu") -> dict:
+                  device="cpu", precision: Precision = FP32) -> dict:
     """ALP-KD Fig. 4 for the students ``runs`` (name -> run directory; students of one teacher and task) on
     ``n_examples`` examples of ``split`` drawn with ``seed``: one panel per (student layer, teacher layer) pair of
     ``layers`` (1-based; the paper's are (2, 6) and (3, 9)).
@@ -91,7 +92,7 @@ def layer_outputs(runs: Mapping[str, Path], teacher_dir: Path, heads_path: Path,
     examples, ``models`` (per student: ``method``, ``student`` spec, ``student_layers``), and ``panels``, each with
     ``student_layer``, ``teacher_layer``, ``explained_variance_ratio`` of the two components, the teacher's ``pc``
     [n, 2], and per student ``pc`` [n, 2], ``cosine_distance`` [n] and its mean."""
-    recomputed = {name: recompute(run_dir, teacher_dir, heads_path, data_dir, n_examples, split, seed, device)
+    recomputed = {name: recompute(run_dir, teacher_dir, heads_path, data_dir, n_examples, split, seed, device, precision)
                   for name, run_dir in runs.items()}
     first = next(iter(recomputed.values()))
     teacher_layers = first.shapes.teacher_layers

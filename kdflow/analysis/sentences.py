@@ -35,6 +35,7 @@ import torch
 from kdflow.analysis.predictions import confidences
 from kdflow.core.documents import Code, Document, Heading, Paragraph, Table
 from kdflow.core.errors import UserError
+from kdflow.core.precision import FP32, Precision
 from kdflow.distillation.named_models import LoadedModel
 from kdflow.training.batching import batches, tokenize
 from kdflow.training.loop import predict
@@ -149,12 +150,14 @@ def _row(raw: dict[str, str], reported: Sequence[str], labels: Sequence[str]) ->
     return row
 
 
-def classify(model: LoadedModel, sentences: Sequence[str], device: torch.device, batch_size: int = 64) -> np.ndarray:
-    """A model's logits ``[n, classes]`` on ``sentences`` (each read as a single sentence, cut at 128 tokens)."""
+def classify(model: LoadedModel, sentences: Sequence[str], device: torch.device, precision: Precision = FP32,
+             batch_size: int = 64) -> np.ndarray:
+    """A model's logits ``[n, classes]`` on ``sentences`` (each read as a single sentence, cut at 128 tokens),
+    computed in ``precision``."""
     frame = pd.DataFrame({"text_a": list(sentences), "text_b": None})
     encoded = tokenize(frame, model.tokenizer, MAX_LENGTH, labelled=False)
     model.module.to(device)
-    return predict(model.logits, batches(encoded, batch_size, regression=False), device)
+    return predict(model.logits, batches(encoded, batch_size, regression=False), device, precision)
 
 
 def sentence_table(sentences: Sentences, logits: Mapping[str, np.ndarray], labels: Sequence[str],
