@@ -68,7 +68,10 @@ def test_a_run_writes_one_row_per_evaluation_with_its_learning_rate_and_gradient
 
 
 def test_tensorboard_is_named_after_the_job_and_off_unless_the_config_turns_it_on(monkeypatch):
-    monkeypatch.delenv(TENSORBOARD_DIR, raising=False)
+    # set, then deleted: monkeypatch records the variable and removes what tensorboard_for_job sets, which would
+    # otherwise reach every later workflow run of the session and send all its jobs' events to one directory
+    monkeypatch.setenv(TENSORBOARD_DIR, "unset by this test")
+    monkeypatch.delenv(TENSORBOARD_DIR)
     job = SimpleNamespace(config={"tensorboard": False}, log=["logs/finetune_teacher/bert_base/sst2.log"])
     tensorboard_for_job(job)
     assert TENSORBOARD_DIR not in os.environ
