@@ -36,12 +36,21 @@ def test_the_demos_sst2_pipeline_step_by_step(demo_config):
          "results/benchmarks/build_transfer_set/sst2/augmented.tsv"),
         ("teacher_logits", "compute_teacher_signals", "",
          "results/benchmarks/compute_teacher_signals/tiny_bert/sst2/augmented.tsv"),
-        *(("lstm_student_training", "distill_student", f"mse_logits/default/seed{seed}", student.format("lstm_s", seed))
-          for seed in (0, 1)),
         *(("bert_student_training", "distill_student", f"mse_logits/default/seed{seed}", student.format("bert_s", seed))
+          for seed in (0, 1)),
+        *(("lstm_student_training", "distill_student", f"mse_logits/default/seed{seed}", student.format("lstm_s", seed))
           for seed in (0, 1)),
     ]
     assert {job["task"] for job in runtime_jobs(demo_config)} == {"sst2"}
+
+
+def test_reordering_the_configs_mappings_changes_no_job(demo_config):
+    """The jobs are the table rule's params: a config saved with sorted keys must not rerun it."""
+    reordered = copy.deepcopy(demo_config)
+    students = reordered["runtime_table"]["students"]
+    reordered["runtime_table"]["students"] = dict(reversed(students.items()))
+    reordered["experiments"]["thesis_table52"]["seeds"] = [1, 0]
+    assert runtime_jobs(reordered) == runtime_jobs(demo_config)
 
 
 def test_every_benchmark_lies_at_its_jobs_log_path_under_results_benchmarks():
@@ -110,12 +119,12 @@ def test_a_steps_hours_are_summed_over_its_jobs_and_divided_by_its_runs(measured
     preparation = rows.loc["data_preparation", "sst2"]
     assert preparation.kdflow_hours == pytest.approx(0.01) and pd.isna(preparation.kdflow_peak_rss_gb)
     assert pd.isna(preparation.thesis_hours)  # kdflow's own step
-    # Every thesis row is there, kdflow's empty where it has no job; the jobs' steps come first, tasks as the thesis's.
+    # Every thesis row is there, kdflow's empty where it has no job; tasks in the thesis's order.
     assert len(table) == len(reference) + 1
     assert pd.isna(rows.loc["teacher_finetuning", "cola"].kdflow_hours)
-    assert list(dict.fromkeys(table.step)) == ["data_preparation", "teacher_finetuning", "augmentation_sampling",
-                                               "lstm_student_training", "gpt2_finetuning", "teacher_logits",
-                                               "bert_student_training"]
+    assert list(dict.fromkeys(table.step)) == ["data_preparation", "teacher_finetuning", "gpt2_finetuning",
+                                               "augmentation_sampling", "teacher_logits", "lstm_student_training",
+                                               "bert_student_training"]  # the pipeline's order, then the thesis's
     assert list(table[table.step == "teacher_finetuning"].task) == ["cola", "sst2", "sara"]
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from kdflow.core.documents import Document, Heading, Paragraph, Table
 from kdflow.reporting.paper_tables import _latex
+from kdflow.workflow.runtimes import PIPELINE_STEPS
 
 TITLE = "Sučík (2020) Table 4.5: runtimes of the pipeline's steps (hours)"
 COLUMNS = ["step", "task", "kdflow_rule", "kdflow_jobs", "kdflow_runs", "kdflow_hours", "kdflow_hours_per_run",
@@ -34,8 +35,8 @@ def read_benchmark(path) -> dict:
 def runtime_table(reference: pd.DataFrame, jobs: Sequence[Mapping], benchmarks: Sequence[Mapping]) -> pd.DataFrame:
     """One row per step and task, of kdflow's ``jobs`` (:func:`kdflow.workflow.runtimes.runtime_jobs`, each with
     its :func:`read_benchmark` in ``benchmarks``) or of the thesis's ``reference`` (reference/thesis_runtimes.csv:
-    step, task, runtime_hours, hardware, note), in the jobs' step order and the reference's task order; a side
-    without the row has NaN there."""
+    step, task, runtime_hours, hardware, note), steps in :func:`step_order` and tasks in the reference's order; a
+    side without the row has NaN there."""
     if len(jobs) != len(benchmarks):
         raise ValueError(f"{len(jobs)} jobs but {len(benchmarks)} benchmarks")
     measured = pd.DataFrame(list(jobs), columns=["step", "task", "rule", "run"]).join(
@@ -49,11 +50,22 @@ def runtime_table(reference: pd.DataFrame, jobs: Sequence[Mapping], benchmarks: 
     thesis = reference.rename(columns={"runtime_hours": "thesis_hours", "hardware": "thesis_hardware",
                                        "note": "thesis_note"}).set_index(["step", "task"])
     table = kdflow.join(thesis, how="outer")
-    steps = list(dict.fromkeys([*measured.step, *reference.step]))
     tasks = list(dict.fromkeys([*reference.task, *measured.task]))
-    table = table.loc[sorted(table.index, key=lambda key: (steps.index(key[0]), tasks.index(key[1])))].reset_index()
+    table = table.loc[sorted(table.index, key=lambda key: (step_order(key[0], reference), tasks.index(key[1])))]
+    table = table.reset_index()
     table[["kdflow_jobs", "kdflow_runs"]] = table[["kdflow_jobs", "kdflow_runs"]].astype("Int64")
     return table[COLUMNS].reset_index(drop=True)
+
+
+def step_order(step: str, reference: pd.DataFrame) -> tuple:
+    """Where a step's rows go: the pipeline's steps as data flows (kdflow.workflow.runtimes.PIPELINE_STEPS), then
+    the reference's other steps (its student training) in its order, then any other step by name."""
+    reference_steps = list(dict.fromkeys(reference.step))
+    if step in PIPELINE_STEPS:
+        return 0, PIPELINE_STEPS.index(step), step
+    if step in reference_steps:
+        return 1, reference_steps.index(step), step
+    return 2, 0, step
 
 
 def _hours(value) -> str:
