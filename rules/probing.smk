@@ -136,8 +136,8 @@ rule probing_thesis_table:
         mem_mb=2000,
         runtime=10,
     params:
-        models=THESIS_PROBING.get("models", {}),
-        missing=THESIS_PROBING.get("missing", {}),
+        models=canonical(THESIS_PROBING.get("models", {})),
+        missing=canonical(THESIS_PROBING.get("missing", {})),
         pooling=probing_settings(config)["pooling"] if PROBING_CONFIG else None,
         code=code_of("probing_thesis_table.py"),
     script:
