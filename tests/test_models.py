@@ -179,3 +179,18 @@ def test_embeddings_of_a_word_level_student_are_its_file_vectors_over_its_transf
     assert model.module.weight.shape == (2 + 10, 3)  # <unk>, <pad> and the 10 words of the transfer set
     (layer,) = encode_sentences(model, ["Good movie", "good"], "mean", 2, 32, torch.device("cpu"))
     assert layer.tolist() == [[2.0, 2.0, 1.0], [1.0, 2.0, 3.0]]
+
+
+def test_embeddings_of_a_wordpiece_student_are_the_vectors_it_starts_from(separable, trained_teacher, teacher_model):
+    """BERT_S starts from the fine-tuned teacher's wordpieces (then projects them to d_h): its "embed." baseline."""
+    spec = {"type": "bert_s", "num_hidden_layers": 1, "hidden_size": 8, "num_attention_heads": 2,
+            "intermediate_size": 16, "embeddings": {"source": "teacher"}}
+    files = {"data": separable.directory, "teacher_model": trained_teacher[0] / "model"}
+    model = load_model({"embeddings": {"experiment": "e", "task": "sst2", "student": "bert_s"}}, files, 2,
+                       embeddings={"student": spec, "seed": 0, "words": False})
+    table = teacher_model.module.get_input_embeddings().weight
+    assert torch.equal(model.module.weight, table)  # the teacher's 32-wide vectors, before the projection to 8
+    sentence = "good film with a long plot"
+    ids = teacher_model.tokenizer(sentence, add_special_tokens=False)["input_ids"]
+    (layer,) = encode_sentences(model, [sentence], "mean", 1, 32, torch.device("cpu"))
+    torch.testing.assert_close(layer[0].float(), table[ids].mean(0), atol=1e-3, rtol=1e-3)

@@ -24,6 +24,7 @@ BERT_T[SST-2],teacher,SST-2,,avg,Length,surface,2,90.0,89.5,100,0.1,6.1
 BERT_T[SST-2],teacher,SST-2,,avg,Length,surface,6,80.0,79.0,50,0.0,6.1
 BERT_T[SST-2],teacher,SST-2,,max,Length,surface,2,85.0,84.0,50,0.0,
 BERT_T[SST-2],teacher,SST-2,,avg,Tense,semantic,E,70.0,71.0,50,0.0,6.1
+BERT_T[SST-2],teacher,SST-2,,avg,Depth,syntactic,E,40.0,41.0,50,0.0,6.1
 LSTM_S[SST-2],LSTM_S student,SST-2,,avg,Length,surface,last (BiLSTM),60.0,61.0,200,0.2,6.2 C.1
 embed.word[SST-2],embeddings (word),SST-2,,avg,Length,surface,embed.,50.0,52.0,50,0.0,6.2
 LSTM_S-hard-logits[SST-2],LSTM_S student (hard-logits),SST-2,hard-logits,avg,Length,surface,last (BiLSTM),55.0,54.0,50,0.0,
@@ -75,6 +76,7 @@ def test_every_thesis_score_stands_beside_kdflows_or_says_why_not(probing, thesi
         ("teacher", None, None, 80.0, "teacher has no layer that is the thesis's 6"),
         ("teacher", None, None, 85.0, "pooled by max in the thesis; kdflow probes with mean pooling"),
         ("teacher", None, None, 70.0, "kdflow does not probe Tense (probing.tasks)"),
+        ("teacher", None, None, 40.0, "kdflow does not probe Depth (probing.tasks)"),
         ("lstm", 2, 62.5, 60.0, ""),
         ("embed", 0, 47.0, 50.0, ""),
         (None, None, None, 55.0, "no kdflow counterpart: hard-logit students are not run"),
@@ -88,7 +90,7 @@ def test_every_thesis_score_stands_beside_kdflows_or_says_why_not(probing, thesi
         else:
             assert row.kdflow == kdflow and row.difference == pytest.approx(kdflow - score)
     assert table.loc[1, "kdflow_dev"] == 91.0 and table.loc[1, "thesis_dev"] == 89.5
-    assert list(table.loc[5, ["thesis_layer", "thesis_figures"]]) == ["last (BiLSTM)", "6.2 C.1"]
+    assert list(table.loc[6, ["thesis_layer", "thesis_figures"]]) == ["last (BiLSTM)", "6.2 C.1"]
 
 
 def test_a_misspelt_mapping_or_an_unprobed_model_is_a_clear_error(probing, thesis):
@@ -102,13 +104,14 @@ def test_the_page_lists_every_thesis_model_and_shows_kdflow_beside_the_thesis(pr
     table = thesis_comparison(probing, thesis, MODELS, MISSING, pooling="mean")
     text = comparison_document(table, [{"kind": "choice", "what": "W.", "why": "Y.", "effect": "E."}]).markdown()
     summary = text[text.index("| thesis model |"):]
-    assert ("| BERT_T\\[SST-2\\] | avg | teacher | 4 | 2 | -0.25 | 1.75 | 6.1 | teacher has no layer that is the "
-            "thesis's 6; kdflow does not probe Tense (probing.tasks) |") in summary  # (-2 + 1.5) / 2, (2 + 1.5) / 2
+    assert ("| BERT_T\\[SST-2\\] | avg | teacher | 5 | 2 | -0.25 | 1.75 | 6.1 | teacher has no layer that is the "
+            "thesis's 6; kdflow does not probe Tense, Depth (probing.tasks) |") in summary  # (-2 + 1.5) / 2, (2 + 1.5) / 2
     assert "| LSTM_S-hard-logits\\[SST-2\\] | avg | — | 1 | 0 | — | — | — | no kdflow counterpart: hard-logit" in text
     assert "| BERT_T\\[SST-2\\] | max | teacher | 1 | 0 | — | — | — | pooled by max in the thesis" in text
     assert "## BERT_T\\[SST-2\\] (avg) and kdflow's teacher: kdflow (thesis)" in text
-    assert ("| thesis layer | kdflow layer | Length | Tense |\n|---|---:|---:|---:|\n| E | 0 | 96.0 (98.0) | — (70.0) |\n"
-            "| 2 | 2 | 91.5 (90.0) | — |\n| 6 | — | — (80.0) | — |") in text
+    assert ("| thesis layer | kdflow layer | Length | Depth | Tense |\n|---|---:|---:|---:|---:|\n"
+            "| E | 0 | 96.0 (98.0) | — (40.0) | — (70.0) |\n| 2 | 2 | 91.5 (90.0) | — | — |\n"
+            "| 6 | — | — (80.0) | — | — |") in text
     assert "| last (BiLSTM) | 2 | 62.5 (60.0) |" in text and "| embed. | 0 | 47.0 (50.0) |" in text
     assert "hard-logits" not in text.split("## ")[-2]  # a model without kdflow values gets no per-layer table
     assert "Differences from the paper's protocol" in text and "W. Why: Y. Effect: E." in text

@@ -425,7 +425,7 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
     seeds = len(config["experiments"]["thesis_table52"]["seeds"])
     # the augmented set and the set of unlabelled + generated sentences, the students learning from each (also
     # the two students from scratch, one seed), and the input vectors of the word-level LSTM_S (its vocabulary is
-    # the transfer set's words; the wordpiece BERT_S's vectors do not depend on it), each probed on 3 tasks
+    # the transfer set's words), each probed on 3 tasks
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
         sample_transfer_shard=2, build_transfer_set=2, compute_teacher_signals=2, transfer_statistics=1,
         distill_student=2 * seeds + 2 + 1, select_students=3, glue_submission=3, all=1,
@@ -592,7 +592,7 @@ def test_demo_probes_input_embeddings_and_students_from_scratch_beside_the_thesi
     probing = pd.read_csv(workdir / "results/tables/probing.csv")
     probes = probing[probing.kind == "probe"]
     layers = probes.groupby("model").layer.agg(lambda values: sorted(set(values)))
-    assert layers["embed_words_sst2"] == [0] and layers["embed_wordpieces_sst2"] == [0]  # one layer: the vectors
+    assert layers["embed_words_sst2"] == [0]  # one layer: the vectors
     assert layers["lstm_s_scratch_sst2"] == [1, 2, 3] and layers["bert_s_scratch_sst2"] == [0, 1, 2]
     with safe_open(str(workdir / "results/probing/encodings/embed_words_sst2/Length.safetensors"), "pt") as cache:
         assert cache.get_tensor("layer0.dev").shape[1] == 50  # the word vectors' width, one channel

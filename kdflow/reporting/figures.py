@@ -286,7 +286,7 @@ def probing_figure(table: pd.DataFrame, path, model_names: Mapping[str, str] | N
     for axes in grid[max(len(tasks) - columns, 0) : len(tasks)]:  # the lowest panel of each column
         axes.set_xlabel("layer / layers (0 = embeddings)" if relative_depth else "layer (E = embeddings)")
     figure.suptitle("Probing accuracy per layer (SentEval)")
-    legend_below(figure, list(handles.values()), columns=6)
+    legend_below(figure, list(handles.values()), columns=max(2, round(1.4 * columns)))  # ~2 inches per entry
     return save(figure, path)
 
 

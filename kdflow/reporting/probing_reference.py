@@ -27,6 +27,8 @@ from kdflow.reporting.paper_tables import deviation_blocks
 
 POOLINGS = {"avg": "mean", "max": "max", "single": "cls"}  # the thesis's pooling names -> kdflow's
 EMBEDDINGS_LAYER, TOP_BILSTM, EMBEDDING_OUTPUT = "embed.", "last (BiLSTM)", "E"
+UNPROBED_TASK = "kdflow does not probe {} (probing.tasks)"
+MISSING_LAYER = "{} has no layer that is the thesis's {}"
 COLUMNS = ("model", "family", "downstream_task", "variant", "pooling", "task", "task_type", "layer", "score",
            "devacc", "nhid", "dropout", "thesis_figures")
 
@@ -83,11 +85,11 @@ def thesis_comparison(probing: pd.DataFrame, thesis: pd.DataFrame, models: Mappi
         elif POOLINGS[row.pooling] != pooling:
             found["note"] = f"pooled by {POOLINGS[row.pooling]} in the thesis; kdflow probes with {pooling} pooling"
         elif (model, row.task) not in layers:
-            found["note"] = f"kdflow does not probe {row.task} (probing.tasks)"
+            found["note"] = UNPROBED_TASK.format(row.task)
         else:
             found["layer"] = kdflow_layer(row.layer, layers[model, row.task])
             if found["layer"] is None:
-                found["note"] = f"{model} has no layer that is the thesis's {row.layer}"
+                found["note"] = MISSING_LAYER.format(model, row.layer)
             else:
                 test, dev = results.loc[(model, row.task, found["layer"])]
                 found.update(kdflow=float(test), kdflow_dev=float(dev))
@@ -114,7 +116,25 @@ def _summary(model: str, pooling: str, rows: pd.DataFrame) -> dict:
             "mean kdflow − thesis": rows["difference"].mean(),
             "mean |kdflow − thesis|": rows["difference"].abs().mean(),
             "figures": " ".join(dict.fromkeys(" ".join(rows["thesis_figures"]).split())) or "—",
-            "notes": "; ".join(dict.fromkeys(note for note in rows["note"] if note))}
+            "notes": "; ".join(_merged_notes(rows))}
+
+
+def _merged_notes(rows: pd.DataFrame) -> list[str]:
+    """A model's notes, each once; the layers its kdflow model lacks, and the tasks kdflow does not probe, in one note
+    each."""
+    notes, layers, tasks = [], [], []
+    for row in rows.itertuples():
+        if row.note == MISSING_LAYER.format(row.model, row.thesis_layer):
+            layers.append(row.thesis_layer)
+        elif row.note == UNPROBED_TASK.format(row.task):
+            tasks.append(row.task)
+        elif row.note:
+            notes.append(row.note)
+    if layers:
+        notes.append(MISSING_LAYER.format(rows["model"].dropna().iloc[0], ", ".join(dict.fromkeys(layers))))
+    if tasks:
+        notes.append(UNPROBED_TASK.format(", ".join(dict.fromkeys(tasks))))
+    return list(dict.fromkeys(notes))
 
 
 def comparison_document(table: pd.DataFrame, deviations: list[dict] = ()) -> Document:
