@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from safetensors.torch import save_file
 from transformers import AutoTokenizer
 
+from kdflow.core.intermediates import save_tensors
 from kdflow.core.io import atomic_output
 from kdflow.students.loading import load_distilled
 from kdflow.students.tokens import student_tokenizer
@@ -30,6 +30,6 @@ def compute_assistant_signals(
     logits = [assistant(to_device(batch, device)).logits.float().cpu() for batch in batches(split, batch_size, False)]
     tensors = {"logits": torch.cat(logits), "idx": torch.tensor(frame["idx"].to_numpy())}
     with atomic_output(out_path) as path:
-        save_file(tensors, str(path), metadata={"transfer": transfer, "assistant": str(run_dir)})
+        save_tensors(tensors, path, {"transfer": transfer, "assistant": str(run_dir)})
     log.info("assistant %s logits for %d examples of the %s transfer set", run_dir, len(frame), transfer)
     return {name: list(t.shape) for name, t in tensors.items()}

@@ -35,6 +35,7 @@ from transformers import AutoTokenizer
 from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.intermediates import TensorFile
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.runtime import seed_everything
 from kdflow.training.batching import EncodedSplit, batches, to_device, tokenize
@@ -253,11 +254,9 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
 
 def load_heads(path: Path) -> tuple[LayerHeads, str]:
     """Trained heads and the pooling they were trained on, from ``heads.safetensors``."""
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt") as f:
-        pooling = f.metadata()["pooling"]
-        state = {name: f.get_tensor(name) for name in f.keys()}
+    with TensorFile(path) as f:
+        pooling = f.metadata["pooling"]
+        state = {name: f.get(name) for name in f.keys()}
     heads = LayerHeads(*state["weight"].shape)
     heads.load_state_dict(state)
     return heads.eval().requires_grad_(False), pooling

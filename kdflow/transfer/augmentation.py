@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 
 from kdflow.core.data import Split, TaskData
 from kdflow.core.documents import Bullets, Document, Emphasis, Paragraph, Table
+from kdflow.core.intermediates import read_parquet, write_parquet
 from kdflow.core.io import atomic_output, write_json
 
 log = logging.getLogger("kdflow")
@@ -53,7 +53,7 @@ def build_augmented(task: TaskData, shard_paths: list[Path], out_path: Path, rep
     """Merge the generated shards with train into ``augmented.parquet`` under the hygiene options, and write
     the count of every step (``dropped`` lists the steps that dropped what they matched)."""
     pair = task.meta["pair"]
-    generated = pd.concat([pd.read_parquet(p) for p in shard_paths], ignore_index=True)
+    generated = pd.concat([read_parquet(p) for p in shard_paths], ignore_index=True)
     counts, dropped = {"generated": len(generated)}, []
 
     def step(mask: pd.Series, name: str, keep: bool = False) -> None:
@@ -89,7 +89,7 @@ def build_augmented(task: TaskData, shard_paths: list[Path], out_path: Path, rep
                     merged["label"].tolist())  # the prepared splits' schema; label null where generated
     table = columns.to_table(task.meta["regression"]).append_column("origin", pa.array(merged["origin"], pa.string()))
     with atomic_output(out_path) as path:
-        pq.write_table(table, path)
+        write_parquet(table, path)
     report = {"task": task.meta["task"], "train": len(train), "total": len(merged), **counts, "dropped": dropped}
     write_json(report_path, report)
     log.info("augmented transfer set: %s", report)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from kdflow.core.data import TaskData
+from kdflow.core.intermediates import read_parquet
 
 UNLABELLED = -1  # the in-memory class label of a generated example
 
@@ -16,7 +17,7 @@ def transfer_frame(task: TaskData, augmented: Path | None = None) -> pd.DataFram
     set, whose generated examples get the label ``UNLABELLED`` (NaN for regression)."""
     if augmented is None:
         return task.split("train").assign(origin="train")
-    frame = pd.read_parquet(augmented)
+    frame = read_parquet(augmented)
     if not task.meta["regression"]:
         frame["label"] = frame["label"].fillna(UNLABELLED).astype("int64")
     return frame
