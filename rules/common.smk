@@ -1,23 +1,10 @@
-# Config validation, wildcard constraints and the helpers that turn the config into job settings.
+# Wildcard constraints and the helpers that turn the config (rules/config.smk) into job settings.
 import os
-import sys
-
-from snakemake.utils import validate
-
-# This file and the rule scripts (child processes, here or on a cluster node) import the kdflow package
-# from this repository, whether or not it is installed in the job's environment.
-sys.path.insert(0, workflow.basedir)
-os.environ.update(
-    PYTHONPATH=os.pathsep.join(
-        filter(None, [workflow.basedir, os.getenv("PYTHONPATH")])
-    )
-)
 
 from kdflow.workflow.config import (
     assistant_run,
     augmented_jobs,
     canonical,
-    check_references,
     generator_settings,
     grid_points,
     hygiene_settings,
@@ -56,10 +43,6 @@ def code_of(script):
     every rule so that editing that code reruns exactly the rule's jobs (kdflow.workflow.provenance).
     """
     return script_fingerprint(os.path.join(workflow.basedir, "scripts", script))
-
-
-validate(config, schema="../schemas/config.schema.yaml")
-check_references(config)
 
 
 wildcard_constraints:

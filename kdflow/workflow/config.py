@@ -14,6 +14,7 @@ from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.model_references import reference_kind
 from kdflow.core.tasks import get_task
 from kdflow.workflow.catalog import load_catalog
+from kdflow.workflow.config_files import ConfigError
 
 HYPERPARAMETERS = {field.name for field in fields(Hyperparameters)}
 
@@ -387,4 +388,4 @@ def check_references(config: dict) -> None:
         problems += _experiment_option_problems(name, spec, config, catalog)
     problems += _model_problems(config)
     if problems:
-        raise ValueError("invalid config:\n  " + "\n  ".join(problems))
+        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
