@@ -99,8 +99,8 @@ def loss_turns_nan(monkeypatch):
 
             backward = real(model, scaled_loss, device)
 
-            def recorded(batch, weight):
-                losses.append(backward(batch, weight))
+            def recorded(batch, weight, last):
+                losses.append(backward(batch, weight, last))
                 return losses[-1]
 
             return recorded
