@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import random
@@ -80,6 +81,15 @@ def rule_job(snakemake):
     except (UserError, FileNotFoundError) as error:
         log.error("%s", error)
         sys.exit(1)
+    except OSError as error:  # the machine's, not kdflow's: said in one line, with what to do
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            log.error("%s (a full disk or a quota) while this job wrote its outputs or checkpoint: free space, then "
+                      "run snakemake again", error.strerror)
+        elif error.errno in (errno.EACCES, errno.EROFS):
+            log.error("%s: %s: make it writable, then run snakemake again", error.strerror, error.filename)
+        else:
+            raise
+        sys.exit(1)
 
 
 def damaged_input(error: DamagedFile, inputs: list[str]) -> str:
@@ -89,4 +99,5 @@ def damaged_input(error: DamagedFile, inputs: list[str]) -> str:
     if holder is None:
         return f"{error}: rebuild it with `snakemake --forcerun {error.path}`"
     aside = set_aside(holder)
-    return f"{error}: set {holder} aside as {aside}; run snakemake again to rebuild it"
+    moved = "" if holder == error.path else f" {holder}"
+    return f"{error}: set{moved} aside as {aside}; run snakemake again to rebuild it"

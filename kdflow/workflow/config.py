@@ -346,6 +346,11 @@ def _experiment_option_problems(name: str, spec: dict, config: dict, catalog: di
         assistant_method = {**methods[method]["defaults"], **options}.get("assistant_method")
         if methods[method]["learns_from_assistant"] and assistant_method not in methods:
             problems.append(f"experiments.{name}.methods.{entry}.assistant_method: unknown method {assistant_method!r}")
+    for axis, values in (spec.get("grid") or {}).items():
+        for value in values if axis in HYPERPARAMETERS else []:
+            problem = Hyperparameters.value_problem(axis, value)
+            if problem:
+                problems.append(f"experiments.{name}.grid.{axis}: {problem}")
     searched = set(HYPERPARAMETERS).union(*(methods[method_entry(spec, e)[0]]["defaults"] for e in spec["methods"]))
     grid = spec.get("grid") or {}
     unused = [axis for axis in grid if axis not in searched and not is_student_axis(axis)]
