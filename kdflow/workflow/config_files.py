@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from kdflow.core.errors import UserError
+from kdflow.core.errors import UserError, not_utf8
 
 # YAML 1.2 reads these as floats; PyYAML's 1.1 resolver needs a dot and a signed exponent (1.0e+4).
 EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
@@ -62,7 +62,7 @@ def load_config_file(path: str | Path) -> dict:
     except FileNotFoundError:
         raise ConfigError(f"config file {path} not found") from None
     except UnicodeDecodeError as error:
-        raise ConfigError(f"{path}: byte {error.start} is not UTF-8 ({error.reason}); save the file as UTF-8") from None
+        raise ConfigError(not_utf8(path, error)) from None
     if text.lstrip().startswith("{"):  # JSON first, as Snakemake does (YAML 1.1 chokes on JSON's tabs)
         try:
             return json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(path, pairs))
@@ -73,8 +73,12 @@ def load_config_file(path: str | Path) -> dict:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        context = f" ({error.context})" if error.context and error.problem else ""
-        raise ConfigError(f"{where}: {error.problem or error.context}{context}") from None
+        context = ""
+        if error.context and error.problem:  # where what the parser was in began, e.g. an unclosed bracket
+            started = f" at line {error.context_mark.line + 1}" if error.context_mark is not None else ""
+            context = f" ({error.context}{started})"
+        tab = "; YAML indents with spaces, not tabs" if "'\\t'" in str(error.problem) else ""
+        raise ConfigError(f"{where}: {error.problem or error.context}{context}{tab}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: not valid YAML ({error})") from None
     if isinstance(value, dict) and value.get("__use_yte__"):
