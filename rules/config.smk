@@ -18,7 +18,9 @@ from kdflow.workflow.config_files import ConfigError, validate_config, workflow_
 # (duplicated keys refused, 1.0e4 a number) then replaces Snakemake's. A config error is one message, without
 # the traceback Snakemake adds to errors in workflow code.
 try:
-    STRICT_CONFIG = workflow_config(["config.yaml"], workflow.config_settings)
+    STRICT_CONFIG, CONFIG_SOURCES = workflow_config(
+        ["config.yaml"], workflow.config_settings
+    )
 except ConfigError as error:
     sys.exit(str(error))
 
@@ -30,7 +32,9 @@ config.clear()
 config.update(STRICT_CONFIG)
 try:
     validate_config(
-        config, os.path.join(workflow.basedir, "schemas", "config.schema.yaml")
+        config,
+        os.path.join(workflow.basedir, "schemas", "config.schema.yaml"),
+        CONFIG_SOURCES,
     )
     check_references(config)
 except ConfigError as error:

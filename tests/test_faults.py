@@ -275,8 +275,10 @@ def demo_config() -> dict:
 
 
 def config_checked(path: Path) -> None:
-    config = load_config_file(path)
-    validate_config(config, SCHEMA)
+    """As the workflow checks a config given with --configfile and --replace-workflow-config."""
+    settings = SimpleNamespace(configfiles=[path], config={}, replace_workflow_config=True)
+    config, sources = workflow_config([], settings)
+    validate_config(config, SCHEMA, sources)
     check_references(config)
 
 
@@ -284,6 +286,7 @@ def config_edit(edit: Callable[[dict], None], expected: list[str]) -> Callable[[
     """The demo's config with ``edit`` applied, validated and cross-checked as the workflow does."""
 
     def case(tmp: Path) -> Fault:
+        shutil.copytree(REPO / "reference", "reference")  # the papers' numbers, which the demo's config names
         path = Path("config.yaml")
         broken = demo_config()
         edit(broken)
@@ -304,6 +307,10 @@ def nested_typo(config: dict) -> None:
 
 def string_for_integer(config: dict) -> None:
     config["teacher_defaults"]["epochs"] = "3"
+
+
+def missing_reference_file(config: dict) -> None:
+    config["paper_tables"]["reference"] = "reference/paper_result.csv"
 
 
 def quoted_number_in_a_grid(config: dict) -> None:
@@ -355,12 +362,15 @@ DIRECT = {
                                                 "device: cpu\n"),
     # the config
     "an unknown top-level key": config_edit(
-        unknown_top_level_key, ["the top level: unknown key(s) 'devices'; allowed: analysis, attention_maps,"]),
+        unknown_top_level_key,
+        ["the top level: unknown key(s) 'devices' (given in config.yaml); allowed: analysis, attention_maps,"]),
     "an unknown nested key": config_edit(
         nested_typo, ["teacher_defaults: unknown key(s) 'epoch'; allowed:", "epochs"]),
     "a string for an integer": config_edit(string_for_integer, ["teacher_defaults.epochs: '3' is not of type 'integer'"]),
     "a quoted number in a grid": config_edit(
         quoted_number_in_a_grid, ["experiments.universal_kd_table2.grid.learning_rate: '1e-4' is not of type float"]),
+    "a missing reference file": config_edit(
+        missing_reference_file, ["paper_tables.reference: file reference/paper_result.csv not found"]),
 }
 
 
@@ -391,11 +401,12 @@ def test_the_config_is_snakemakes_read_strictly(tmp_path):
     (tmp_path / "mine.yaml").write_text("resources: {gpu: 1, runtime: 1e3}\n")
     settings = SimpleNamespace(configfiles=[tmp_path / "mine.yaml"], config={"device": "auto"},
                                replace_workflow_config=False)
-    config = workflow_config([tmp_path / "config.yaml"], settings)
+    config, sources = workflow_config([tmp_path / "config.yaml"], settings)
     assert config == {"device": "auto", "resources": {"threads": 1, "gpu": 1, "runtime": 1000.0}}
+    assert sources == {"device": "--config", "resources": str(tmp_path / "mine.yaml")}
     settings.replace_workflow_config = True
-    assert workflow_config([tmp_path / "config.yaml"], settings) == {"device": "auto",
-                                                                     "resources": {"gpu": 1, "runtime": 1000.0}}
+    config, _ = workflow_config([tmp_path / "config.yaml"], settings)
+    assert config == {"device": "auto", "resources": {"gpu": 1, "runtime": 1000.0}}
 
 
 # Through Snakemake: one scratch copy of the repository, the demo's config as its config.yaml, RTE's teacher and

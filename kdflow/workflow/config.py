@@ -8,6 +8,7 @@ Keys are sorted so that merely reordering the config file changes no params and 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import fields
 
 from kdflow.core.hyperparameters import Hyperparameters
@@ -392,5 +393,9 @@ def check_references(config: dict) -> None:
             continue
         problems += _experiment_option_problems(name, spec, config, catalog)
     problems += _model_problems(config)
+    for key in ("reference", "deviations", "selected_hyperparameters"):  # read while planning
+        path = config.get("paper_tables", {}).get(key)
+        if path is not None and not os.path.isfile(path):
+            problems.append(f"paper_tables.{key}: file {path} not found")
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))

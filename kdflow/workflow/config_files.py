@@ -108,31 +108,34 @@ def merge(config: dict, update: Mapping) -> dict:
     return config
 
 
-def workflow_config(workflow_files: Iterable[str | Path], settings) -> dict:
+def workflow_config(workflow_files: Iterable[str | Path], settings) -> tuple[dict, dict[str, str]]:
     """The config Snakemake assembles, read strictly: the workflow's ``configfile:`` files (unless
     ``--replace-workflow-config``), then the ``--configfile`` files, then ``--config`` values (``settings`` is
-    Snakemake's ``workflow.config_settings``)."""
-    config = {}
+    Snakemake's ``workflow.config_settings``); and where each top-level key was last set."""
+    files = []
     command_line = list(settings.configfiles)
     if not (settings.replace_workflow_config and (command_line or settings.config)):
-        for path in workflow_files:
-            if Path(path).exists() or not command_line:
-                merge(config, load_config_file(path))
-    for path in command_line:
-        merge(config, load_config_file(path))
-    return merge(config, dict(settings.config))
+        files += [path for path in workflow_files if Path(path).exists() or not command_line]
+    config, sources = {}, {}
+    for path in files + command_line:
+        values = load_config_file(path)
+        merge(config, values)
+        sources.update(dict.fromkeys(values, str(path)))
+    sources.update(dict.fromkeys(settings.config, "--config"))
+    return merge(config, dict(settings.config)), sources
 
 
 # Validation against the schema.
 
 
-def validate_config(config: dict, schema_path: str | Path) -> None:
+def validate_config(config: dict, schema_path: str | Path, sources: dict[str, str] | None = None) -> None:
     """Check ``config`` against the JSON schema (a YAML file) and fill in the schema's defaults; a
-    :class:`ConfigError` lists every problem by key."""
+    :class:`ConfigError` lists every problem by key (and the file an unknown top-level key came from, given the
+    ``sources`` of :func:`workflow_config`)."""
     from jsonschema import Draft202012Validator, validators
 
     schema = load_config_file(schema_path)
-    problems = sorted({_problem(error) for error in Draft202012Validator(schema).iter_errors(config)})
+    problems = sorted({_problem(error, sources or {}) for error in Draft202012Validator(schema).iter_errors(config)})
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
 
@@ -147,7 +150,7 @@ def validate_config(config: dict, schema_path: str | Path) -> None:
         pass
 
 
-def _problem(error) -> str:
+def _problem(error, sources: dict[str, str]) -> str:
     """One line per schema violation: where (the key path), and what, without the schema or the whole value."""
     if error.validator in ("anyOf", "oneOf") and error.context:
         from jsonschema.exceptions import best_match
@@ -158,7 +161,9 @@ def _problem(error) -> str:
         allowed = sorted(error.schema.get("properties", {}))
         patterns = [re.compile(p) for p in error.schema.get("patternProperties", {})]
         unknown = sorted(k for k in error.instance if k not in allowed and not any(p.search(k) for p in patterns))
-        return f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}"
+        given = sorted({sources[k] for k in unknown if k in sources}) if not error.absolute_path else []
+        given = f" (given in {', '.join(given)})" if given else ""
+        return f"{where}: unknown key(s) {', '.join(map(repr, unknown))}{given}; allowed: {', '.join(allowed)}"
     if error.validator == "propertyNames":
         return f"{where}: key {error.instance!r} is not allowed here ({_short(error.message)})"
     return f"{where}: {_short(error.message)}"
