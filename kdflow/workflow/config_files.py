@@ -41,13 +41,14 @@ class StrictLoader(yaml.SafeLoader):
                 continue  # `<<: *anchor` merges are meant to be overridden
             key = self.construct_object(key_node, deep=True)
             try:
-                first = seen.setdefault(key, key_node.start_mark.line)
+                first = seen.get(key)
             except TypeError:
                 continue  # an unhashable key: PyYAML's own error follows
-            if first != key_node.start_mark.line:
+            if first is not None:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key {key!r} appears twice in one mapping (first at line {first + 1})",
                     key_node.start_mark)
+            seen[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep)
 
 
