@@ -8,7 +8,7 @@ from snakemake.utils import min_version
 min_version("9.19")
 
 
-configfile: "config.yaml"
+include: "rules/config.smk"
 
 
 report: "report/workflow.rst"

@@ -1,21 +1,12 @@
-# Config validation, wildcard constraints and the helpers that turn the config into job settings.
+# Wildcard constraints and the helpers that turn the config (rules/config.smk) into job settings.
 import os
 import re
-import sys
-
-from snakemake.utils import validate
-
-# This file and the rule scripts import the kdflow package from this repository, whether or not it is installed
-# in the job's environment: Snakemake's script preamble extends a script's sys.path with this process's, so the
-# scripts find it without PYTHONPATH, which Snakemake clears in conda environments (`--sdm conda`).
-sys.path.insert(0, workflow.basedir)
 
 from kdflow.workflow.config import (
     TRANSFER_SOURCES,
     assistant_run,
     augmented_jobs,
     canonical,
-    check_references,
     embedding_settings,
     generator_settings,
     grid_points,
@@ -35,7 +26,6 @@ from kdflow.workflow.config import (
     unlabelled_files,
 )
 from kdflow.workflow.exploration import (
-    exploration_experiments,
     figure_kind,
     figure_runs,
     figures_of_kind,
@@ -43,7 +33,6 @@ from kdflow.workflow.exploration import (
     study_points,
     table_runs,
     table_studies,
-    with_exploration,
 )
 from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.reporting.paper_tables import (
@@ -68,14 +57,6 @@ def code_of(script):
     every rule so that editing that code reruns exactly the rule's jobs (kdflow.workflow.provenance).
     """
     return script_fingerprint(os.path.join(workflow.basedir, "scripts", script))
-
-
-validate(config, schema="../schemas/config.schema.yaml")
-# The thesis's exploration studies (Chapter 5, Appendix B) become experiments of their own: their runs are student
-# jobs like any other; their figures and Table 5.1 read them (rules/exploration.smk), not a selection.
-EXPLORATION_EXPERIMENTS = set(exploration_experiments(config))
-config.update(with_exploration(config))
-check_references(config)
 
 
 wildcard_constraints:

@@ -28,15 +28,14 @@ rule finetune_teacher:
 
 
 rule train_pseudo_heads:
-    """Train one classifier per teacher layer on the frozen teacher (Universal-KD §4.1, §5.2)."""
+    """Train one classifier per teacher layer on the frozen teacher (Universal-KD §4.1, §5.2). The heads
+    alone: what describes them is evaluate_pseudo_heads', so that losing a description re-evaluates the heads
+    instead of retraining them and re-distilling every student that learns from them."""
     input:
         data="results/data/{task}",
         model="results/teachers/{teacher}/{task}/model",
     output:
         heads="results/pseudo_heads/{teacher}/{task}/heads.safetensors",
-        predictions="results/pseudo_heads/{teacher}/{task}/dev_predictions.parquet",
-        metrics="results/pseudo_heads/{teacher}/{task}/metrics.json",
-        curves="results/pseudo_heads/{teacher}/{task}/curves.parquet",
     log:
         "logs/train_pseudo_heads/{teacher}/{task}.log",
     benchmark:
@@ -55,3 +54,32 @@ rule train_pseudo_heads:
         code=code_of("train_pseudo_heads.py"),
     script:
         "../scripts/train_pseudo_heads.py"
+
+
+rule evaluate_pseudo_heads:
+    """Score the pseudo-heads on dev layer by layer (Universal-KD Fig. 3, left), with their training record."""
+    input:
+        data="results/data/{task}",
+        model="results/teachers/{teacher}/{task}/model",
+        heads="results/pseudo_heads/{teacher}/{task}/heads.safetensors",
+    output:
+        predictions="results/pseudo_heads/{teacher}/{task}/dev_predictions.parquet",
+        metrics="results/pseudo_heads/{teacher}/{task}/metrics.json",
+        curves="results/pseudo_heads/{teacher}/{task}/curves.parquet",
+    log:
+        "logs/evaluate_pseudo_heads/{teacher}/{task}.log",
+    benchmark:
+        "results/benchmarks/evaluate_pseudo_heads/{teacher}/{task}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: teacher_resource("threads")
+    resources:
+        gpu=one_process_gpu(teacher_resource("gpu")),
+        mem_mb=teacher_resource("mem_mb"),
+        runtime=teacher_resource("runtime"),
+    params:
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("evaluate_pseudo_heads.py"),
+    script:
+        "../scripts/evaluate_pseudo_heads.py"

@@ -1,4 +1,5 @@
-"""Rule train_pseudo_heads: one classifier per layer of a frozen fine-tuned teacher."""
+"""Rule train_pseudo_heads: one classifier per layer of a frozen fine-tuned teacher (their dev scores are
+evaluate_pseudo_heads')."""
 
 from pathlib import Path
 
@@ -17,7 +18,7 @@ with rule_job(snakemake):
         TaskData.load(snakemake.input.data),
         Path(snakemake.input.model).parent,
         snakemake.params.settings,
-        Path(snakemake.output.metrics).parent,
+        Path(snakemake.output.heads).parent,
         device,
         checkpoint,
         resolve_precision(snakemake.params.precision, device),

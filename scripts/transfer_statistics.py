@@ -3,9 +3,8 @@
 import json
 from pathlib import Path
 
-from safetensors.torch import load_file
-
 from kdflow.core.data import TaskData
+from kdflow.core.intermediates import load_tensors, read_json
 from kdflow.core.runtime import rule_job
 from kdflow.transfer.augmentation import statistics_document, transfer_statistics
 from kdflow.transfer.frames import transfer_frame
@@ -15,8 +14,8 @@ with rule_job(snakemake):
     stats = transfer_statistics(
         task,
         transfer_frame(task, snakemake.input.transfer),
-        load_file(snakemake.input.signals)["logits"].numpy(),
-        json.loads(Path(snakemake.input.hygiene).read_text()),
+        load_tensors(snakemake.input.signals, ["logits"])["logits"].numpy(),
+        read_json(snakemake.input.hygiene),
     )
     Path(snakemake.output.json).write_text(json.dumps(stats, indent=2) + "\n")
     statistics_document(stats).write(snakemake.output.markdown, snakemake.output.html)

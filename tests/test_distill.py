@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.intermediates import DamagedFile
 from kdflow.distillation.assistant import compute_assistant_signals
 from kdflow.distillation.distill import distill
 from kdflow.distillation.methods.registry import available_methods
@@ -83,7 +84,7 @@ def test_signals_match_a_direct_teacher_forward_pass(teacher, separable):
 def test_signal_cache_refuses_signals_of_other_examples(teacher, separable):
     _, _, signals = teacher
     idx = separable.split("train")["idx"].to_numpy()
-    with pytest.raises(ValueError, match="do not match the transfer set"):
+    with pytest.raises(DamagedFile, match="its examples are not the transfer set's"):
         SignalCache(signals, CPU, idx[::-1])
 
 

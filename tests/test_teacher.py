@@ -15,6 +15,7 @@ from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.teachers.finetune import finetune, logits_of
 from kdflow.teachers.pseudo_heads import (
     LayerHeads,
+    evaluate_pseudo_heads,
     gold_distance,
     heads_loss,
     layer_features,
@@ -76,7 +77,12 @@ def test_regression_teacher_on_stsb(prepared, tmp_path):
 
 def test_pseudo_heads_on_every_layer(trained_teacher, separable, tmp_path):
     teacher_dir, _ = trained_teacher
-    report = train_pseudo_heads(separable, teacher_dir, {**HEADS, "max_seq_length": 32}, tmp_path, CPU)
+    record = train_pseudo_heads(separable, teacher_dir, {**HEADS, "max_seq_length": 32}, tmp_path, CPU)
+    assert not (tmp_path / "metrics.json").exists()  # the evaluation is a job of its own
+    report = evaluate_pseudo_heads(separable, teacher_dir, tmp_path / "heads.safetensors", tmp_path, CPU)
+    assert report["history"] == record["history"] and report["best_epoch"] == record["best_epoch"]
+    assert json.loads((tmp_path / "metrics.json").read_text())["layers"] == report["layers"]
+    assert pd.read_parquet(tmp_path / "curves.parquet").to_dict("records") == record["history"]
     layers = report["layers"]
     assert [layer["layer"] for layer in layers] == [1, 2]
     assert layers[-1]["accuracy"] >= 0.9  # the top layer of a teacher that solved the task separates it
@@ -125,7 +131,8 @@ def test_a_non_finite_dev_score_is_a_divergence_too():
 def test_pseudo_heads_that_diverge_score_nan_on_every_layer(trained_teacher, separable, loss_turns_nan, tmp_path):
     teacher_dir, _ = trained_teacher
     loss_turns_nan(3)
-    report = train_pseudo_heads(separable, teacher_dir, {**HEADS, "max_seq_length": 32}, tmp_path, CPU)
+    train_pseudo_heads(separable, teacher_dir, {**HEADS, "max_seq_length": 32}, tmp_path, CPU)
+    report = evaluate_pseudo_heads(separable, teacher_dir, tmp_path / "heads.safetensors", tmp_path, CPU)
     assert report["diverged"] == {"epoch": 1, "step": 3}
     assert all(math.isnan(layer["accuracy"]) for layer in report["layers"]) and len(report["layers"]) == 2
     assert (tmp_path / "heads.safetensors").exists() and (tmp_path / "dev_predictions.parquet").exists()

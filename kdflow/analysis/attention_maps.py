@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
 from kdflow.core.data import TaskData
 from kdflow.core.errors import UserError
+from kdflow.core.intermediates import TensorFile
 from kdflow.core.precision import FP32, Precision
 from kdflow.distillation.distill import layer_widths
 from kdflow.distillation.methods.hidden_methods import ALP
@@ -86,8 +86,9 @@ def layer_attention_weights(
 def load_method(run_dir: Path, report: dict, shapes: Shapes) -> Method:
     """The run's method with its trained parts (student pseudo classifiers, projections), in eval mode."""
     method = build_method(report["method"], shapes, report["method_options"])
-    state = load_file(str(Path(run_dir) / "model.safetensors"))
-    method.load_state_dict({k.removeprefix("method."): v for k, v in state.items() if k.startswith("method.")})
+    with TensorFile(Path(run_dir) / "model.safetensors") as saved:
+        state = {k.removeprefix("method."): saved.get(k) for k in saved.keys() if k.startswith("method.")}
+    method.load_state_dict(state)
     return method.eval()
 
 

@@ -44,6 +44,7 @@ import pandas as pd
 from scipy.stats import pearsonr
 
 from kdflow.core.documents import Block, Code, Document, Emphasis, Heading, Paragraph, Table
+from kdflow.core.intermediates import read_parquet
 
 REQUIRED_COLUMNS = ("split", "idx", "label", "prediction", "logits")
 FIELDS = ("prediction", "confidence", "correct")
@@ -125,7 +126,7 @@ def models_of(aligned: pd.DataFrame) -> list[str]:
 
 def load_predictions(paths: Mapping[str, str | Path]) -> dict[str, pd.DataFrame]:
     """Read ``{model name: predictions.parquet path}`` into ``{model name: table}``."""
-    return {name: pd.read_parquet(path) for name, path in paths.items()}
+    return {name: read_parquet(path) for name, path in paths.items()}
 
 
 def align(tables: Mapping[str, pd.DataFrame], split: str = "dev") -> pd.DataFrame:

@@ -11,7 +11,8 @@ and ``meta.json`` beside them records the label names, split sizes and the exact
 
 The classic GLUE TSV files are read with quoting disabled, as the official loaders do (some sentences carry a
 stray ``"``); a BOM is stripped (MRPC). Anything malformed stops ingestion with a :class:`DataError` naming the
-file and line, instead of a traceback from deep inside a CSV library.
+file and line, instead of a traceback from deep inside a CSV library: a byte that is not UTF-8, a wrong field
+count, a label outside the task's set, a score that is not a finite number on the task's scale (STS-B: 0-5).
 """
 
 from __future__ import annotations
@@ -19,15 +20,17 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from kdflow.core.errors import UserError
+from kdflow.core.errors import UserError, not_utf8
+from kdflow.core.intermediates import read_json, read_parquet, write_parquet
+from kdflow.core.io import atomic_output
 from kdflow.core.tasks import Task, TsvLayout
 
 csv.field_size_limit(sys.maxsize)  # a few GLUE/MNLI fields are longer than csv's default limit
@@ -71,11 +74,20 @@ def _column_index(path: Path, header: list[str] | None, column: str | int) -> in
     return header.index(column)
 
 
-def read_tsv_split(path: Path, layout: TsvLayout, label_values: tuple[str, ...] | None, regression: bool) -> Split:
+def read_tsv_split(path: Path, layout: TsvLayout, label_values: tuple[str, ...] | None, regression: bool,
+                   score_range: tuple[float, float] | None = None) -> Split:
     """Read one split in the classic GLUE TSV layout (quoting disabled, BOM stripped)."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found")
+    try:
+        return _read_tsv_split(path, layout, label_values, regression, score_range)
+    except UnicodeDecodeError as error:
+        raise DataError(not_utf8(path, error)) from None
+
+
+def _read_tsv_split(path: Path, layout: TsvLayout, label_values: tuple[str, ...] | None, regression: bool,
+                    score_range: tuple[float, float] | None) -> Split:
     with open(path, encoding="utf-8-sig", newline="") as f:
         rows = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         header = next(rows, None) if layout.header else None
@@ -105,21 +117,32 @@ def read_tsv_split(path: Path, layout: TsvLayout, label_values: tuple[str, ...] 
             if split.text_b is not None:
                 split.text_b.append(row[text_cols[1]])
             if label_col is not None:
-                split.label.append(_parse_label(path, line, row[label_col].strip(), label_ids, regression))
+                split.label.append(_parse_label(f"{path}:{line}", row[label_col].strip(), label_ids, regression,
+                                                score_range))
     if not len(split):
         raise DataError(f"{path}: no examples (empty split)")
     return split
 
 
-def _parse_label(path: Path, line: int, raw: str, label_ids: dict[str, int], regression: bool):
+def _parse_label(where: str, raw: str, label_ids: dict[str, int], regression: bool,
+                 score_range: tuple[float, float] | None):
     if regression:
         try:
-            return float(raw)
+            score = float(raw)
         except ValueError:
-            raise DataError(f"{path}:{line}: score {raw!r} is not a number") from None
+            raise DataError(f"{where}: score {raw!r} is not a number") from None
+        return _check_score(where, score, score_range)
     if raw not in label_ids:
-        raise DataError(f"{path}:{line}: unknown label {raw!r}; expected one of {sorted(label_ids)}")
+        raise DataError(f"{where}: unknown label {raw!r}; expected one of {sorted(label_ids)}")
     return label_ids[raw]
+
+
+def _check_score(where: str, score: float, score_range: tuple[float, float] | None) -> float:
+    if not math.isfinite(score):
+        raise DataError(f"{where}: score {score} is not a finite number")
+    if score_range is not None and not score_range[0] <= score <= score_range[1]:
+        raise DataError(f"{where}: score {score:g} is outside the task's scale {score_range[0]:g}-{score_range[1]:g}")
+    return score
 
 
 def read_sara_labels(directory: Path) -> tuple[str, ...]:
@@ -146,7 +169,7 @@ def read_local(task: Task, raw_dir: Path) -> tuple[dict[str, Split], tuple[str, 
     splits, files = {}, []
     for split_name, layout in task.tsv.items():
         path = raw_dir / layout.filename
-        splits[split_name] = read_tsv_split(path, layout, label_values, task.regression)
+        splits[split_name] = read_tsv_split(path, layout, label_values, task.regression, task.score_range)
         files.append(path)
     if task.source == "sara":
         files.append(raw_dir / SARA_LABEL_FILE)
@@ -161,10 +184,20 @@ def read_hub(task: Task) -> dict[str, Split]:
 
     splits = {}
     for split_name, hub_split in task.hub.items():
-        ds = datasets.load_dataset(HUB_DATASET, task.hub_config, split=hub_split)
+        try:
+            ds = datasets.load_dataset(HUB_DATASET, task.hub_config, split=hub_split)
+        except Exception as error:  # offline, a proxy, an outage: each library layer raises its own type
+            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise DataError(
+                f"task {task.name!r}: `data.glue_dir` is not set, so its data comes from the Hugging Face hub "
+                f"({HUB_DATASET}), which failed ({type(error).__name__}: {reason}): set `data.glue_dir` to a copy of "
+                "GLUE in the classic TSV layout, or run `snakemake --until prepare_task` where the hub is reachable"
+            ) from None
         columns = ds.to_dict()
         labels = columns["label"]
         labelled = any(label != -1 for label in labels)  # GLUE test labels are hidden (-1)
+        if labelled:
+            _check_hub_labels(task, f"{HUB_DATASET}/{task.hub_config} {hub_split}", labels)
         text_b = columns[task.hub_text_columns[1]] if task.is_pair else None
         splits[split_name] = Split(
             idx=list(columns["idx"]),
@@ -173,6 +206,14 @@ def read_hub(task: Task) -> dict[str, Split]:
             label=labels if labelled and task.tsv[split_name].label_column is not None else None,
         )
     return splits
+
+
+def _check_hub_labels(task: Task, where: str, labels: list) -> None:
+    for row, label in enumerate(labels):
+        if task.regression:
+            _check_score(f"{where} row {row}", float(label), task.score_range)
+        elif label not in range(len(task.labels)):
+            raise DataError(f"{where} row {row}: label {label!r} is not one of the task's ids 0-{len(task.labels) - 1}")
 
 
 def sha256(path: Path) -> str:
@@ -191,10 +232,6 @@ def prepare_task(task: Task, raw_dir: Path | None, out_dir: Path) -> dict:
     else:
         splits, labels = read_hub(task), task.labels
         source = {"kind": "hub", "dataset": HUB_DATASET, "config": task.hub_config}
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, split in splits.items():
-        pq.write_table(split.to_table(task.regression), out_dir / f"{name}.parquet")
     meta = {
         "task": task.name,
         "labels": list(labels) if labels is not None else None,
@@ -205,7 +242,11 @@ def prepare_task(task: Task, raw_dir: Path | None, out_dir: Path) -> dict:
         "labelled_splits": [name for name, split in splits.items() if split.label is not None],
         "source": source,
     }
-    (out_dir / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    with atomic_output(out_dir) as directory:
+        directory.mkdir()
+        for name, split in splits.items():
+            write_parquet(split.to_table(task.regression), directory / f"{name}.parquet")
+        (directory / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 
 
@@ -219,14 +260,14 @@ class TaskData:
     @classmethod
     def load(cls, directory: Path) -> "TaskData":
         directory = Path(directory)
-        return cls(json.loads((directory / "meta.json").read_text()), directory)
+        return cls(read_json(directory / "meta.json"), directory)
 
     @property
     def num_labels(self) -> int:
         return 1 if self.meta["regression"] else len(self.meta["labels"])
 
     def split(self, name: str) -> pd.DataFrame:
-        return pd.read_parquet(self.directory / f"{name}.parquet")
+        return read_parquet(self.directory / f"{name}.parquet")
 
     def is_labelled(self, name: str) -> bool:
         return name in self.meta["labelled_splits"]

@@ -46,6 +46,18 @@ class Hyperparameters:
                                  f"{sorted(OPTIMIZER_OPTIONS[self.optimizer])}")
 
     @classmethod
+    def value_problem(cls, name: str, value) -> str | None:
+        """Why ``value`` cannot be hyperparameter ``name`` by its type (a grid's values are not in the schema),
+        or None."""
+        annotation = cls.__dataclass_fields__[name].type  # a string: annotations are postponed
+        kinds = {"float": (int, float), "int": (int,), "bool": (bool,), "str": (str,), "None": (type(None),),
+                 "list[float]": (list,)}
+        accepted = tuple(kind for part in annotation.split(" | ") for kind in kinds[part])
+        if isinstance(value, accepted) and not (isinstance(value, bool) and bool not in accepted):
+            return None
+        return f"{value!r} is not of type {annotation}"
+
+    @classmethod
     def from_dict(cls, values: dict) -> "Hyperparameters":
         known = set(cls.__dataclass_fields__)
         unknown = set(values) - known

@@ -1,5 +1,8 @@
-"""Atomic outputs: a job killed while writing (a time limit, a preemption) leaves its previous file or none,
-never half of one. Everything is written under a temporary name beside its destination and renamed into place.
+"""Atomic, durable outputs: a job killed while writing (a time limit, a preemption) leaves its previous file or none,
+never half of one, and a file renamed into place survives a crash of the node. Everything is written under a
+temporary name beside its destination, flushed to disk (fsync) and renamed into place; the rename is flushed too.
+Without the flushes a crash soon after the rename can leave the new name pointing at a file the disk never got
+all of: a truncated file that every later job would trip over.
 """
 
 from __future__ import annotations
@@ -21,14 +24,65 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         yield temporary
+        sync(temporary)
         if path.is_dir():
             shutil.rmtree(path)  # a directory cannot be renamed over another one
         os.replace(temporary, path)
+        _sync_directory(path.parent)
     finally:
         if temporary.is_dir():
             shutil.rmtree(temporary)
         else:
             temporary.unlink(missing_ok=True)
+
+
+def sync(path: str | Path) -> None:
+    """Flush the file ``path`` (or every file and directory under the directory ``path``) to disk."""
+    path = Path(path)
+    if path.is_dir():
+        for root, _, names in os.walk(path):
+            for name in names:
+                _sync_file(Path(root) / name)
+            _sync_directory(Path(root))
+    elif path.exists():
+        _sync_file(path)
+
+
+def _sync_file(path: Path) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def _sync_directory(path: Path) -> None:
+    """Flush a directory's entries (a rename into it). Not every file system can open a directory for it."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def set_aside(path: str | Path) -> Path:
+    """Rename a damaged file or directory to ``<path>.damaged`` (replacing an older one), keeping it for a look
+    rather than deleting it; a job then sees it as missing and rebuilds it. Returns the new name."""
+    path = Path(path)
+    aside = path.with_name(path.name + ".damaged")
+    if not path.exists():
+        return aside  # set aside already, by another process that read it
+    if aside.is_dir():
+        shutil.rmtree(aside)
+    else:
+        aside.unlink(missing_ok=True)
+    try:
+        os.replace(path, aside)
+    except FileNotFoundError:
+        pass
+    return aside
 
 
 def write_json(path: str | Path, value, **dumps) -> None:

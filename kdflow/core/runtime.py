@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import random
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from kdflow.core.errors import UserError
+from kdflow.core.intermediates import DamagedFile, check_inputs
+from kdflow.core.io import set_aside
 
 log = logging.getLogger("kdflow")
 
@@ -40,10 +44,21 @@ def seed_everything(seed: int) -> None:
 
 
 def select_device(preferred: str = "auto") -> torch.device:
-    """``auto`` picks CUDA when available; anything else is passed to :class:`torch.device`."""
+    """``auto`` picks CUDA when available; anything else is passed to :class:`torch.device`, if this machine has
+    it (the config is planned on one machine and run on others: a login node without GPUs plans fine)."""
     if preferred == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(preferred)
+    device = torch.device(preferred)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"the config says `device: {preferred}` but torch sees no CUDA device on this machine "
+                        f"({os.uname().nodename}): set `device: auto` (CUDA where there is one) or `device: cpu`")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise UserError(f"the config says `device: {preferred}` but this machine has {torch.cuda.device_count()} "
+                        "CUDA device(s): set `device: cuda` or `device: auto`")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise UserError("the config says `device: mps` but torch sees no Apple GPU on this machine: set "
+                        "`device: auto` or `device: cpu`")
+    return device
 
 
 def set_threads(threads: int) -> None:
@@ -53,11 +68,36 @@ def set_threads(threads: int) -> None:
 
 @contextlib.contextmanager
 def rule_job(snakemake):
-    """Set up a rule script's process (log file, threads) and turn user errors into one clear log line."""
+    """Set up a rule script's process (log file, threads), check its inputs that kdflow wrote, and turn user
+    errors into one clear log line."""
     setup_logging(snakemake.log[0] if snakemake.log else None)
     set_threads(snakemake.threads)
     try:
+        check_inputs(snakemake.input)
         yield
+    except DamagedFile as error:
+        log.error("%s", damaged_input(error, list(snakemake.input)))
+        sys.exit(1)
     except (UserError, FileNotFoundError) as error:
         log.error("%s", error)
         sys.exit(1)
+    except OSError as error:  # the machine's, not kdflow's: said in one line, with what to do
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            log.error("%s (a full disk or a quota) while this job wrote its outputs or checkpoint: free space, then "
+                      "run snakemake again", error.strerror)
+        elif error.errno in (errno.EACCES, errno.EROFS):
+            log.error("%s: %s: make it writable, then run snakemake again", error.strerror, error.filename)
+        else:
+            raise
+        sys.exit(1)
+
+
+def damaged_input(error: DamagedFile, inputs: list[str]) -> str:
+    """Set aside the job input (file or directory) that holds a damaged file, so that the next run of snakemake
+    sees it missing and reruns the job that writes it; say so. A rerun of this job alone would fail the same way."""
+    holder = next((Path(p) for p in inputs if Path(p) == error.path or Path(p) in error.path.parents), None)
+    if holder is None:
+        return f"{error}: rebuild it with `snakemake --forcerun {error.path}`"
+    aside = set_aside(holder)
+    moved = "" if holder == error.path else f" {holder}"
+    return f"{error}: set{moved} aside as {aside}; run snakemake again to rebuild it"

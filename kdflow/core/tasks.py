@@ -37,6 +37,7 @@ class Task:
     tsv_dir: str = ""  # directory name under the GLUE data root (e.g. "SST-2")
     source: str = "glue"
     regression: bool = False
+    score_range: tuple[float, float] | None = None  # a regression task's scale (STS-B: 0-5)
 
     @property
     def is_pair(self) -> bool:
@@ -57,7 +58,8 @@ class Task:
 
 
 def _glue(
-    name, tsv_dir, hub_config, labels, metrics, text, label, hub_text, tsv_label_values=None, extra=None
+    name, tsv_dir, hub_config, labels, metrics, text, label, hub_text, tsv_label_values=None, extra=None,
+    score_range=None,
 ):
     """A GLUE task whose train/dev files have a header with ``label`` and whose test file has ``index``."""
     tsv = {
@@ -80,6 +82,7 @@ def _glue(
         hub_text_columns=hub_text,
         tsv_label_values=tsv_label_values if labels is None else (tsv_label_values or tuple(map(str, range(len(labels))))),
         tsv_dir=tsv_dir,
+        score_range=score_range,
     )
 
 
@@ -126,7 +129,8 @@ TASKS: dict[str, Task] = {
         ("question1", "question2"),
     ),
     "stsb": _glue(
-        "stsb", "STS-B", "stsb", None, ("pearson", "spearman"), ("sentence1", "sentence2"), "score", ("sentence1", "sentence2")
+        "stsb", "STS-B", "stsb", None, ("pearson", "spearman"), ("sentence1", "sentence2"), "score", ("sentence1", "sentence2"),
+        score_range=(0.0, 5.0),  # similarity from 0 (unrelated) to 5 (equivalent), GLUE's annotation scale
     ),
     "mnli": Task(
         name="mnli",

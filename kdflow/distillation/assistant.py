@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from safetensors.torch import save_file
 from transformers import AutoTokenizer
 
+from kdflow.core.intermediates import save_tensors
 from kdflow.core.io import atomic_output
 from kdflow.core.precision import FP32, Precision
 from kdflow.students.loading import load_distilled
@@ -34,7 +34,6 @@ def compute_assistant_signals(
                   for batch in batches(split, batch_size, False)]
     tensors = {"logits": torch.cat(logits), "idx": torch.tensor(frame["idx"].to_numpy())}
     with atomic_output(out_path) as path:
-        save_file(tensors, str(path), metadata={"transfer": transfer, "assistant": str(run_dir),
-                                                "precision": precision.name})
+        save_tensors(tensors, path, {"transfer": transfer, "assistant": str(run_dir), "precision": precision.name})
     log.info("assistant %s logits for %d examples of the %s transfer set", run_dir, len(frame), transfer)
     return {name: list(t.shape) for name, t in tensors.items()}

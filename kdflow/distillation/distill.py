@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from safetensors.torch import save_file
 from torch import nn
 from transformers import AutoTokenizer
 
 from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.intermediates import save_tensors, write_parquet
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.precision import FP32, Precision
 from kdflow.core.runtime import seed_everything
@@ -138,7 +138,7 @@ def distill(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with atomic_output(out_dir / "model.safetensors") as path:
-        save_file({k: v.contiguous() for k, v in best["state"].items()}, str(path), metadata=saved_words(words))
+        save_tensors(best["state"], path, saved_words(words))
     scores, tables = {}, []
     for name, split in encoded.items():
         if name == "train":
@@ -149,7 +149,7 @@ def distill(
                             else metrics.score_logits(metric_names, logits, split.labels, regression))
         tables.append(prediction_table(name, frames[name], logits, split, regression, task.meta["labels"]))
     with atomic_output(out_dir / "predictions.parquet") as path:
-        pd.concat(tables, ignore_index=True).to_parquet(path, index=False)
+        write_parquet(pd.concat(tables, ignore_index=True), path)
     report = {
         "task": task.meta["task"],
         "transfer": {"set": "train" if transfer_set is None else Path(transfer_set).stem,

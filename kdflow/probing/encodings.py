@@ -13,9 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from safetensors import safe_open
-from safetensors.torch import save_file
 
+from kdflow.core.intermediates import TensorFile, save_tensors
 from kdflow.core.io import atomic_output
 from kdflow.core.precision import FP32, Precision
 from kdflow.probing.senteval import ProbingData
@@ -57,22 +56,22 @@ def write_encodings(model, data: ProbingData, path: str | Path, pooling: str, ba
         tensors.update({f"layer{first_layer + i}.{split}": layer.contiguous() for i, layer in enumerate(encoded)})
     layers = len(encoded)
     with atomic_output(path) as temporary:
-        save_file(tensors, str(temporary), metadata={"layers": str(layers), "first_layer": str(first_layer),
-                                                     "pooling": pooling if model.token_level else "own",
-                                                     "precision": precision.name})
+        save_tensors(tensors, temporary, {"layers": str(layers), "first_layer": str(first_layer),
+                                          "pooling": pooling if model.token_level else "own",
+                                          "precision": precision.name})
     return {"layers": layers, "first_layer": first_layer, "widths": [int(layer.shape[-1]) for layer in encoded],
             **{split: len(getattr(data, split).sentences) for split in SPLITS}}
 
 
 def encoding_layers(path: str | Path) -> list[int]:
     """The layer numbers in a cache (0: embeddings)."""
-    with safe_open(str(path), framework="pt") as cache:
-        metadata = cache.metadata()
+    with TensorFile(path) as cache:
+        metadata = cache.metadata
     first = int(metadata["first_layer"])
     return list(range(first, first + int(metadata["layers"])))
 
 
 def read_layer(path: str | Path, layer: int) -> dict[str, np.ndarray]:
     """``{split: [n, H] float32}`` of one layer (by its number, as :func:`encoding_layers` lists them)."""
-    with safe_open(str(path), framework="pt") as cache:
-        return {split: cache.get_tensor(f"layer{layer}.{split}").float().numpy() for split in SPLITS}
+    with TensorFile(path) as cache:
+        return {split: cache.get(f"layer{layer}.{split}").float().numpy() for split in SPLITS}

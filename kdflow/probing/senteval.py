@@ -4,13 +4,14 @@ Torch-free: the workflow reads the task list while planning."""
 
 from __future__ import annotations
 
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from kdflow.core.errors import UserError
+from kdflow.core.errors import UserError, not_utf8
 
 PROBING_TASKS: dict[str, str] = {
     "Length": "sentence_length.txt",
@@ -58,6 +59,13 @@ def read_probing_file(path: str | Path) -> ProbingData:
     is the sorted set of training labels; a dev/test label unseen in training is an error, since no probe could
     predict it."""
     path = Path(path)
+    try:
+        return _read_probing_file(path)
+    except UnicodeDecodeError as error:
+        raise ProbingDataError(not_utf8(path, error)) from None
+
+
+def _read_probing_file(path: Path) -> ProbingData:
     rows: dict[str, list[tuple[int, str, str]]] = {split: [] for split in SPLIT_TAGS.values()}
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
@@ -125,7 +133,12 @@ def download_probing_file(filename: str, path: str | Path) -> None:
         raise ValueError(f"{filename!r} is not a SentEval probing file")
     path = Path(path)
     partial = path.with_suffix(".part")
-    with urllib.request.urlopen(SENTEVAL_PROBING_URL.format(file=filename), timeout=60) as response:
-        partial.write_bytes(response.read())
+    url = SENTEVAL_PROBING_URL.format(file=filename)
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            partial.write_bytes(response.read())
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+        raise UserError(f"could not download {url} ({getattr(error, 'reason', error)}): where there is no internet, "
+                        f"put SentEval's probing files in a directory and set `probing.data_dir` to it") from None
     read_probing_file(partial)
     partial.replace(path)

@@ -8,11 +8,11 @@ columns ``index`` and ``prediction``; label names for the NLI tasks, 0/1 for the
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from kdflow.core.intermediates import read_json, read_parquet
 from kdflow.core.tasks import GLUE_FILES
 from kdflow.distillation.selection import best_seed
 
@@ -40,14 +40,14 @@ def write_submissions(selection_path, student_dir: str, out_dir) -> list[Path]:
     ``student_dir`` is the run directory pattern with ``{task}``, ``{student}``, ``{method}``, ``{config}`` and
     ``{seed}`` fields. Tasks the GLUE server does not score (Sara) are skipped."""
     written = []
-    for selection in json.loads(Path(selection_path).read_text())["selections"]:
+    for selection in read_json(selection_path)["selections"]:
         task = selection["task"]
         splits = [split for (name, split) in GLUE_FILES if name == task]
         if not splits:
             continue
         run = student_dir.format(task=task, student=selection["student"], method=selection["method"],
                                  config=selection["selected"], seed=submitted_seed(selection))
-        predictions = pd.read_parquet(Path(run) / "predictions.parquet")
+        predictions = read_parquet(Path(run) / "predictions.parquet")
         target = Path(out_dir) / selection["student"] / selection["method"]
         target.mkdir(parents=True, exist_ok=True)
         for split in splits:

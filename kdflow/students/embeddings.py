@@ -43,6 +43,7 @@ import torch
 from torch import nn
 from transformers import AutoModel
 
+from kdflow.core.errors import UserError
 from kdflow.students.registry import StudentContext, StudentOutput, with_defaults
 from kdflow.students.tokens import WordTokenizer
 
@@ -57,6 +58,10 @@ CHANNELS = {"static": (True,), "non_static": (False,), "multichannel": (True, Fa
 UNSEEN_RANGE = 0.25  # U[-0.25, 0.25] for vectors with no pre-trained value (thesis §4.3.3, Kim 2014)
 NORMAL_STD = 0.02  # N(0, 0.02): BERT's initializer_range, the thesis's from-scratch BERT_S (§6.1)
 WORD_MARKERS = ("Ġ", "▁")  # RoBERTa/GPT-2 and SentencePiece mark a word-initial piece; word vectors do not
+
+
+class VectorsError(UserError, ValueError):
+    """A word-vectors file that does not follow its format; the message names the file and line."""
 
 
 def teacher_model_dir(context: StudentContext) -> Path:
@@ -204,12 +209,15 @@ def text_entries(lines, dim: int, path: str | Path) -> Entries:
     for number, line in enumerate(lines if header else chain([first], lines), start=2 if header else 1):
         word, *values = line.rstrip().rsplit(" ", dim)  # from the right: a few GloVe words contain spaces
         if len(values) != dim:
-            raise ValueError(f"{path}:{number}: expected a word and {dim} numbers, got {line[:80]!r}")
-        yield word, partial(parse_text, values)
+            raise VectorsError(f"{path}:{number}: expected a word and {dim} numbers, got {line[:80]!r}")
+        yield word, partial(parse_text, values, f"{path}:{number}")
 
 
-def parse_text(values: list[str]) -> torch.Tensor:
-    return torch.tensor([float(value) for value in values])
+def parse_text(values: list[str], where: str) -> torch.Tensor:
+    try:
+        return torch.tensor([float(value) for value in values])
+    except ValueError:
+        raise VectorsError(f"{where}: a vector value is not a number: {' '.join(values)[:80]!r}") from None
 
 
 def binary_entries(stream, dim: int, path: str | Path) -> Entries:
@@ -223,7 +231,7 @@ def binary_entries(stream, dim: int, path: str | Path) -> Entries:
             chunk = stream.read(1 << 22)
             if not chunk:
                 if buffer[start:].strip():
-                    raise ValueError(f"{path}: ends inside the entry {buffer[start:start + 80]!r}")
+                    raise VectorsError(f"{path}: ends inside the entry {buffer[start:start + 80]!r}")
                 return
             buffer, start = buffer[start:] + chunk, 0
             continue

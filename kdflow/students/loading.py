@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from safetensors import safe_open
-from safetensors.torch import load_file
 from torch import nn
 from transformers import AutoTokenizer
 
+from kdflow.core.intermediates import TensorFile, read_json
 from kdflow.students.registry import StudentContext, build_student
 
 WORDS = "words"  # metadata of model.safetensors: a word-level student's word list (kdflow.students.tokens)
@@ -27,14 +26,13 @@ def load_distilled(run_dir: Path, teacher_dir: Path, num_labels: int) -> nn.Modu
     best-dev weights of student and method, and a word-level student's word list), in eval mode. Word vectors are
     not read again: the saved weights replace them."""
     run_dir = Path(run_dir)
-    spec = json.loads((run_dir / "metrics.json").read_text())["student"]
+    spec = read_json(run_dir / "metrics.json")["student"]
     tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
-    weights = str(run_dir / "model.safetensors")
-    with safe_open(weights, framework="pt") as saved:
-        metadata = saved.metadata() or {}
+    with TensorFile(run_dir / "model.safetensors") as saved:
+        metadata = saved.metadata
+        state = {name: saved.get(name) for name in saved.keys() if name.startswith("student.")}
     words = json.loads(metadata[WORDS]) if WORDS in metadata else None
     context = StudentContext(num_labels, tokenizer, str(teacher_dir), words, read_vector_files=False)
     student = build_student(spec, context)
-    state = load_file(weights)
-    student.load_state_dict({k.removeprefix("student."): v for k, v in state.items() if k.startswith("student.")})
+    student.load_state_dict({k.removeprefix("student."): v for k, v in state.items()})
     return student.eval()

@@ -24,7 +24,7 @@ from transformers import (
 from kdflow.students.embeddings import teacher_model_dir, token_embedding
 from kdflow.students.registry import StudentContext, StudentOutput, register
 from kdflow.students.tokens import input_tokenizer
-from kdflow.training.hf_models import build_classifier, model_inputs
+from kdflow.training.hf_models import build_classifier, from_hub, model_inputs
 
 
 class HFStudent(nn.Module):
@@ -68,7 +68,7 @@ def bert_k(opts: dict, context: StudentContext) -> nn.Module:
     # float32 whatever the checkpoint's dtype: transformers 5 loads a half-precision checkpoint as such, and the
     # student built from its config would inherit it
     loader = AutoModelForSequenceClassification if from_teacher else AutoModel
-    source = loader.from_pretrained(path, dtype=torch.float32)
+    source = from_hub(loader.from_pretrained, path, dtype=torch.float32)
 
     config = copy.deepcopy(source.config)
     if k > config.num_hidden_layers:

@@ -23,6 +23,7 @@ import torch.distributed as dist
 from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.intermediates import write_parquet
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.precision import FP32, Precision
 from kdflow.core.runtime import seed_everything
@@ -115,7 +116,7 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
             scores[name] = metrics.nan_scores(scores[name])
         tables.append(prediction_table(name, frames[name], logits, split, regression, task.meta["labels"]))
     with atomic_output(out_dir / "predictions.parquet") as path:
-        pd.concat(tables, ignore_index=True).to_parquet(path, index=False)
+        write_parquet(pd.concat(tables, ignore_index=True), path)
 
     report = {
         "task": task.meta["task"],

@@ -19,6 +19,7 @@ head's predicted distribution and the one-hot gold label (absolute error for reg
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 import time
@@ -28,13 +29,13 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from safetensors.torch import save_file
 from torch import nn
 from transformers import AutoTokenizer
 
 from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.intermediates import DamagedFile, TensorFile, save_tensors, write_parquet
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.precision import FP32, Precision
 from kdflow.core.runtime import seed_everything
@@ -47,6 +48,7 @@ from kdflow.training.loop import predict, subset_indices, train
 log = logging.getLogger("kdflow")
 
 POOLINGS = ("cls", "mean", "max")
+TRAINING = "training"  # heads.safetensors metadata: the training record, as JSON
 
 
 class LayerHeads(nn.Module):
@@ -153,8 +155,11 @@ def gold_distance(outputs: np.ndarray, gold: np.ndarray, regression: bool) -> np
 
 def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_dir: Path, device,
                        checkpoint: Checkpoint | None = None, precision: Precision = FP32) -> dict:
-    """Train heads on every layer of the frozen teacher in ``teacher_dir`` (its forward pass and the heads' training
-    in ``precision``); write heads, predictions, metrics, curves."""
+    """Train heads on every layer of the frozen teacher in ``teacher_dir`` (its forward pass and the heads'
+    training in ``precision``) and write ``heads.safetensors``, with
+    the training record (best epoch, divergence, history, hyperparameters, seconds) in its metadata; returns
+    the record. What the heads score is :func:`evaluate_pseudo_heads`'s, a rule of its own: losing its files
+    re-evaluates the heads, and leaves them, and the signals and students that learn from them, alone."""
     started = time.perf_counter()
     settings = dict(settings)
     pooling = settings.pop("pooling", "cls")
@@ -162,7 +167,6 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
     seed_everything(hp.seed)
     regression, metric_names = task.meta["regression"], task.meta["metrics"]
     main = metric_names[0]
-    n_outputs = task.num_labels
 
     tokenizer = AutoTokenizer.from_pretrained(teacher_dir / "model")
     teacher = load_classifier(teacher_dir / "model").to(device)
@@ -178,28 +182,19 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
             if name == "train":
                 keep = subset_indices(len(frame), hp.max_train_examples, hp.seed)
                 frame = frame.iloc[keep].reset_index(drop=True)
-            split = tokenize(frame, tokenizer, hp.max_seq_length, labelled=True)
-            features[name] = np.lib.format.open_memmap(
-                Path(scratch) / f"{name}.npy", mode="w+", dtype=np.float16, shape=(len(split), n_layers, hidden)
-            )
-            layer_features(teacher, split, pooling, hp.eval_batch_size, device, features[name], precision)
-            labels[name] = split.labels
+            features[name], labels[name] = _features(teacher, tokenizer, frame, pooling, hp.max_seq_length,
+                                                     hp.eval_batch_size, device, Path(scratch) / f"{name}.npy",
+                                                     precision)
         log.info("layer features computed once: %s", {k: v.shape for k, v in features.items()})
         del teacher
 
-        heads = LayerHeads(n_layers, hidden, n_outputs)
+        heads = LayerHeads(n_layers, hidden, task.num_labels)
         heads.fit_standardisation(features["train"])
 
-        def dev_outputs(model) -> np.ndarray:
-            model.eval()
-            dev = feature_batches(features["dev"], labels["dev"], hp.eval_batch_size, regression)
-            return predict(lambda b: model(b["features"]), dev, device, precision)
-
-        def layer_scores(outputs: np.ndarray) -> list[dict]:
-            return [metrics.score_logits(metric_names, outputs[:, i], labels["dev"], regression) for i in range(n_layers)]
-
         def evaluate(model) -> dict:
-            per_layer = layer_scores(dev_outputs(model))
+            per_layer = _layer_scores(_head_outputs(model, features["dev"], labels["dev"], hp.eval_batch_size,
+                                                    regression, device, precision), labels["dev"], metric_names,
+                                              regression)
             return {f"mean_{main}": float(np.mean([s[main] for s in per_layer]))}
 
         result = train(
@@ -214,25 +209,46 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
             checkpoint=checkpoint,
             precision=precision,
         )
-        heads.load_state_dict(result.best_state)
-        outputs = dev_outputs(heads)
+    heads.load_state_dict(result.best_state)
+    record = {"best_epoch": result.best_epoch, "diverged": result.diverged, "history": result.history,
+              "hyperparameters": vars(hp), "precision": precision.name,
+              "seconds": time.perf_counter() - started}
+    with atomic_output(out_dir / "heads.safetensors") as path:
+        save_tensors(heads.state_dict(), path, {"pooling": pooling, "layers": str(n_layers),
+                                                 "outputs": str(task.num_labels), TRAINING: json.dumps(record)})
+    return record
 
-    distances = gold_distance(outputs, labels["dev"], regression)
-    per_layer = [metrics.nan_scores(scores) if result.diverged else scores for scores in layer_scores(outputs)]
+
+def evaluate_pseudo_heads(task: TaskData, teacher_dir: Path, heads_path: Path, out_dir: Path, device,
+                          precision: Precision = FP32) -> dict:
+    """Score trained heads on dev, layer by layer (the teacher's forward pass and the heads in ``precision``): ``dev_predictions.parquet``, ``metrics.json`` (per layer,
+    with the training record) and ``curves.parquet`` (from the record's history) in ``out_dir``."""
+    heads, pooling = load_heads(heads_path)
+    record = training_record(heads_path)
+    hp = record["hyperparameters"]
+    regression, metric_names = task.meta["regression"], task.meta["metrics"]
+    n_layers, n_outputs = heads.weight.shape[0], heads.weight.shape[2]
+    tokenizer = AutoTokenizer.from_pretrained(teacher_dir / "model")
+    teacher = load_classifier(teacher_dir / "model").to(device).requires_grad_(False)
+    dev_frame = task.split("dev")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".features-") as scratch:
+        features, labels = _features(teacher, tokenizer, dev_frame, pooling, hp["max_seq_length"],
+                                     hp["eval_batch_size"], device, Path(scratch) / "dev.npy", precision)
+        outputs = _head_outputs(heads.to(device), features, labels, hp["eval_batch_size"], regression, device,
+                                precision)
+
+    distances = gold_distance(outputs, labels, regression)
+    per_layer = [metrics.nan_scores(scores) if record["diverged"] else scores
+                 for scores in _layer_scores(outputs, labels, metric_names, regression)]
     layers = [
         {"layer": i + 1, **scores, "gold_distance": float(distances[:, i].mean())} for i, scores in enumerate(per_layer)
     ]
-    with atomic_output(out_dir / "heads.safetensors") as path:
-        save_file(
-            {name: tensor.detach().cpu().contiguous() for name, tensor in heads.state_dict().items()},
-            path,
-            metadata={"pooling": pooling, "layers": str(n_layers), "outputs": str(n_outputs)},
-        )
-    dev_frame = task.split("dev")
     dev_predictions = pd.DataFrame(
         {
             "idx": np.repeat(dev_frame["idx"].to_numpy(), n_layers),
-            "label": np.repeat(labels["dev"], n_layers),
+            "label": np.repeat(labels, n_layers),
             "layer": np.tile(np.arange(1, n_layers + 1), len(dev_frame)),
             "prediction": metrics.predictions(outputs.reshape(-1, n_outputs), regression),
             "gold_distance": distances.reshape(-1),
@@ -240,32 +256,54 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
         }
     )
     with atomic_output(out_dir / "dev_predictions.parquet") as path:
-        dev_predictions.to_parquet(path, index=False)
-    report = {
-        "task": task.meta["task"],
-        "pooling": pooling,
-        "best_epoch": result.best_epoch,
-        "diverged": result.diverged,
-        "layers": layers,
-        "history": result.history,
-        "hyperparameters": vars(hp),
-        "precision": precision.name,
-        "seconds": time.perf_counter() - started,
-    }
+        write_parquet(dev_predictions, path)
+    report = {"task": task.meta["task"], "pooling": pooling, "best_epoch": record["best_epoch"],
+              "diverged": record["diverged"], "layers": layers, "history": record["history"],
+              "hyperparameters": hp, "precision": precision.name, "seconds": record["seconds"]}
     write_json(out_dir / "metrics.json", report)
-    write_curves(out_dir / "curves.parquet", result.history)
+    write_curves(out_dir / "curves.parquet", record["history"])
+    main = metric_names[0]
     for layer in layers:
-        log.info("layer %2d: dev %s %.4f, gold distance %.4f", layer["layer"], main, layer[main], layer["gold_distance"])
+        log.info("layer %2d: dev %s %.4f, gold distance %.4f", layer["layer"], main, layer[main],
+                 layer["gold_distance"])
     return report
+
+
+def _features(teacher, tokenizer, frame: pd.DataFrame, pooling: str, max_seq_length: int, batch_size: int, device,
+              path: Path, precision: Precision = FP32) -> tuple[np.ndarray, np.ndarray]:
+    """Every layer's pooled representation of ``frame``'s examples in a float16 memory map at ``path``
+    [n, N, H], and their labels."""
+    split = tokenize(frame, tokenizer, max_seq_length, labelled=True)
+    shape = (len(split), teacher.config.num_hidden_layers, teacher.config.hidden_size)
+    features = np.lib.format.open_memmap(path, mode="w+", dtype=np.float16, shape=shape)
+    layer_features(teacher, split, pooling, batch_size, device, features, precision)
+    return features, split.labels
+
+
+def _head_outputs(heads, features: np.ndarray, labels: np.ndarray, batch_size: int, regression: bool,
+                  device, precision: Precision = FP32) -> np.ndarray:
+    heads.eval()
+    return predict(lambda b: heads(b["features"]), feature_batches(features, labels, batch_size, regression), device,
+                   precision)
+
+
+def _layer_scores(outputs: np.ndarray, labels: np.ndarray, metric_names, regression: bool) -> list[dict]:
+    return [metrics.score_logits(metric_names, outputs[:, i], labels, regression) for i in range(outputs.shape[1])]
 
 
 def load_heads(path: Path) -> tuple[LayerHeads, str]:
     """Trained heads and the pooling they were trained on, from ``heads.safetensors``."""
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt") as f:
-        pooling = f.metadata()["pooling"]
-        state = {name: f.get_tensor(name) for name in f.keys()}
+    with TensorFile(path) as f:
+        pooling = f.metadata["pooling"]
+        state = {name: f.get(name) for name in f.keys()}
     heads = LayerHeads(*state["weight"].shape)
     heads.load_state_dict(state)
     return heads.eval().requires_grad_(False), pooling
+
+
+def training_record(path: Path) -> dict:
+    """How the heads in ``heads.safetensors`` were trained (:func:`train_pseudo_heads`)."""
+    with TensorFile(path) as f:
+        if TRAINING not in f.metadata:
+            raise DamagedFile(path, "no training record in its metadata (written by an older kdflow: retrain it)")
+        return json.loads(f.metadata[TRAINING])

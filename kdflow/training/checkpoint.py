@@ -10,8 +10,9 @@ thread count). A job made of several training runs (a student's stages) keeps on
 are not repeated. Jobs that work through their input in chunks (teacher labelling, sampling shards) save the
 results of the chunks done (:func:`resumable_chunks`).
 
-The file is written to a temporary name and renamed, so it is always either the previous or the new checkpoint,
-never half of one. It is keyed by the job's fingerprint (its parameters, code fingerprint and the identity of
+The file is written to a temporary name, flushed to disk and renamed, so it is always either the previous or the new
+checkpoint, never half of one. One that cannot be read all the same (a copy cut short, a disk that lost its end) is
+set aside as ``<name>.damaged`` and the job starts afresh, rather than failing on it at every rerun. It is keyed by the job's fingerprint (its parameters, code fingerprint and the identity of
 its input files): a checkpoint left by different settings, code or inputs is discarded, never resumed. It is
 deleted once the job's outputs are written.
 """
@@ -31,7 +32,7 @@ from typing import TypeVar
 import numpy as np
 import torch
 
-from kdflow.core.io import atomic_output
+from kdflow.core.io import atomic_output, set_aside
 
 log = logging.getLogger("kdflow")
 T, R = TypeVar("T"), TypeVar("R")
@@ -56,7 +57,17 @@ class Checkpoint:
     def runs(self) -> dict[str, dict]:
         if not self.path.exists():
             return {}
-        stored = torch.load(self.path, map_location="cpu", weights_only=True)
+        try:
+            stored = torch.load(self.path, map_location="cpu", weights_only=True)
+            if not isinstance(stored, dict) or not isinstance(stored.get("runs"), dict):
+                raise ValueError("not a kdflow checkpoint")
+        except FileNotFoundError:  # set aside by another process of the same job
+            return {}
+        except Exception as error:  # unpickling a torn file fails in many ways, all meaning the same here
+            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            aside = set_aside(self.path)
+            log.warning("checkpoint %s cannot be read (%s): set aside as %s; starting afresh", self.path, reason, aside)
+            return {}
         if stored.get("fingerprint") != self.fingerprint:
             log.info("checkpoint %s belongs to other settings, code or inputs: starting afresh", self.path)
             return {}

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from kdflow.core.errors import UserError
+from kdflow.core.intermediates import write_parquet
 from kdflow.core.io import atomic_output
 from kdflow.training.checkpoint import job_name
 
@@ -29,7 +30,7 @@ TENSORBOARD_DIR = "KDFLOW_TENSORBOARD_DIR"  # environment variable: where the jo
 def write_curves(path: str | Path, history: list[dict]) -> None:
     """One row per dev evaluation (a student's with its ``stage``), its columns the history's fields, atomically."""
     with atomic_output(path) as temporary:
-        pd.DataFrame.from_records(history).to_parquet(temporary, index=False)
+        write_parquet(pd.DataFrame.from_records(history), temporary)
 
 
 def tensorboard_for_job(snakemake) -> None:

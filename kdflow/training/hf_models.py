@@ -9,6 +9,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertTokenizer
 
+from kdflow.core.errors import UserError
+
 INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -28,13 +30,30 @@ def load_classifier(path, **kwargs):
     return AutoModelForSequenceClassification.from_pretrained(path, dtype=torch.float32, **kwargs)
 
 
+def from_hub(load, name: str, **kwargs):
+    """``load(name, **kwargs)``, a ``from_pretrained``, for a checkpoint named in the config: a hub name or a
+    local directory. A name that is neither a directory nor obtainable from the hub (no network on a compute node,
+    a typo) gets one message saying what to set, not the hub client's traceback."""
+    try:
+        return load(name, **kwargs)
+    except OSError as error:
+        if Path(name).is_dir():
+            raise
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise UserError(
+            f"{name!r} is not a local directory and could not be had from the Hugging Face hub ({reason}): check the "
+            f"name, or on a machine without internet download it first where there is one (`hf download {name}`, "
+            "into the cache HF_HOME names) and set HF_HUB_OFFLINE=1, or set the config's `model` to a local copy"
+        ) from None
+
+
 def build_classifier(model: str | None, architecture: dict | None, tokenizer, num_labels: int):
     """A sequence classifier from a checkpoint (``model``: hub name or directory) or, for a random
     initialisation, from ``architecture`` (``model_type`` plus config fields) sized to ``tokenizer``."""
     from transformers import AutoConfig
 
     if model:
-        return load_classifier(model, num_labels=num_labels)
+        return from_hub(load_classifier, model, num_labels=num_labels)
     arch = {"pad_token_id": tokenizer.pad_token_id, **architecture}  # RoBERTa derives positions from it
     config = AutoConfig.for_model(arch.pop("model_type"), vocab_size=len(tokenizer), num_labels=num_labels, **arch)
     return AutoModelForSequenceClassification.from_config(config)
@@ -47,4 +66,4 @@ def build_tokenizer(spec: dict):
         if not vocab.is_file():
             raise FileNotFoundError(f"tokenizer vocabulary {vocab} not found")
         return BertTokenizer(vocab=str(vocab), do_lower_case=True)
-    return AutoTokenizer.from_pretrained(spec["model"])
+    return from_hub(AutoTokenizer.from_pretrained, spec["model"])

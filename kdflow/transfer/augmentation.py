@@ -29,11 +29,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 
 from kdflow.core.data import Split, TaskData
 from kdflow.core.documents import Bullets, Document, Emphasis, Paragraph, Table
+from kdflow.core.intermediates import read_parquet, write_parquet
 from kdflow.core.io import atomic_output, write_json
 
 log = logging.getLogger("kdflow")
@@ -92,7 +92,7 @@ def build_transfer_set(task: TaskData, out_path: Path, report_path: Path, *, sha
     train = task.split("train")
     parts, sources = [train.drop(columns="idx").assign(origin="train")], {}
     inputs = {"unlabelled": (unlabelled, unlabelled_hygiene),
-              "generated": (pd.concat([pd.read_parquet(p) for p in shard_paths], ignore_index=True)
+              "generated": (pd.concat([read_parquet(p) for p in shard_paths], ignore_index=True)
                             if shard_paths else None, generated_hygiene)}
     for source, (frame, options) in inputs.items():
         if frame is None:
@@ -109,7 +109,7 @@ def build_transfer_set(task: TaskData, out_path: Path, report_path: Path, *, sha
                     merged["label"].tolist())  # the prepared splits' schema; label null where unlabelled
     table = columns.to_table(task.meta["regression"]).append_column("origin", pa.array(merged["origin"], pa.string()))
     with atomic_output(out_path) as path:
-        pq.write_table(table, path)
+        write_parquet(table, path)
     report = {"task": task.meta["task"], "train": len(train), "total": len(merged), "sources": sources}
     write_json(report_path, report)
     log.info("transfer set: %s", report)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from kdflow.core.data import TaskData
+from kdflow.core.intermediates import read_parquet
 
 ADDED_ORIGINS = ("unlabelled", "generated")  # the sources a transfer set adds to train
 UNLABELLED = -1  # the in-memory class label of an example the teacher alone labels
@@ -18,7 +19,7 @@ def transfer_frame(task: TaskData, transfer_set: Path | None = None) -> pd.DataF
     (NaN for regression)."""
     if transfer_set is None:
         return task.split("train").assign(origin="train")
-    frame = pd.read_parquet(transfer_set)
+    frame = read_parquet(transfer_set)
     if not task.meta["regression"]:
         frame["label"] = frame["label"].fillna(UNLABELLED).astype("int64")
     return frame

@@ -36,7 +36,7 @@ from kdflow.core.runtime import seed_everything
 from kdflow.training.batching import EncodedSplit, batches, to_device
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.curves import write_curves
-from kdflow.training.hf_models import build_tokenizer
+from kdflow.training.hf_models import build_tokenizer, from_hub
 from kdflow.training.loop import subset_indices, train
 
 log = logging.getLogger("kdflow")
@@ -68,7 +68,7 @@ def build_generator(spec: dict):
     for a random initialisation (the offline demo). Embeddings are resized for the added special tokens."""
     tokenizer = prepare_tokenizer(build_tokenizer(spec))
     if spec.get("model"):
-        model = AutoModelForCausalLM.from_pretrained(spec["model"], dtype=torch.float32)
+        model = from_hub(AutoModelForCausalLM.from_pretrained, spec["model"], dtype=torch.float32)
     else:
         arch = dict(spec["architecture"])
         config = AutoConfig.for_model(arch.pop("model_type"), vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,

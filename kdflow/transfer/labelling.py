@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from safetensors.torch import save_file
 from transformers import AutoTokenizer
 
+from kdflow.core.intermediates import save_tensors
 from kdflow.core.io import atomic_output
 from kdflow.core.precision import FP32, Precision
 from kdflow.teachers.pseudo_heads import load_heads, teacher_outputs
@@ -49,7 +49,7 @@ def compute_signals(
     tensors = {name: torch.cat([outputs[name] for outputs in labelled]) for name in labelled[0]}
     tensors["idx"] = torch.tensor(frame["idx"].to_numpy())
     with atomic_output(out_path) as path:
-        save_file(tensors, str(path), metadata={"transfer": transfer, "pooling": pooling, "precision": precision.name})
+        save_tensors(tensors, path, {"transfer": transfer, "pooling": pooling, "precision": precision.name})
     shapes = {name: list(t.shape) for name, t in tensors.items()}
     log.info("teacher signals for %d examples of the %s transfer set: %s", len(frame), transfer, shapes)
     return shapes

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from kdflow.core.data import TaskData
+from kdflow.core.intermediates import write_parquet
 from kdflow.core.io import atomic_output
 from kdflow.core.precision import FP32, Precision
 from kdflow.training.checkpoint import Checkpoint, resumable_chunks
@@ -68,7 +69,7 @@ def sample_shard(task: TaskData, generator_dir: Path, shard: int, shards: int, t
     outputs = [output for done in resumable_chunks(chunks, sample_chunk, checkpoint) for output in done]
     frame = decode_samples(outputs, tokenizer)
     with atomic_output(out_path) as path:
-        frame.to_parquet(path, index=False)
+        write_parquet(frame, path)
     seconds = time.perf_counter() - started
     log.info("shard %d/%d: %d sequences (%d finished) in %.1f s, %.1f sentences/s", shard, shards, len(frame),
              int(frame["finished"].sum()), seconds, len(frame) / seconds)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors import safe_open
+
+from kdflow.core.intermediates import DamagedFile, TensorFile
 
 
 @dataclass
@@ -37,12 +38,12 @@ class SignalCache:
     need not hold every pseudo-head's output (for Sara's 57 intents and BERT-large, 4 GB)."""
 
     def __init__(self, path: Path, device, expected_idx: np.ndarray, names: set[str] | None = None):
-        with safe_open(str(path), framework="pt") as f:
-            if not np.array_equal(f.get_tensor("idx").numpy(), expected_idx):
-                raise ValueError(f"{path}: teacher signals do not match the transfer set's examples (rerun the signals)")
-            self.shapes = {name: f.get_slice(name).get_shape() for name in f.keys() if name != "idx"}
+        with TensorFile(path) as f:
+            if not np.array_equal(f.get("idx").numpy(), expected_idx):
+                raise DamagedFile(path, "its examples are not the transfer set's")
+            self.shapes = {name: f.shape(name) for name in f.keys() if name != "idx"}
             self.stored = set(self.shapes)
-            self.tensors = {name: f.get_tensor(name).to(device) for name in self.stored if names is None or name in names}
+            self.tensors = {name: f.get(name).to(device) for name in self.stored if names is None or name in names}
 
     @property
     def available(self) -> set[str]:

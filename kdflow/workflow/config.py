@@ -15,6 +15,7 @@ from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.core.tasks import get_task
 from kdflow.workflow.catalog import load_catalog
+from kdflow.workflow.config_files import ConfigError
 
 HYPERPARAMETERS = {field.name for field in fields(Hyperparameters)}
 
@@ -440,6 +441,11 @@ def _experiment_option_problems(name: str, spec: dict, config: dict, catalog: di
         assistant_method = {**methods[method]["defaults"], **options}.get("assistant_method")
         if methods[method]["learns_from_assistant"] and assistant_method not in methods:
             problems.append(f"experiments.{name}.methods.{entry}.assistant_method: unknown method {assistant_method!r}")
+    for axis, values in (spec.get("grid") or {}).items():
+        for value in values if axis in HYPERPARAMETERS else []:
+            problem = Hyperparameters.value_problem(axis, value)
+            if problem:
+                problems.append(f"experiments.{name}.grid.{axis}: {problem}")
     searched = set(HYPERPARAMETERS).union(*(methods[method_entry(spec, e)[0]]["defaults"] for e in spec["methods"]))
     where = f"experiments.{name}.grid"
     axes = {where: list(spec.get("grid") or {})}
@@ -524,5 +530,9 @@ def check_references(config: dict) -> None:
         problems += _experiment_option_problems(name, spec, config, catalog)
     problems += _model_problems(config)
     problems += _runtime_table_problems(config)
+    for key in ("reference", "deviations", "selected_hyperparameters"):  # read while planning
+        path = config.get("paper_tables", {}).get(key)
+        if path is not None and not os.path.isfile(path):
+            problems.append(f"paper_tables.{key}: file {path} not found")
     if problems:
-        raise ValueError("invalid config:\n  " + "\n  ".join(problems))
+        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
