@@ -292,3 +292,25 @@ def test_exploration_figures_draw(tmp_path):
                  figures.size_heatmaps(sizes, tmp_path / "sizes.png", "B.11")]:
         assert path.read_bytes()[:4] == b"\x89PNG"
     assert figures.point_styles(labels["s"])["b"]["linestyle"] == "--"  # the second axis changes the dashes
+
+
+def test_points_do_not_depend_on_the_config_key_order():
+    """A YAML mapping has no order: the config saved with its keys sorted (as yaml.safe_dump does) or reversed names
+    the same points, in the same order, with the same settings, so that no exploration run reruns."""
+    def reordered(node, reverse):
+        if isinstance(node, dict):
+            return {key: reordered(node[key], reverse) for key in sorted(node, reverse=reverse)}
+        return [reordered(item, reverse) for item in node] if isinstance(node, list) else node
+
+    original = yaml.safe_load((REPO / "config.yaml").read_text())
+    expanded = with_exploration(original)
+    for reverse in (False, True):
+        other = with_exploration(reordered(original, reverse))
+        generated = [name for name in other["experiments"] if name.startswith("exploration_")]
+        assert generated == [name for name in expanded["experiments"] if name.startswith("exploration_")]
+        for study in original["exploration"]["studies"]:
+            assert json.dumps(study_points(other, study)) == json.dumps(study_points(expanded, study))
+            assert json.dumps(other["experiments"][f"exploration_{study}"]["points"]) == json.dumps(
+                expanded["experiments"][f"exploration_{study}"]["points"])
+    assert list(study_points(expanded, "lr_bert_s"))[:2] == ["lr0.005_wordpiece_non_static", "lr0.005_random"]
+    assert list(study_points(expanded, "size_bert_s_cola"))[:2] == ["w1_d1", "w1_d2"]

@@ -389,7 +389,6 @@ def check_demo_exploration(workdir, config):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="open: the exploration runs (kdflow/workflow/exploration.py) rerun when the config is saved in another key order, which these tests do; see the session note")
 def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, demo_config):
     workdir, _ = demo_run
     config, save = demo_config
@@ -405,7 +404,6 @@ def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, d
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="open: the exploration runs (kdflow/workflow/exploration.py) rerun when the config is saved in another key order, which these tests do; see the session note")
 def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_students(demo_run, demo_config):
     workdir, _ = demo_run
     config, save = demo_config
@@ -418,7 +416,6 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="open: the exploration runs (kdflow/workflow/exploration.py) rerun when the config is saved in another key order, which these tests do; see the session note")
 def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_learning_from_it(demo_run, demo_config):
     workdir, _ = demo_run
     config, save = demo_config
@@ -457,7 +454,6 @@ def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, edited):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="open: the exploration runs (kdflow/workflow/exploration.py) rerun when the config is saved in another key order, which these tests do; see the session note")
 def test_changing_the_precision_reruns_every_job_that_runs_a_model_and_what_follows(demo_run, demo_config):
     """Everything downstream of the prepared data runs a model or reads what one computed; only the data stays."""
     workdir, _ = demo_run

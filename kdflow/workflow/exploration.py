@@ -6,11 +6,13 @@ A study explores one student (an entry of ``exploration.students``: a config stu
 settings before the exploration, thesis §4.3) on some tasks, with some seeds (the thesis's repeats):
 
 - ``fixed``: the settings every point of the study shares (what the thesis held fixed while exploring);
-- ``axes``: ordered; the points are their cross product. An axis is a setting with a list of values
+- ``axes``: the points are their cross product, taken in a fixed axis order (:data:`AXIS_ORDER`, then by name)
+  whatever the mapping's key order, so that rewriting the config (a YAML mapping has no order) renames and
+  reruns nothing; that order names the points (``lr0.0005_random``, ``w3_d2``) and orders legends. An axis is a setting with a list of values
   (``learning_rate: [5.0e-3, ...]``), ``embeddings``, ``width`` or ``depth`` with a list of names from the
   section's tables, or any name with a mapping of named setting sets (``decay: {decay: {lr_decay: linear},
   no_decay: {lr_decay: none}}``);
-- ``extra_points``: named setting sets beside the cross product (Tang et al.'s Adadelta beside Adam's rates);
+- ``extra_points``: named setting sets after the cross product, by name (Tang et al.'s Adadelta beside Adam's rates);
 - ``point_settings``: per point id, settings over the rest (the hand-set learning rates of the larger BERT_S).
 
 Settings are kdflow's hyperparameters, method options and ``student.<option>``, plus three of the thesis's terms:
@@ -36,6 +38,8 @@ from kdflow.workflow.config import canonical, config_id, student_settings
 
 PREFIX = "exploration_"
 SIZE_AXES = ("width", "depth")
+# The thesis's hyperparameters first, in the order its figures name them; other axes follow by name.
+AXIS_ORDER = ("learning_rate", "batch_size", "warmup_epochs", *SIZE_AXES)
 # Names of list axes in point ids (as grid ids name them) and in legends (the thesis's symbols).
 _SHORT = {"warmup_epochs": "ew"}
 _SYMBOLS = {"learning_rate": "η", "batch_size": "B", "warmup_epochs": "E_w", "width": "W", "depth": "D"}
@@ -46,12 +50,12 @@ def experiment_name(study: str) -> str:
 
 
 def exploration_experiments(config: dict) -> dict[str, dict]:
-    """The experiments of the config's ``exploration`` studies (none without the section), in study order."""
+    """The experiments of the config's ``exploration`` studies (none without the section), by study name."""
     spec = config.get("exploration")
     if not spec:
         return {}
     experiments = {}
-    for name, study in spec["studies"].items():
+    for name, study in sorted(spec["studies"].items()):
         base = spec["students"][study["student"]]
         experiment = {
             "paper": f"Sučík (2020) Appendix B, study {name}",
@@ -86,20 +90,20 @@ def with_exploration(config: dict) -> dict:
 
 def study_points(config: dict, study: str) -> dict[str, dict]:
     """``{point id: {"settings": kdflow settings, "labels": [value label per axis], "values": the study's terms}}``
-    of one study, in axis order (extra points last). ``values`` are the point's settings as the study states them
+    of one study, in axis order (:func:`ordered_axes`; extra points last, by name). ``values`` are the point's settings as the study states them
     (``width``, ``warmup_epochs``, ...), fixed ones included. Points whose explored value needs the unavailable
     word vectors are left out."""
     spec = config["exploration"]
     entry = spec["studies"][study]
     student = entry["student"]
-    axes = [_axis(spec, student, name, values) for name, values in (entry.get("axes") or {}).items()]
+    axes = [_axis(spec, student, name, values) for name, values in ordered_axes(entry.get("axes") or {})]
     candidates = []
     for combination in itertools.product(*axes):
         point = "_".join(value_id for _, value_id, _, _ in combination) or "default"
         labels = [label for _, _, label, _ in combination]
         explored = {key: value for *_, values in combination for key, value in values.items()}
         candidates.append((point, labels, explored))
-    for point, values in (entry.get("extra_points") or {}).items():
+    for point, values in sorted((entry.get("extra_points") or {}).items()):
         candidates.append((point, [point.replace("_", " ")], values))
     points = {}
     for point, labels, explored in candidates:
@@ -111,10 +115,16 @@ def study_points(config: dict, study: str) -> dict[str, dict]:
     return points
 
 
+def ordered_axes(axes: dict) -> list[tuple[str, object]]:
+    """A study's axes in the order its points are named by: :data:`AXIS_ORDER`, then by name."""
+    rank = {name: i for i, name in enumerate(AXIS_ORDER)}
+    return sorted(axes.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0]))
+
+
 def _axis(spec: dict, student: str, name: str, values) -> list[tuple[str, str, str, dict]]:
     """An axis as (axis, value id, value label, settings) per value."""
     if isinstance(values, dict):  # named setting sets
-        return [(name, value, value.replace("_", " "), settings) for value, settings in values.items()]
+        return [(name, value, value.replace("_", " "), settings) for value, settings in sorted(values.items())]
     if name == "embeddings":
         return [(name, value, embedding_label(value), {"embeddings": value}) for value in values]
     if name in SIZE_AXES:
@@ -212,16 +222,17 @@ def student_sizes(config: dict, study: str) -> dict[str, dict]:
 def table_runs(config: dict) -> list[dict]:
     """The runs of every study that explores a row of thesis Table 5.1 (a study with a ``parameter``)."""
     studies = config["exploration"]["studies"]
-    return [run for name, study in studies.items() if study.get("parameter")
+    return [run for name, study in sorted(studies.items()) if study.get("parameter")
             for run in study_runs(config, name)]
 
 
 def table_studies(config: dict) -> dict[str, dict]:
-    """Per Table 5.1 study: its student, parameter, tasks and the labels of its points, in order."""
+    """Per Table 5.1 study (by name; the table's rows follow the thesis's): its student, parameter, tasks and the
+    labels of its points, in order."""
     spec = config["exploration"]
     return {name: {"student": study["student"], "parameter": study["parameter"], "tasks": study["tasks"],
                    "points": {point: entry["labels"] for point, entry in study_points(config, name).items()}}
-            for name, study in spec["studies"].items() if study.get("parameter")}
+            for name, study in sorted(spec["studies"].items()) if study.get("parameter")}
 
 
 def figure_kind(config: dict, figure: str) -> str:
