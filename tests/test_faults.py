@@ -287,6 +287,7 @@ def config_edit(edit: Callable[[dict], None], expected: list[str]) -> Callable[[
 
     def case(tmp: Path) -> Fault:
         shutil.copytree(REPO / "reference", "reference")  # the papers' numbers, which the demo's config names
+        shutil.copytree(REPO / "demo/data/unlabelled", "demo/data/unlabelled")  # checked to exist, like them
         path = Path("config.yaml")
         broken = demo_config()
         edit(broken)
@@ -426,13 +427,17 @@ def workdir(tmp_path_factory):
 def test_invalid_yaml_in_the_workflows_config_is_located_before_snakemake_reads_it(workdir):
     path = workdir / "config.yaml"
     original = path.read_text()
+    lines = original.splitlines()
+    line = lines.index("device: cpu") + 1  # the bracket opens here; the next key shows it unclosed
+    next_key = next(i for i, text in enumerate(lines[line:], line + 1) if text.strip() and text[0] != "#")
     path.write_text(original.replace("device: cpu", "device: [cpu"))
-    result = snakemake("-n", f"{HEADS}/metrics.json", cwd=workdir, check=False)
-    line = original.splitlines().index("device: cpu") + 1  # the bracket opens here; the next key shows it unclosed
+    try:
+        result = snakemake("-n", f"{HEADS}/metrics.json", cwd=workdir, check=False)
+    finally:
+        path.write_text(original)
     assert result.returncode != 0, result.stdout
-    assert f"config.yaml:{line + 2}: expected ',' or ']'" in result.stdout and f"at line {line})" in result.stdout
+    assert f"config.yaml:{next_key}: expected ',' or ']'" in result.stdout and f"at line {line})" in result.stdout
     assert "Traceback" not in result.stdout and "not valid JSON or YAML" not in result.stdout
-    path.write_text(original)
     assert planned_jobs(f"{HEADS}/metrics.json", cwd=workdir) == {}
 
 

@@ -155,8 +155,7 @@ def test_every_training_job_writes_its_learning_curves_beside_its_metrics():
         ("teacher_defaults={'learning_rate': 1e-5, 'batch_size': 8, 'epochs': 1, 'epoch': 3}",
          "teacher_defaults: unknown key(s) 'epoch'; allowed: "),
         ("device=gpu", "'gpu' does not match"),
-        ("precision=bf32", "'bf32' is not one of ['auto', 'bf16', 'fp16', 'fp32']\n\nFailed validating 'enum' in "
-                           "schema['properties']['precision']"),
+        ("precision=bf32", "precision: 'bf32' is not one of ['auto', 'bf16', 'fp16', 'fp32']"),
     ],
     ids=["wrong-type", "typo", "bad-device", "bad-precision"],
 )
