@@ -12,7 +12,9 @@ from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
 from kdflow.core.data import TaskData, prepare_task
+from kdflow.core.errors import UserError
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.io import input_files
 from kdflow.core.tasks import get_task
 from kdflow.distillation.distill import distill
 from kdflow.teachers.pseudo_heads import train_pseudo_heads
@@ -40,7 +42,7 @@ from kdflow.transfer.generation import (
 )
 from kdflow.transfer.labelling import compute_signals
 from kdflow.transfer.sampling import decode_samples, sample_shard, shard_size
-from kdflow.transfer.unlabelled import UnlabelledTextError, read_unlabelled, source_files
+from kdflow.transfer.unlabelled import UnlabelledTextError, read_unlabelled
 
 CPU = torch.device("cpu")
 TINY_GPT2 = {"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 64}
@@ -272,7 +274,7 @@ def test_unlabelled_text_joins_train_and_generated_sentences_each_after_its_hygi
     (folder / "a.tsv").write_text("Dogs bark.\tCats  meow.\nmy premise\tmy hypothesis\n\n")  # a test copy, a blank
     (folder / "b.tsv").write_text("my premise\tmy hypothesis\r\na man runs.\ta person moves.\n")  # repeat, train copy
     (folder / ".hidden").write_text("not\tread\n")
-    files = source_files(folder)
+    files = input_files(folder)
     assert [f.name for f in files] == ["a.tsv", "b.tsv"]
     report = build_transfer_set(pair_task, tmp_path / "set.parquet", tmp_path / "hygiene.json",
                                 unlabelled=read_unlabelled(files, pair=True), unlabelled_hygiene=THESIS,
@@ -291,20 +293,20 @@ def test_unlabelled_text_joins_train_and_generated_sentences_each_after_its_hygi
     (b"premise\thypothesis\nno second text\n", True, r"a\.txt:2: 1 tab-separated fields; each line holds two texts"),
     (b"", False, r"a\.txt: the unlabelled-text file holds no text"),
     (b"\n  \n", False, r"a\.txt: the unlabelled-text file holds no text"),
-    (b"fine\ncaf\xe9 latin-1\n", False, r"a\.txt:2: not UTF-8 \(byte 0xe9 at column 4\)"),
+    (b"fine\ncaf\xe9 latin-1\n", False, r"a\.txt:2: byte 0xe9 at column 4 is not UTF-8"),
 ])
 def test_unlabelled_text_that_does_not_fit_the_task_is_an_error_naming_file_and_line(content, pair, message,
                                                                                     tmp_path):
     (tmp_path / "a.txt").write_bytes(content)
     with pytest.raises(UnlabelledTextError, match=message):
-        read_unlabelled(source_files(tmp_path / "a.txt"), pair)
+        read_unlabelled(input_files(tmp_path / "a.txt"), pair)
 
 
 def test_a_missing_or_empty_unlabelled_source_is_named(tmp_path):
-    with pytest.raises(UnlabelledTextError, match="no such unlabelled-text file or directory"):
-        source_files(tmp_path / "missing")
-    with pytest.raises(UnlabelledTextError, match="directory holds no files"):
-        source_files(tmp_path)
+    with pytest.raises(UserError, match="missing: no such unlabelled-text file or directory"):
+        input_files(tmp_path / "missing", "unlabelled-text")
+    with pytest.raises(UserError, match="the unlabelled-text directory holds no files"):
+        input_files(tmp_path, "unlabelled-text")
 
 
 @pytest.fixture(scope="module")

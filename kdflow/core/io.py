@@ -2,7 +2,8 @@
 never half of one, and a file renamed into place survives a crash of the node. Everything is written under a
 temporary name beside its destination, flushed to disk (fsync) and renamed into place; the rename is flushed too.
 Without the flushes a crash soon after the rename can leave the new name pointing at a file the disk never got
-all of: a truncated file that every later job would trip over.
+all of: a truncated file that every later job would trip over. Also: the files of an input that may be a file or
+a directory, listed the same way by the planner and by the job.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from kdflow.core.errors import UserError
 
 
 @contextmanager
@@ -89,3 +92,17 @@ def write_json(path: str | Path, value, **dumps) -> None:
     """``value`` as indented JSON, atomically."""
     with atomic_output(path) as temporary:
         temporary.write_text(json.dumps(value, indent=2, **dumps) + "\n")
+
+
+def input_files(path: str | Path, what: str = "input") -> list[Path]:
+    """The files of an input that is a file, or a directory's visible (not dot-) files sorted by name; ``what``
+    names the input in the errors for a missing path and an empty directory."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        if not files:
+            raise UserError(f"{path}: the {what} directory holds no files")
+        return files
+    raise UserError(f"{path}: no such {what} file or directory")

@@ -2,7 +2,7 @@
 sentence pairs) that the teacher labels, beside or instead of GPT-2's (thesis §3.2 and Tang et al. rest on a
 large teacher-labelled transfer set being worth more than the gold-labelled one alone).
 
-A source is a UTF-8 text file, or a directory whose files (not hidden, sorted by name) are read in order: one
+A source is a UTF-8 text file, or a directory whose files (:func:`kdflow.core.io.input_files`) are read in order: one
 example per line, no header, no quoting; a pair task's lines hold its two texts separated by one tab. Blank lines
 are counted and dropped by the hygiene (:func:`kdflow.transfer.augmentation.build_transfer_set`); anything else
 that does not fit the task's schema is an error naming the file and line.
@@ -14,24 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from kdflow.core.errors import UserError
+from kdflow.core.errors import UserError, not_utf8
 
 
 class UnlabelledTextError(UserError, ValueError):
     """An unlabelled-text source that cannot be read as the task's examples."""
-
-
-def source_files(path: str | Path) -> list[Path]:
-    """The files of a source: the file itself, or a directory's visible files sorted by name."""
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-        if not files:
-            raise UnlabelledTextError(f"{path}: the unlabelled-text directory holds no files")
-        return files
-    raise UnlabelledTextError(f"{path}: no such unlabelled-text file or directory")
 
 
 def read_unlabelled(paths: list[str | Path], pair: bool) -> pd.DataFrame:
@@ -43,10 +30,7 @@ def read_unlabelled(paths: list[str | Path], pair: bool) -> pd.DataFrame:
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as error:
-            line = raw[:error.start].count(b"\n") + 1
-            column = error.start - (raw.rfind(b"\n", 0, error.start) + 1) + 1
-            raise UnlabelledTextError(f"{path}:{line}: not UTF-8 (byte 0x{raw[error.start]:02x} at column {column}); "
-                                      "save the file as UTF-8") from None
+            raise UnlabelledTextError(not_utf8(path, error)) from None
         lines = text.splitlines()
         if not any(line.strip() for line in lines):
             raise UnlabelledTextError(f"{path}: the unlabelled-text file holds no text")

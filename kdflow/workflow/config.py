@@ -11,7 +11,9 @@ import json
 import os
 from dataclasses import fields
 
+from kdflow.core.errors import UserError
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.io import input_files
 from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.core.tasks import get_task
 from kdflow.workflow.catalog import load_catalog
@@ -234,11 +236,7 @@ def hygiene_settings(config: dict, transfer: str) -> dict:
 
 def unlabelled_files(config: dict, task: str) -> list[str]:
     """The files of ``task``'s unlabelled-text source (a file, or a directory's visible files by name)."""
-    path = config["unlabelled"]["files"][task]
-    if os.path.isdir(path):
-        return sorted(os.path.join(path, name) for name in os.listdir(path)
-                      if not name.startswith(".") and os.path.isfile(os.path.join(path, name)))
-    return [path]
+    return [str(path) for path in input_files(config["unlabelled"]["files"][task], "unlabelled-text")]
 
 
 def augmented_jobs(config: dict) -> list[tuple[str, str]]:
@@ -510,8 +508,11 @@ def check_references(config: dict) -> None:
             if path is None:
                 problems.append(f"unlabelled.files.{task}: experiments with `transfer: {transfer}` on {task} need "
                                 f"the task's unlabelled text")
-            elif not os.path.exists(path):
-                problems.append(f"unlabelled.files.{task}: no such file or directory: {path}")
+            else:
+                try:
+                    input_files(path, "unlabelled-text")
+                except UserError as error:
+                    problems.append(f"unlabelled.files.{task}: {error}")
     for name, spec in config.get("experiments", {}).items():
         teacher = config["teachers"].get(spec["teacher"])
         if teacher is None:
