@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 from kdflow.analysis.layer_outputs import layer_outputs, layer_outputs_table
+from kdflow.core.devices import select_device
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job, select_device
+from kdflow.core.runtime import rule_job
 from kdflow.distillation.selection import selected_run_dir
 from kdflow.reporting.figures import layer_outputs_figure
 

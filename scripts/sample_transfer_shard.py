@@ -1,8 +1,9 @@
 """Rule sample_transfer_shard: one seeded shard of generated sentences."""
 
 from kdflow.core.data import TaskData
+from kdflow.core.devices import select_device
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job, select_device
+from kdflow.core.runtime import rule_job
 from kdflow.training.checkpoint import job_checkpoint
 from kdflow.transfer.generation import SamplingSettings
 from kdflow.transfer.sampling import sample_shard

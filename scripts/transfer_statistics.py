@@ -4,8 +4,9 @@ import json
 from pathlib import Path
 
 from kdflow.core.data import TaskData
-from kdflow.core.intermediates import load_tensors, read_json
+from kdflow.core.intermediates import read_json
 from kdflow.core.runtime import rule_job
+from kdflow.core.tensor_files import load_tensors
 from kdflow.transfer.augmentation import statistics_document, transfer_statistics
 from kdflow.transfer.frames import transfer_frame
 

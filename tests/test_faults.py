@@ -25,10 +25,11 @@ from conftest import DEMO_VOCAB, REPO, demo_task_dir
 from test_workflow import copy_repo, planned_jobs, snakemake
 
 from kdflow.core.data import TaskData, prepare_task
+from kdflow.core.devices import select_device
 from kdflow.core.errors import UserError
-from kdflow.core.intermediates import save_tensors
-from kdflow.core.runtime import rule_job, select_device
+from kdflow.core.runtime import rule_job
 from kdflow.core.tasks import get_task
+from kdflow.core.tensor_files import save_tensors
 from kdflow.probing.senteval import read_probing_file
 from kdflow.students.embeddings import read_word_vectors
 from kdflow.training.checkpoint import Checkpoint, resumable_chunks

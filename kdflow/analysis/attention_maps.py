@@ -25,8 +25,8 @@ from transformers import AutoTokenizer
 
 from kdflow.core.data import TaskData
 from kdflow.core.errors import UserError
-from kdflow.core.intermediates import TensorFile
 from kdflow.core.precision import FP32, Precision
+from kdflow.core.tensor_files import TensorFile
 from kdflow.distillation.distill import layer_widths
 from kdflow.distillation.methods.hidden_methods import ALP
 from kdflow.distillation.methods.output_methods import (

@@ -7,27 +7,24 @@ its inputs under ``results/`` are checked by structure, reading a few bytes of t
 parse, a Parquet file must end in its footer, a safetensors file must be as long as its header says. Deeper
 damage (a run of zeros inside a file of the right length) is caught where a checksum is cheap: kdflow's safetensors
 files carry a CRC-32 of each tensor, checked as the tensor is read, and its Parquet files carry page checksums,
-checked as they are read. Either way a :class:`DamagedFile` names the file and what is wrong with it.
+checked as they are read (:mod:`kdflow.core.tensor_files`). Either way a :class:`DamagedFile` names the file and
+what is wrong with it. This module imports no torch: the reporting jobs that only check and read tables start
+without it (importing torch costs a job 2-3 s).
 """
 
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-import torch
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
 
 from kdflow.core.errors import UserError
 
 RESULTS = "results"  # where the workflow's rules write (every path in rules/*.smk starts with it)
-CHECKSUMS = "crc32"  # safetensors metadata: {tensor name: CRC-32 of its bytes}
 
 
 class DamagedFile(UserError):
@@ -38,7 +35,7 @@ class DamagedFile(UserError):
         super().__init__(f"{path} is damaged or incomplete ({problem})")
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
 
@@ -70,7 +67,7 @@ def _check_parquet(path: Path) -> None:
     try:
         pq.read_metadata(path)
     except (OSError, pa.ArrowException) as error:
-        raise DamagedFile(path, f"not a complete Parquet file: {_first_line(error)}") from None
+        raise DamagedFile(path, f"not a complete Parquet file: {first_line(error)}") from None
 
 
 def _check_safetensors(path: Path) -> None:
@@ -85,7 +82,7 @@ def _check_safetensors(path: Path) -> None:
             header = json.loads(f.read(header_size))
             end = max((entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"), default=0)
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as error:
-            raise DamagedFile(path, f"unreadable safetensors header: {_first_line(error)}") from None
+            raise DamagedFile(path, f"unreadable safetensors header: {first_line(error)}") from None
     if 8 + header_size + end != size:
         raise DamagedFile(path, f"{size:,} bytes where its header describes {8 + header_size + end:,}")
 
@@ -115,56 +112,4 @@ def read_parquet(path: str | Path, **options) -> pd.DataFrame:
     except FileNotFoundError:
         raise
     except (OSError, pa.ArrowException) as error:
-        raise DamagedFile(path, f"unreadable Parquet: {_first_line(error)}") from None
-
-
-def tensor_checksum(tensor: torch.Tensor) -> int:
-    return zlib.crc32(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
-
-
-def save_tensors(tensors: dict[str, torch.Tensor], path: str | Path, metadata: dict[str, str] | None = None) -> None:
-    """Tensors as safetensors, with each one's CRC-32 in the metadata (checked by :class:`TensorFile`)."""
-    tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in tensors.items()}
-    checksums = json.dumps({name: tensor_checksum(tensor) for name, tensor in tensors.items()})
-    save_file(tensors, str(path), metadata={**(metadata or {}), CHECKSUMS: checksums})
-
-
-class TensorFile:
-    """A safetensors file opened for reading: its metadata, tensor names and shapes, and tensors checked against
-    their CRC-32 as they are read (files written without checksums are read unchecked)."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        try:
-            self._file = safe_open(str(self.path), framework="pt")
-        except SafetensorError as error:
-            raise DamagedFile(self.path, f"unreadable safetensors: {_first_line(error)}") from None
-        self.metadata = self._file.metadata() or {}
-        self._checksums = json.loads(self.metadata.get(CHECKSUMS, "{}"))
-
-    def __enter__(self) -> "TensorFile":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._file.__exit__(*exc)
-
-    def keys(self) -> list[str]:
-        return list(self._file.keys())
-
-    def shape(self, name: str) -> list[int]:
-        return self._file.get_slice(name).get_shape()
-
-    def get(self, name: str) -> torch.Tensor:
-        try:
-            tensor = self._file.get_tensor(name)
-        except SafetensorError as error:
-            raise DamagedFile(self.path, f"tensor {name!r} unreadable: {_first_line(error)}") from None
-        if name in self._checksums and tensor_checksum(tensor) != self._checksums[name]:
-            raise DamagedFile(self.path, f"tensor {name!r} does not match the checksum written with it")
-        return tensor
-
-
-def load_tensors(path: str | Path, names: Iterable[str] | None = None) -> dict[str, torch.Tensor]:
-    """Every tensor of a safetensors file (or those in ``names``), each checked against its checksum."""
-    with TensorFile(path) as file:
-        return {name: file.get(name) for name in (file.keys() if names is None else names)}
+        raise DamagedFile(path, f"unreadable Parquet: {first_line(error)}") from None

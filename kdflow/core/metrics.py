@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy.stats import rankdata
+import pandas as pd
 
 
 def accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
@@ -56,8 +56,13 @@ def pearson(pred: np.ndarray, gold: np.ndarray) -> float:
 
 def spearman(pred: np.ndarray, gold: np.ndarray) -> float:
     """Pearson correlation of the ranks, ties sharing their average rank (through :func:`pearson`, so that a
-    constant vector scores 0 as there)."""
-    return pearson(rankdata(pred), rankdata(gold))
+    constant vector scores 0 as there). Ranked by pandas, which every job imports anyway: scipy.stats would add
+    about a second to the start-up of every job that scores predictions."""
+    return pearson(_ranks(pred), _ranks(gold))
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    return pd.Series(np.asarray(values, dtype=np.float64)).rank(method="average").to_numpy()
 
 
 METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {

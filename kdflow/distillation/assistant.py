@@ -9,9 +9,9 @@ import pandas as pd
 import torch
 from transformers import AutoTokenizer
 
-from kdflow.core.intermediates import save_tensors
 from kdflow.core.io import atomic_output
 from kdflow.core.precision import FP32, Precision
+from kdflow.core.tensor_files import save_tensors
 from kdflow.students.loading import load_distilled
 from kdflow.students.tokens import student_tokenizer
 from kdflow.training.batching import batches, to_device, tokenize

@@ -25,11 +25,12 @@ from transformers import AutoTokenizer
 
 from kdflow.core import metrics
 from kdflow.core.data import TaskData
+from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.core.intermediates import save_tensors, write_parquet
+from kdflow.core.intermediates import write_parquet
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.precision import FP32, Precision
-from kdflow.core.runtime import seed_everything
+from kdflow.core.tensor_files import save_tensors
 from kdflow.distillation.methods.registry import Shapes, build_method, method_class
 from kdflow.students.embeddings import non_embedding_parameters
 from kdflow.students.loading import saved_words

@@ -25,8 +25,8 @@ from torch import nn
 from transformers import AutoTokenizer
 
 from kdflow.core.data import TaskData
+from kdflow.core.devices import seed_everything
 from kdflow.core.model_references import embeddings_source, reference_kind
-from kdflow.core.runtime import seed_everything
 from kdflow.distillation.selection import selected_run_dir
 from kdflow.students.embeddings import TokenEmbedding
 from kdflow.students.loading import load_distilled

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from kdflow.core.intermediates import TensorFile, save_tensors
 from kdflow.core.io import atomic_output
 from kdflow.core.precision import FP32, Precision
+from kdflow.core.tensor_files import TensorFile, save_tensors
 from kdflow.probing.senteval import ProbingData
 from kdflow.training.batching import batches, to_device, tokenize
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from torch import nn
 from transformers import AutoTokenizer
 
-from kdflow.core.intermediates import TensorFile, read_json
+from kdflow.core.intermediates import read_json
+from kdflow.core.tensor_files import TensorFile
 from kdflow.students.registry import StudentContext, build_student
 
 WORDS = "words"  # metadata of model.safetensors: a word-level student's word list (kdflow.students.tokens)

@@ -22,11 +22,11 @@ import torch.distributed as dist
 
 from kdflow.core import metrics
 from kdflow.core.data import TaskData
+from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.intermediates import write_parquet
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.precision import FP32, Precision
-from kdflow.core.runtime import seed_everything
 from kdflow.training.batching import EncodedSplit, batches, tokenize
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.curves import write_curves

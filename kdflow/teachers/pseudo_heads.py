@@ -34,11 +34,12 @@ from transformers import AutoTokenizer
 
 from kdflow.core import metrics
 from kdflow.core.data import TaskData
+from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.core.intermediates import DamagedFile, TensorFile, save_tensors, write_parquet
+from kdflow.core.intermediates import DamagedFile, write_parquet
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.precision import FP32, Precision
-from kdflow.core.runtime import seed_everything
+from kdflow.core.tensor_files import TensorFile, save_tensors
 from kdflow.training.batching import EncodedSplit, batches, to_device, tokenize
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.curves import write_curves

@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import torch
 
 from kdflow.core.data import Split, TaskData
 from kdflow.core.documents import Bullets, Document, Emphasis, Paragraph, Table
@@ -164,7 +163,9 @@ def transfer_statistics(task: TaskData, frame: pd.DataFrame, teacher_logits: np.
         gold = np.bincount(frame["label"].to_numpy()[origins["train"]], minlength=len(meta["labels"]))
         stats["origins"]["train"]["gold_labels"] = dict(zip(meta["labels"], map(float, gold / gold.sum())))
     picked = rng.choice(origins["generated"], size=min(examples, len(origins["generated"])), replace=False)
-    probs = torch.tensor(teacher_logits[picked]).softmax(-1).numpy()
+    logits = teacher_logits[picked]
+    probs = np.exp(logits - logits.max(-1, keepdims=True))  # softmax in numpy: the job that builds the set needs no torch
+    probs /= probs.sum(-1, keepdims=True)
     stats["examples"] = [
         {"text_a": frame["text_a"].iloc[i], "text_b": frame["text_b"].iloc[i] if meta["pair"] else None,
          **({"teacher_score": float(teacher_logits[i, 0])} if meta["regression"] else

@@ -29,10 +29,10 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
 from kdflow.core.data import TaskData
+from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.precision import FP32, Precision
-from kdflow.core.runtime import seed_everything
 from kdflow.training.batching import EncodedSplit, batches, to_device
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.curves import write_curves

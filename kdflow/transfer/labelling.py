@@ -11,9 +11,9 @@ import pandas as pd
 import torch
 from transformers import AutoTokenizer
 
-from kdflow.core.intermediates import save_tensors
 from kdflow.core.io import atomic_output
 from kdflow.core.precision import FP32, Precision
+from kdflow.core.tensor_files import save_tensors
 from kdflow.teachers.pseudo_heads import load_heads, teacher_outputs
 from kdflow.training.batching import batches, to_device, tokenize
 from kdflow.training.checkpoint import Checkpoint, resumable_chunks

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kdflow.core.intermediates import DamagedFile, TensorFile
+from kdflow.core.intermediates import DamagedFile
+from kdflow.core.tensor_files import TensorFile
 
 
 @dataclass
