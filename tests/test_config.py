@@ -214,9 +214,15 @@ def test_every_option_is_checked_before_any_job_runs(edit, message):
 
 @pytest.mark.parametrize("unlabelled, message", [
     (None, "unlabelled.files.sst2: experiments with `transfer: unlabelled` on sst2 need the task's unlabelled text"),
-    ({"files": {"sst2": "no/such/file.txt"}}, "unlabelled.files.sst2: no such file or directory: no/such/file.txt"),
-], ids=["no-section", "missing-file"])
-def test_an_unlabelled_transfer_set_needs_the_tasks_text(unlabelled, message):
+    ({"files": {"sst2": "no/such/file.txt"}}, "unlabelled.files.sst2: no/such/file.txt: no such unlabelled-text file or "
+                                              "directory"),
+    ({"files": {"sst2": "{empty}"}}, "unlabelled.files.sst2: {empty}: the unlabelled-text directory holds no files"),
+], ids=["no-section", "missing-file", "empty-directory"])
+def test_an_unlabelled_transfer_set_needs_the_tasks_text(unlabelled, message, tmp_path):
+    (tmp_path / ".hidden").write_text("a dot-file is not text to read\n")
+    if unlabelled:
+        unlabelled = {"files": {"sst2": unlabelled["files"]["sst2"].format(empty=tmp_path)}}
+        message = message.format(empty=tmp_path)
     config = full_config()
     config["experiments"]["thesis_table52_lstm_s"]["transfer"] = "unlabelled"
     if unlabelled:
