@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install demo report test dry-run clean
+.PHONY: install demo report test test-fast dry-run clean
 
 # torch is pinned to the 2.13.0 CPU wheel for the demo and CI; on a GPU machine install your CUDA build first.
 $(VENV)/.installed: pyproject.toml
@@ -23,6 +23,10 @@ report: demo
 
 test: $(VENV)/.installed
 	$(BIN)/pytest
+
+# The inner loop: everything but the tests that run Snakemake (marked slow).
+test-fast: $(VENV)/.installed
+	$(BIN)/pytest -m "not slow"
 
 dry-run: $(VENV)/.installed
 	$(BIN)/snakemake --dry-run --quiet rules

@@ -425,6 +425,7 @@ def workdir(tmp_path_factory):
     return workdir
 
 
+@pytest.mark.slow
 def test_invalid_yaml_in_the_workflows_config_is_located_before_snakemake_reads_it(workdir):
     path = workdir / "config.yaml"
     original = path.read_text()
@@ -442,6 +443,7 @@ def test_invalid_yaml_in_the_workflows_config_is_located_before_snakemake_reads_
     assert planned_jobs(f"{HEADS}/metrics.json", cwd=workdir) == {}
 
 
+@pytest.mark.slow
 def test_a_key_written_twice_in_a_configfile_is_named_with_its_line(workdir):
     extra = workdir / "extra.yaml"
     extra.write_text("device: cpu\nresources: {threads: 1}\ndevice: auto\n")
@@ -453,6 +455,7 @@ def test_a_key_written_twice_in_a_configfile_is_named_with_its_line(workdir):
     assert planned_jobs(f"{HEADS}/metrics.json", "--configfile", str(extra), cwd=workdir) == {}
 
 
+@pytest.mark.slow
 def test_losing_the_pseudo_heads_metrics_reevaluates_them_without_retraining(workdir):
     heads = workdir / HEADS / "heads.safetensors"
     trained = heads.stat().st_mtime_ns
@@ -463,6 +466,7 @@ def test_losing_the_pseudo_heads_metrics_reevaluates_them_without_retraining(wor
     assert len(json.loads((workdir / HEADS / "metrics.json").read_text())["layers"]) == 4
 
 
+@pytest.mark.slow
 def test_a_damaged_input_is_named_set_aside_and_rebuilt_by_the_next_run(workdir):
     heads = workdir / HEADS / "heads.safetensors"
     truncate(heads)  # newer than what reads it: the evaluation reruns, and finds it damaged

@@ -18,6 +18,7 @@ from conftest import REPO, rule_scripts
 from safetensors import safe_open
 
 from kdflow.distillation.methods.registry import available_methods
+from kdflow.teachers.pseudo_heads import training_record
 from kdflow.workflow.provenance import script_closure
 
 DEMO = ["--configfile", "demo/config.yaml", "--replace-workflow-config"]
@@ -67,6 +68,7 @@ def copy_repo(destination: Path) -> Path:
     return destination
 
 
+@pytest.mark.slow
 def test_lint_is_clean():
     result = snakemake("--lint", check=False)
     assert result.returncode == 0 and "Congratulations" in result.stdout, result.stdout
@@ -99,6 +101,7 @@ def test_every_report_item_has_labels():
             assert "labels=" in declaration, f"{path.name}: {declaration.strip().splitlines()[0]}"
 
 
+@pytest.mark.slow
 def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid():
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     pairs = [(teacher, task) for teacher, spec in config["teachers"].items() for task in spec["tasks"]]
@@ -148,6 +151,7 @@ def test_every_training_job_writes_its_learning_curves_beside_its_metrics():
             assert metrics.replace("/metrics.json", "/curves.parquet") in files, rule
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "override, message",
     [
@@ -165,6 +169,7 @@ def test_config_errors_name_the_key(override, message):
     assert message in result.stdout
 
 
+@pytest.mark.slow
 def test_unknown_task_is_rejected():
     result = snakemake("-n", "--config", "teachers={'t': {'model': 'x', 'tasks': ['wnli']}}", check=False)
     assert result.returncode != 0 and "'wnli' is not one of" in result.stdout
@@ -473,7 +478,7 @@ def test_a_teacher_and_a_student_of_the_demo_run_in_bf16(tmp_path):
     student = "results/students/alp_kd_table2/sst2/bert_3/alp/default/seed0"
     snakemake(*DEMO, "--config", "precision=bf16", "--cores", "2", f"{student}/metrics.json", cwd=workdir)
     teacher = json.loads((workdir / "results/teachers/tiny_bert/sst2/metrics.json").read_text())
-    heads = json.loads((workdir / "results/pseudo_heads/tiny_bert/sst2/metrics.json").read_text())
+    heads = training_record(workdir / "results/pseudo_heads/tiny_bert/sst2/heads.safetensors")  # their own record
     distilled = json.loads((workdir / student / "metrics.json").read_text())
     for metrics in (teacher, heads, distilled):
         assert metrics["precision"] == "bf16" and metrics["diverged"] is None
@@ -535,6 +540,7 @@ def test_rule_scripts_import_kdflow_without_pythonpath_or_an_installed_package(t
     assert (workdir / "results/data/sst2/meta.json").is_file()
 
 
+@pytest.mark.slow
 def test_slurm_profile_dry_run_gives_gpu_rules_a_gpu():
     """`snakemake --profile slurm -n` from the repository root: GPU rules on the GPU partition with a GPU, CPU
     rules on the CPU partition without; many short jobs in group jobs, never GPU and CPU jobs together."""
