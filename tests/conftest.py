@@ -1,4 +1,5 @@
 import itertools
+import os
 import re
 from pathlib import Path
 
@@ -11,6 +12,12 @@ from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.tasks import get_task
 from kdflow.teachers.finetune import finetune
 from kdflow.training import loop
+
+# The tests' models are tiny: a second intra-op thread buys nothing, and on a busy 2-core machine OpenMP threads
+# waiting for each other made a 60-step BiLSTM run take 85 s instead of 4 s. The environment carries it to the
+# processes tests start (the multi-process and benchmark tests; rule jobs set their rule's threads).
+torch.set_num_threads(1)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_DATA = REPO / "demo" / "data"
