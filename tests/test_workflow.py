@@ -24,14 +24,14 @@ from kdflow.workflow.provenance import script_closure
 DEMO = ["--configfile", "demo/config.yaml", "--replace-workflow-config"]
 
 
-def snakemake(*args, cwd=REPO, check=True):
+def snakemake(*args, cwd=REPO, check=True, timeout=900):
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", *args],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,  # Snakemake reports on stderr; tests read both as one stream
         text=True,
-        timeout=900,
+        timeout=timeout,
     )
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout}")
@@ -187,7 +187,8 @@ THESIS_STUDENTS_DOWNSTREAM = dict(encode_probing_tasks=2, probe_model=2 * 3, pro
 def demo_run(tmp_path_factory):
     """The demo, run once in a scratch copy of the repository."""
     workdir = copy_repo(tmp_path_factory.mktemp("demo") / "kdflow")
-    result = snakemake(*DEMO, "--cores", "2", cwd=workdir)
+    # the whole demo: about 5 minutes on 2 idle cores, 16 on a busy machine; the limit only catches a hang
+    result = snakemake(*DEMO, "--cores", "2", cwd=workdir, timeout=2700)
     return workdir, result
 
 
