@@ -46,6 +46,7 @@ from kdflow.reporting.paper_tables import (
     title_of,
 )
 from kdflow.probing.senteval import PROBING_TASKS
+from kdflow.workflow.plan import config_digest
 from kdflow.workflow.provenance import script_fingerprint
 from kdflow.workflow.runtimes import runtime_jobs
 from kdflow.core.tasks import GLUE_FILES, TASKS

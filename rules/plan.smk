@@ -32,7 +32,7 @@ rule plan:
         mem_mb=2000,
         runtime=10,
     params:
-        config=canonical(config),
+        config=config_digest(config),
         gpu=config.get("plan", {}).get("gpu", "H100"),
         probing_files={task: probing_file(task) for task in PROBING_TASKS},
         code=code_of("plan.py"),

@@ -18,7 +18,7 @@ from kdflow.workflow.plan import (
 )
 
 with rule_job(snakemake):
-    config = snakemake.params.config
+    config = snakemake.config  # as the workflow sees it: validated, the exploration's experiments added
     task_table = pd.read_csv(snakemake.input.sizes)
     jobs = cost_plan(config, task_table, read_throughput(snakemake.input.throughput),
                      read_startup(snakemake.input.startup), load_catalog(), snakemake.params.probing_files,

@@ -2,6 +2,8 @@
 ones, its jobs against Snakemake's dry run of the demo, and the rule's output on the demo."""
 
 import copy
+import subprocess
+import sys
 from collections import Counter
 
 import pandas as pd
@@ -142,6 +144,13 @@ def test_model_sizes_match_the_students_documented_parameter_counts():
     bert_4 = plan.student_model({"type": "bert_k", "layers": 4}, base, catalog)
     assert (bert_4["layers"], bert_4["parameters"]) == (4, base["parameters"] / 3)
     assert plan.architecture_model({"model": "roberta-large"}) == plan.transformer(24, 1024, 4096)
+
+
+def test_the_plan_module_imports_no_torch():
+    """The workflow imports it while planning (rules/common.smk), which must not cost a torch import."""
+    code = "import sys\nimport kdflow.workflow.plan\nprint('torch' in sys.modules, 'transformers' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "False"]
 
 
 def snakemake_config(path: str) -> dict:

@@ -38,17 +38,20 @@ def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str
     gpus = sorted({f"{row.device} {row.precision}" for row in table.itertuples() if row.device != "cpu"})
     shown = table.assign(hours=table.hours.map(hours)).rename(columns={"hours": "hours (GPU-hours on a GPU)"})
     sources = sorted(set("; ".join(table.source).split("; ")))
+    on_cpu = f"{hours(total['cpu_hours'])} CPU-hours (one thread, fp32)"
+    summary = (f"{total['gpu_jobs'] + total['cpu_jobs']} jobs: {hours(total['gpu_hours'])} GPU-hours "
+               f"({', '.join(gpus)}) for the {total['gpu_jobs']} jobs that ask for a GPU and {on_cpu} for the "
+               f"{total['cpu_jobs']} others." if gpus else
+               f"{total['cpu_jobs']} jobs, all on the CPU (the config's device): {on_cpu}.")
     return Document(TITLE, [
-        Paragraph(f"{total['gpu_jobs'] + total['cpu_jobs']} jobs: {hours(total['gpu_hours'])} GPU-hours for the "
-                  f"{total['gpu_jobs']} jobs that ask for a GPU ({', '.join(gpus) or 'none in this config'}) and "
-                  f"{hours(total['cpu_hours'])} CPU-hours (one thread, fp32) for the {total['cpu_jobs']} others. "
-                  "Estimates, not measurements: see how they are made below."),
+        Paragraph(f"{summary} Estimates, not measurements: see how they are made below."),
         Heading("Per paper table"),
-        Paragraph("The GPU-hours of each paper table's experiments (config paper_tables; the thesis's exploration is "
+        Paragraph("The hours of each paper table's experiments (config paper_tables; the thesis's exploration is "
                   "its own row). The teachers, transfer sets and probing they share are not included; tables of the "
                   "same experiments count them each."),
-        Table(per_paper_table.assign(gpu_hours=per_paper_table.gpu_hours.map(hours),
-                                     experiments=per_paper_table.experiments.map(short_list))),
+        Table(per_paper_table.assign(experiments=per_paper_table.experiments.map(short_list),
+                                     gpu_hours=per_paper_table.gpu_hours.map(hours),
+                                     cpu_hours=per_paper_table.cpu_hours.map(hours))),
         Heading("Per section and rule"),
         Paragraph("A section is an experiment or a stage of the pipeline. examples_x_epochs: training examples times "
                   "epochs; inferred: examples through a forward pass (dev evaluations, predictions, signals, "

@@ -30,12 +30,14 @@ two is the cautious bound (at most twice the larger).
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
-from kdflow.core.data import read_sara_labels, read_tsv_split
 from kdflow.core.errors import UserError
 from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.core.tasks import TASKS
@@ -104,6 +106,12 @@ SECTIONS = {
 KINDS = ("train", "infer", "decode", "probe")
 GPU_START_SECONDS = 3.0  # assumed: creating a job's CUDA context and moving its model to the GPU
 FLOPS_PER_PARAMETER = {"train": 6, "infer": 2, "decode": 2, "probe": 6}
+
+
+def config_digest(config: dict) -> str:
+    """A fingerprint of the whole config, whatever its key order: the plan rule's param, so that any edit of the
+    config reruns the plan (and the dry run names the change without printing the config)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
 
 
 # Models: a family (whose throughput applies), layers (the per-batch floor grows with them), width (what a probe
@@ -227,13 +235,14 @@ def raw_directory(config: dict, task: str) -> Path | None:
 
 
 def count_rows(task: str, directory: Path) -> dict[str, int]:
-    spec = TASKS[task]
-    labels = (tuple(map(str, range(len(read_sara_labels(directory))))) if spec.source == "sara"
-              else spec.tsv_label_values)
-    return {split: len(read_tsv_split(directory / layout.filename, layout,
-                                      labels if layout.label_column is not None else None, spec.regression,
-                                      spec.score_range))
-            for split, layout in spec.tsv.items()}
+    """Examples per split of a task's raw files: their non-blank lines, less the header, read as ingestion reads
+    them (tab-separated, quoting disabled; kdflow.core.data, which checks each row when the task is prepared)."""
+    counts = {}
+    for split, layout in TASKS[task].tsv.items():
+        with open(directory / layout.filename, encoding="utf-8-sig", newline="") as lines:
+            rows = [row for row in csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE) if row and row != [""]]
+        counts[split] = len(rows) - layout.header
+    return counts
 
 
 def transfer_size(config: dict, sizes: dict, transfer: str, task: str) -> int:
@@ -579,19 +588,20 @@ def section_order(config: dict) -> list[str]:
 
 
 def paper_table_hours(table: pd.DataFrame, config: dict) -> pd.DataFrame:
-    """Per paper table (config ``paper_tables``) and the exploration: the GPU-hours and jobs of its experiments
-    (shared teachers, transfer sets and probing not included; two tables of the same experiments count them
-    twice)."""
-    gpu = table[table.device != "cpu"]
+    """Per paper table (config ``paper_tables``) and the exploration: the jobs of its experiments and their
+    GPU-hours and CPU-hours (shared teachers, transfer sets and probing not included; two tables of the same
+    experiments count them twice)."""
     groups = {name: spec.get("experiments", []) for name, spec in config.get("paper_tables", {}).get("tables", {}).items()}
     exploration = list(exploration_experiments(config))
     if exploration:
         groups["thesis_exploration (Chapter 5, Appendix B)"] = exploration
-    rows = [{"paper_table": name, "experiments": ", ".join(experiments),
-             "jobs": int(table[table.section.isin(experiments)].jobs.sum()),
-             "gpu_hours": float(gpu[gpu.section.isin(experiments)].hours.sum())}
-            for name, experiments in groups.items()]
-    return pd.DataFrame(rows, columns=["paper_table", "experiments", "jobs", "gpu_hours"])
+    rows = []
+    for name, experiments in groups.items():
+        rows_of = table[table.section.isin(experiments)]
+        on_gpu = rows_of.device != "cpu"
+        rows.append({"paper_table": name, "experiments": ", ".join(experiments), "jobs": int(rows_of.jobs.sum()),
+                     "gpu_hours": float(rows_of.hours[on_gpu].sum()), "cpu_hours": float(rows_of.hours[~on_gpu].sum())})
+    return pd.DataFrame(rows, columns=["paper_table", "experiments", "jobs", "gpu_hours", "cpu_hours"])
 
 
 def sizes_note(config: dict, task_table: pd.DataFrame) -> str:
