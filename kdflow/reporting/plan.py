@@ -10,6 +10,7 @@ import pandas as pd
 
 from kdflow.core.documents import Bullets, Document, Heading, Paragraph, Table
 from kdflow.reporting.runtimes import read_benchmark
+from kdflow.workflow.plan import START_UP_ONLY
 
 TITLE = "Cost plan: the jobs of the config and their estimated hours, before the run"
 
@@ -37,7 +38,7 @@ def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str
     total = totals(table)
     gpus = sorted({f"{row.device} {row.precision}" for row in table.itertuples() if row.device != "cpu"})
     shown = table.assign(hours=table.hours.map(hours)).rename(columns={"hours": "hours (GPU-hours on a GPU)"})
-    sources = sorted(set("; ".join(table.source).split("; ")))
+    sources = sorted(set("; ".join(table.source).split("; ")) - {START_UP_ONLY})
     on_cpu = f"{hours(total['cpu_hours'])} CPU-hours (one thread, fp32)"
     summary = (f"{total['gpu_jobs'] + total['cpu_jobs']} jobs: {hours(total['gpu_hours'])} GPU-hours "
                f"({', '.join(gpus)}) for the {total['gpu_jobs']} jobs that ask for a GPU and {on_cpu} for the "

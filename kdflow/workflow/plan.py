@@ -104,6 +104,7 @@ SECTIONS = {
     "plan": "plan",
 }
 KINDS = ("train", "infer", "decode", "probe")
+START_UP_ONLY = "start-up only"  # the source of a job that runs no model
 GPU_START_SECONDS = 3.0  # assumed: creating a job's CUDA context and moving its model to the GPU
 FLOPS_PER_PARAMETER = {"train": 6, "infer": 2, "decode": 2, "probe": 6}
 
@@ -562,7 +563,7 @@ def estimate(jobs: pd.DataFrame, throughput: pd.DataFrame, startup: dict[str, fl
             seconds += floor + compute
             sources.add(rate.source)
         rows.append({"device": device, "precision": precision, "seconds": seconds,
-                     "source": "; ".join(sorted(sources)) or "start-up only"})
+                     "source": "; ".join(sorted(sources)) or START_UP_ONLY})
     return pd.concat([jobs.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
 
