@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: install demo report test test-fast dry-run clean
+.PHONY: install demo report test test-fast dry-run plan clean
 
 # torch is pinned to the 2.13.0 CPU wheel for the demo and CI; on a GPU machine install your CUDA build first.
 $(VENV)/.installed: pyproject.toml
@@ -30,6 +30,12 @@ test-fast: $(VENV)/.installed
 
 dry-run: $(VENV)/.installed
 	$(BIN)/snakemake --dry-run --quiet rules
+
+# The cost plan of config.yaml before the run (no GPU, no data): results/plan.csv and .md. PLAN_ARGS passes
+# Snakemake options, e.g. PLAN_ARGS="--configfile demo/config.yaml --replace-workflow-config" or "--config plan={gpu: A100}".
+plan: $(VENV)/.installed
+	$(BIN)/snakemake --cores 1 $(PLAN_ARGS) results/plan.csv
+	cat results/plan.md
 
 clean:
 	rm -rf results logs .snakemake report.html

@@ -25,6 +25,7 @@ include: "rules/analysis.smk"
 include: "rules/papers.smk"
 include: "rules/figures.smk"
 include: "rules/exploration.smk"
+include: "rules/plan.smk"
 
 
 rule all:

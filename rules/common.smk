@@ -23,6 +23,7 @@ from kdflow.workflow.config import (
     teacher_jobs,
     teacher_settings,
     transfer_of,
+    transfer_sets,
     unlabelled_files,
 )
 from kdflow.workflow.exploration import (
@@ -45,6 +46,7 @@ from kdflow.reporting.paper_tables import (
     title_of,
 )
 from kdflow.probing.senteval import PROBING_TASKS
+from kdflow.workflow.plan import config_digest
 from kdflow.workflow.provenance import script_fingerprint
 from kdflow.workflow.runtimes import runtime_jobs
 from kdflow.core.tasks import GLUE_FILES, TASKS
@@ -77,7 +79,11 @@ def raw_task_files(wildcards):
     """The raw files of a task that exist, so that editing them reruns ingestion. Missing files are
     reported by the ingestion script itself, with the path it looked for (dry runs stay possible).
     """
-    directory = task_source_dir(wildcards.task)
+    return raw_files_of(wildcards.task)
+
+
+def raw_files_of(task):
+    directory = task_source_dir(task)
     if directory is None or not os.path.isdir(directory):
         return []
     return sorted(
@@ -583,8 +589,25 @@ def exploration_figure_constraint(*kinds):
     )
 
 
+def plan_counted_files():
+    """The local files whose rows the plan counts: the raw task files, the probing files and the unlabelled text
+    that exist (editing them changes the plan)."""
+    tasks = dict.fromkeys(task for _, task in teacher_jobs(config))
+    files = [path for task in tasks for path in raw_files_of(task)]
+    files += [
+        path
+        for path in map(probing_file, PROBING_CONFIG.get("tasks", []))
+        if os.path.isfile(path)
+    ]
+    for transfer, task in transfer_sets(config):
+        if "unlabelled" in TRANSFER_SOURCES[transfer]:
+            files += unlabelled_files(config, task)
+    return sorted(set(files))
+
+
 def all_targets():
     return [
+        "results/plan.csv",
         "results/tables/teachers.csv",
         "results/tables/teachers.md",
         *expand(

@@ -25,11 +25,12 @@ COLUMNS = ["step", "task", "kdflow_rule", "kdflow_jobs", "kdflow_runs", "kdflow_
 
 
 def read_benchmark(path) -> dict:
-    """The wall-clock seconds and peak memory (MB) of one Snakemake benchmark file; with ``repeat`` several
-    rows, the mean seconds and the largest peak. Snakemake writes ``-`` where it measured no memory (a job shorter
+    """The wall-clock seconds, peak memory (MB) and CPU seconds (user and system, of the job's processes) of one
+    Snakemake benchmark file; with ``repeat`` several rows, the mean seconds and the largest peak. Snakemake writes ``-`` where it measured no memory (a job shorter
     than its first sample)."""
     frame = pd.read_csv(path, sep="\t", na_values=["-"])
-    return {"seconds": float(frame["s"].mean()), "max_rss_mb": float(frame["max_rss"].max())}
+    return {"seconds": float(frame["s"].mean()), "max_rss_mb": float(frame["max_rss"].max()),
+            "cpu_seconds": float(frame["cpu_time"].mean())}
 
 
 def runtime_table(reference: pd.DataFrame, jobs: Sequence[Mapping], benchmarks: Sequence[Mapping]) -> pd.DataFrame:

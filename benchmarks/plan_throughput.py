@@ -1,0 +1,300 @@
+"""The throughputs and start-up times the cost plan (kdflow.workflow.plan) reads: reference/throughput.csv and
+reference/startup.csv.
+
+    python benchmarks/plan_throughput.py --threads 1 --write    # measure on this CPU, write both tables
+
+Measured on the CPU it runs on, per model family (transformer, lstm, cnn, gpt2, probe) and kind of work (train:
+forward, backward and an AdamW step; infer: a forward pass; decode: one sampling step of every slot, kdflow's
+batched sampler; probe: the batched SentEval probe grid, kdflow.probing.probe): the seconds of a batch at two widths
+of the same depth, the demo's tiny models (where Python and dispatch dominate) and wider ones (where arithmetic
+does). A batch costs ``floor + FLOPs / rate``: the two sizes give the floor (per layer) and the rate (achieved
+FLOP/s), FLOPs counted as the plan counts them (6 x non-embedding parameters x token positions to train, 2 x to
+infer; kdflow.workflow.plan). Each time is the fastest of ``--repeats`` runs (other processes only slow a run down).
+Sentences are the SST-2 excerpt the demo ships, tokenised with the demo vocabulary; models are randomly
+initialised (speed does not depend on the weights).
+
+Times are CPU seconds (user and system, of the process and its children): on an idle machine the wall time of these
+one-thread runs, and what other processes on a busy machine do not inflate.
+
+GPU rows are scaled, not measured (no GPU was available): the rate is an assumed fraction (MFU) of the GPU's dense
+peak for the precision (bf16; fp32 runs in TF32, which kdflow enables on Ampere and newer) and the floor an assumed
+host time per layer and batch (eager PyTorch launches every kernel from Python; a GPU step cannot be shorter than
+that, whatever the model's width), per family: see GPUS, MFU and GPU_FLOOR below.
+
+Start-up: per rule, a fresh interpreter importing what its script imports (and Snakemake's script module, which
+the script's preamble loads) and, for a rule that runs a model, loading the demo's teacher from disk; the fastest of
+``--repeats`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from kdflow.probing.probe import ProbeSettings, probe  # noqa: E402
+from kdflow.students.registry import StudentContext, build_student  # noqa: E402
+from kdflow.teachers.finetune import build_teacher  # noqa: E402
+from kdflow.training.batching import batches, tokenize  # noqa: E402
+from kdflow.transfer.generation import SamplingSettings, sample  # noqa: E402
+from kdflow.workflow.catalog import load_catalog  # noqa: E402
+from kdflow.workflow.plan import FLOPS_PER_PARAMETER, language_model, probe_parameters, student_model, transformer  # noqa: E402
+
+VOCAB = REPO / "demo" / "vocab.txt"
+# Dense peak FLOP/s per precision (fp32: TF32 tensor cores) of the SXM parts (NVIDIA's datasheets), and the
+# fraction of it assumed achieved per family: transformer and GPT-2 blocks are large matmuls (BERT fine-tuning in
+# mixed precision reaches about a third of peak at these batch sizes); the probe grid is one batched matmul; LSTMs
+# are sequential over time steps and convolutions smaller: a tenth.
+GPUS = {"H100": {"bf16": 989e12, "fp32": 495e12}, "A100": {"bf16": 312e12, "fp32": 156e12}}
+MFU = {"transformer": 0.3, "gpt2": 0.3, "probe": 0.3, "lstm": 0.1, "cnn": 0.1}
+# Host seconds per layer and batch on a GPU: a transformer layer's eager training step (forward, backward, AdamW)
+# launches about a hundred kernels at about 10 us each, inference a third of that, a sampling step a few tens; a
+# cuDNN LSTM layer steps through the sequence's ~40 time steps one after another; a gated convolution is a few
+# kernels; the probe grid is one batched linear model.
+GPU_FLOOR = {("transformer", "train"): 1e-3, ("transformer", "infer"): 3e-4, ("gpt2", "train"): 1e-3,
+             ("gpt2", "infer"): 3e-4, ("gpt2", "decode"): 3e-4, ("lstm", "train"): 2e-3, ("lstm", "infer"): 5e-4,
+             ("cnn", "train"): 3e-4, ("cnn", "infer"): 1e-4, ("probe", "probe"): 3e-4}
+# Rules whose job loads (or builds) a model before its work: the rules with a `device` param but probe_model, which
+# reads stored encodings, and measure_inference.
+MODEL_RULES = {"finetune_teacher", "train_pseudo_heads", "evaluate_pseudo_heads", "compute_teacher_signals",
+               "finetune_generator", "sample_transfer_shard", "distill_student", "compute_assistant_signals",
+               "encode_probing_tasks", "measure_inference", "classify_sentences", "attention_maps", "layer_outputs"}
+TINY_BERT = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 2, "intermediate_size": 128}
+WIDE_BERT = {"num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024}
+
+
+def fastest(run, repeats: int) -> float:
+    """The least CPU time (this process's and its children's, user and system) of ``repeats`` runs: the wall time of a
+    one-thread run on an idle machine, which other processes on a busy one do not inflate."""
+    times = []
+    for _ in range(repeats):
+        started = cpu_seconds()
+        run()
+        times.append(cpu_seconds() - started)
+    return min(times)
+
+
+def cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def demo_batches(tokenizer, batch_size: int, count: int, max_length: int = 64) -> list[dict]:
+    frame = pd.read_csv(REPO / "demo/data/glue/SST-2/train.tsv", sep="\t", quoting=3)
+    frame = pd.DataFrame({"text_a": frame["sentence"], "text_b": None, "label": frame["label"]})
+    frame = frame.sample(batch_size * count, replace=True, random_state=0).reset_index(drop=True)
+    split = tokenize(frame, tokenizer, max_length, labelled=True)
+    return list(batches(split, batch_size, regression=False))
+
+
+def training_step(forward, parameters):
+    optimizer = torch.optim.AdamW(parameters, lr=1e-4)
+
+    def step(batch):
+        loss = forward(batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def batch_seconds(step, data: list[dict], repeats: int) -> tuple[float, float]:
+    """Seconds per batch (the fastest of ``repeats`` passes over ``data``, after one warm-up batch) and the mean
+    token positions per example."""
+    step(data[0])
+    seconds = fastest(lambda: [step(batch) for batch in data], repeats) / len(data)
+    tokens = np.mean([batch["input_ids"].shape[1] for batch in data])
+    return seconds, float(tokens)
+
+
+def encoder_measurements(tokenizer, repeats: int) -> list[dict]:
+    """Transformer (BERT), LSTM and CNN students at the demo's width and a wider one, training and inference."""
+    catalog, rows = load_catalog(), []
+    teacher = transformer(4, 64, 128)
+    models = {
+        "transformer": [("demo teacher 4x64", {"architecture": {"model_type": "bert", **TINY_BERT,
+                                                                 "max_position_embeddings": 128}}),
+                        ("4x256", {"architecture": {"model_type": "bert", **WIDE_BERT, "max_position_embeddings": 128}})],
+        "lstm": [("demo bilstm 3x64", {"type": "bilstm", "layers": 3, "hidden_size": 64, "embeddings": {"dim": 32}}),
+                 ("bilstm 3x256", {"type": "bilstm", "layers": 3, "hidden_size": 256, "embeddings": {"dim": 128}})],
+        "cnn": [("demo gated_cnn 4x64", {"type": "gated_cnn", "layers": 4, "hidden_size": 64,
+                                         "embeddings": {"dim": 32}}),
+                ("gated_cnn 4x256", {"type": "gated_cnn", "layers": 4, "hidden_size": 256,
+                                     "embeddings": {"dim": 128}})],
+    }
+    train, infer = demo_batches(tokenizer, 16, 8), demo_batches(tokenizer, 64, 3)
+    for family, sizes in models.items():
+        for label, spec in sizes:
+            if family == "transformer":
+                module, _ = build_teacher({**spec, "tokenizer": str(VOCAB)}, num_labels=2)
+                arch = spec["architecture"]
+                planned = transformer(arch["num_hidden_layers"], arch["hidden_size"], arch["intermediate_size"])
+                logits = lambda batch, m=module: m(input_ids=batch["input_ids"],  # noqa: E731
+                                                   attention_mask=batch["attention_mask"]).logits
+            else:
+                module = build_student(spec, StudentContext(2, tokenizer))
+                planned = student_model(spec, teacher, catalog)
+                logits = lambda batch, m=module: m(batch).logits  # noqa: E731
+            loss = lambda batch, f=logits: torch.nn.functional.cross_entropy(f(batch), batch["labels"])  # noqa: E731
+            module.train()
+            seconds, tokens = batch_seconds(training_step(loss, module.parameters()), train, repeats)
+            rows.append(measurement(family, "train", label, planned, seconds, 16 * tokens))
+            module.eval()
+            with torch.no_grad():
+                seconds, tokens = batch_seconds(logits, infer, repeats)
+            rows.append(measurement(family, "infer", label, planned, seconds, 64 * tokens))
+    return rows
+
+
+def generator_measurements(tokenizer, repeats: int) -> list[dict]:
+    """GPT-2 blocks at the demo's width and a wider one: training, inference and batched sampling."""
+    rows = []
+    train, infer = demo_batches(tokenizer, 16, 8), demo_batches(tokenizer, 64, 3)
+    for label, width in (("demo generator 2x64", 64), ("2x256", 256)):
+        spec = {"architecture": {"model_type": "gpt2", "n_embd": width, "n_layer": 2, "n_head": 2},
+                "tokenizer": str(VOCAB)}
+        planned = language_model(spec)
+        module = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=width, n_layer=2, n_head=2,
+                                            n_positions=128))
+        loss = lambda batch, m=module: m(input_ids=batch["input_ids"], labels=batch["input_ids"]).loss  # noqa: E731
+        module.train()
+        seconds, tokens = batch_seconds(training_step(loss, module.parameters()), train, repeats)
+        rows.append(measurement("gpt2", "train", label, planned, seconds, 16 * tokens))
+        module.eval()
+        with torch.no_grad():
+            seconds, tokens = batch_seconds(lambda batch, m=module: m(input_ids=batch["input_ids"]).logits, infer,
+                                            repeats)
+        rows.append(measurement("gpt2", "infer", label, planned, seconds, 64 * tokens))
+        slots, length = 32, 24  # every sequence runs to max_length: steps = sequences / slots x new tokens
+        prefixes = [[i % 100 + 5] for i in range(2 * slots)]
+        settings = SamplingSettings(max_length=length, batch_size=slots)
+        eos = len(tokenizer) + 1  # never sampled
+        run = lambda: sample(module, prefixes, eos, settings, torch.Generator().manual_seed(0),  # noqa: E731
+                             torch.device("cpu"))
+        run()
+        steps = len(prefixes) // slots * length
+        rows.append(measurement("gpt2", "decode", label, planned, fastest(run, repeats) / steps, slots))
+    return rows
+
+
+def probe_measurements(repeats: int) -> list[dict]:
+    """The batched probe grid (36 configurations) on 64-wide (the demo teacher's) and 768-wide encodings."""
+    rows, rng = [], np.random.default_rng(0)
+    settings = ProbeSettings(max_epochs=0)  # one chunk of epochs_per_check (4) epochs
+    n, classes = 2048, 2
+    for label, width in (("64-wide encodings", 64), ("768-wide encodings", 768)):
+        data = {split: (rng.standard_normal((count, width), dtype=np.float32), rng.integers(0, classes, count))
+                for split, count in (("train", n), ("dev", 256), ("test", 256))}
+        seconds = fastest(lambda: probe(*data["train"], *data["dev"], *data["test"], settings), repeats)
+        batches_run = settings.epochs_per_check * -(-n // settings.batch_size)
+        parameters = probe_parameters(width, classes, {"hidden_sizes": settings.hidden_sizes,
+                                                       "dropouts": settings.dropouts,
+                                                       "l2_penalties": settings.l2_penalties}, logistic=False)
+        planned = {"family": "probe", "layers": 1, "width": width, "parameters": parameters}
+        rows.append(measurement("probe", "probe", label, planned, seconds / batches_run, settings.batch_size))
+    return rows
+
+
+def measurement(family, kind, label, planned, seconds, tokens_per_batch) -> dict:
+    flops = FLOPS_PER_PARAMETER[kind] * planned["parameters"] * tokens_per_batch
+    print(f"{family:<12}{kind:<7}{label:<22}{seconds * 1e3:>9.2f} ms/batch  {flops / 1e9:>8.3f} GFLOP/batch  "
+          f"{planned['layers']} layers")
+    return {"family": family, "kind": kind, "label": label, "layers": planned["layers"], "seconds": seconds,
+            "flops": flops}
+
+
+def throughput_rows(measured: list[dict], command: str) -> list[dict]:
+    """Per family and kind, floor and rate from the narrow (first) and wide (second) measurement; then the GPU
+    rows scaled from them."""
+    rows = []
+    frame = pd.DataFrame(measured)
+    for (family, kind), pair in frame.groupby(["family", "kind"], sort=False):
+        narrow, wide = pair.iloc[0], pair.iloc[1]
+        rate = (wide.flops - narrow.flops) / max(wide.seconds - narrow.seconds, 1e-9)
+        floor = max(narrow.seconds - narrow.flops / rate, 0.0) / narrow.layers
+        rows.append({"family": family, "kind": kind, "device": "cpu", "precision": "fp32",
+                     "floor_seconds_per_layer": floor, "flops_per_second": rate,
+                     "source": f"measured-cpu: {command} ({narrow.label}, {wide.label})"})
+        for gpu, peaks in GPUS.items():
+            for precision, peak in peaks.items():
+                rows.append({"family": family, "kind": kind, "device": gpu, "precision": precision,
+                             "floor_seconds_per_layer": GPU_FLOOR[family, kind],
+                             "flops_per_second": MFU[family] * peak,
+                             "source": f"scaled: {MFU[family]:.0%} of {gpu} {precision} peak "
+                                       f"{peak / 1e12:.0f} TFLOP/s, assumed host floor"})
+    return rows
+
+
+def rule_scripts() -> dict[str, str]:
+    """rule -> its script, from the rule files."""
+    found = {}
+    for smk in sorted((REPO / "rules").glob("*.smk")):
+        for block in re.split(r"(?m)^(?=rule )", smk.read_text()):
+            rule = re.match(r"rule (\w+):", block)
+            script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
+            if rule and script:
+                found[rule[1]] = script[1]
+    return found
+
+
+def startup_rows(repeats: int, command: str) -> list[dict]:
+    rows = []
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    with tempfile.TemporaryDirectory() as directory:
+        teacher, tokenizer = build_teacher({"architecture": {"model_type": "bert", **TINY_BERT}, "tokenizer": str(VOCAB)},
+                                           num_labels=2)
+        teacher.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+        load = ("from transformers import AutoModelForSequenceClassification, AutoTokenizer\n"
+                f"AutoTokenizer.from_pretrained({directory!r})\n"
+                f"AutoModelForSequenceClassification.from_pretrained({directory!r})")
+        for rule, script in rule_scripts().items():
+            tree = ast.parse((REPO / "scripts" / script).read_text())
+            imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+            code = "\n".join(["import snakemake.script", *imports, *([load] if rule in MODEL_RULES else [])])
+            seconds = fastest(lambda: subprocess.run([sys.executable, "-c", code], check=True, cwd=directory,
+                                                     env=environment), repeats)
+            print(f"start-up {rule:<28}{seconds:6.2f} s")
+            what = "imports and loading the demo teacher" if rule in MODEL_RULES else "imports"
+            rows.append({"rule": rule, "seconds": round(seconds, 3), "source": f"measured-cpu ({what}): {command}"})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (the demo's jobs use 1)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--write", action="store_true", help="write reference/throughput.csv and startup.csv")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    command = f"benchmarks/plan_throughput.py --threads {args.threads} --repeats {args.repeats}"
+    _, tokenizer = build_teacher({"architecture": {"model_type": "bert", **TINY_BERT}, "tokenizer": str(VOCAB)}, 2)
+    print(f"{torch.get_num_threads()} threads, {os.cpu_count()} CPUs")
+    measured = encoder_measurements(tokenizer, args.repeats) + generator_measurements(tokenizer, args.repeats)
+    measured += probe_measurements(args.repeats)
+    throughput = pd.DataFrame(throughput_rows(measured, command))
+    print(throughput[throughput.device == "cpu"].drop(columns="source").to_string(index=False))
+    startup = pd.DataFrame(startup_rows(args.repeats, command))
+    if args.write:
+        throughput.to_csv(REPO / "reference/throughput.csv", index=False, float_format="%.6g")
+        startup.to_csv(REPO / "reference/startup.csv", index=False)
+
+
+if __name__ == "__main__":
+    main()

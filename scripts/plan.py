@@ -1,0 +1,29 @@
+"""Rule plan: the cost plan of the config before it runs (kdflow.workflow.plan), as CSV, Markdown and HTML."""
+
+import logging
+
+import pandas as pd
+
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.plan import write_plan
+from kdflow.workflow.catalog import load_catalog
+from kdflow.workflow.plan import (
+    cost_plan,
+    paper_table_hours,
+    plan_table,
+    read_startup,
+    read_throughput,
+    section_order,
+    sizes_note,
+)
+
+with rule_job(snakemake):
+    config = snakemake.config  # as the workflow sees it: validated, the exploration's experiments added
+    task_table = pd.read_csv(snakemake.input.sizes)
+    jobs = cost_plan(config, task_table, read_throughput(snakemake.input.throughput),
+                     read_startup(snakemake.input.startup), load_catalog(), snakemake.params.probing_files,
+                     snakemake.params.gpu)
+    table = plan_table(jobs, section_order(config))
+    document = write_plan(table, paper_table_hours(table, config), sizes_note(config, task_table),
+                          snakemake.output.csv, snakemake.output.markdown, snakemake.output.html)
+    logging.getLogger("kdflow").info("\n%s", document.markdown())

@@ -1,0 +1,185 @@
+"""The cost plan (kdflow.workflow.plan): its arithmetic on a toy config, model sizes against the students' documented
+ones, its jobs against Snakemake's dry run of the demo, and the rule's output on the demo."""
+
+import copy
+import subprocess
+import sys
+from collections import Counter
+
+import pandas as pd
+import pytest
+from conftest import REPO
+from test_workflow import DEMO, copy_repo, planned_jobs, snakemake
+
+from kdflow.probing.senteval import PROBING_TASKS
+from kdflow.workflow import plan
+from kdflow.workflow.catalog import load_catalog
+from kdflow.workflow.config_files import load_config_file, validate_config
+from kdflow.workflow.exploration import with_exploration
+
+TOY = {
+    "data": {"glue_dir": None, "sara_dir": "nowhere"},
+    "device": "auto",
+    "precision": "auto",
+    "resources": {"threads": 1, "gpu": 1, "mem_mb": 1000, "runtime": 10},
+    "teacher_defaults": {"learning_rate": 1e-3, "batch_size": 32, "epochs": 2, "eval_batch_size": 100},
+    "pseudo_heads": {"learning_rate": 1e-2, "batch_size": 32, "epochs": 1, "eval_batch_size": 100},
+    "teachers": {"t": {"architecture": {"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 2,
+                                        "num_attention_heads": 2, "intermediate_size": 128},
+                       "tokenizer": "demo/vocab.txt", "tasks": ["rte"]}},
+    "student_defaults": {"learning_rate": 1e-3, "batch_size": 32, "epochs": 1, "eval_batch_size": 100},
+    "students": {"s": {"type": "bert_k", "layers": 1}},
+    "experiments": {"e": {"teacher": "t", "tasks": ["rte"], "students": ["s"], "methods": {"kd": None},
+                          "grid": {"beta": [0.5, 0.7]}, "seeds": [1]}},
+}
+# RTE as the toy sees it: 640 training examples (20 batches of 32), 200 dev (2 batches of 100), 100 test, 50 tokens.
+TOY_SIZES = pd.DataFrame([{"task": task, "train": 640, "dev": 200, "other": 100, "tokens_per_example": 50.0}
+                          for task in plan.TASKS])
+TOY_PARAMETERS = 2 * (4 * 64**2 + 2 * 64 * 128)  # the teacher: 2 layers of attention and feed-forward, 65,536
+
+
+def toy_config():
+    config = copy.deepcopy(TOY)
+    validate_config(config, REPO / "schemas/config.schema.yaml")
+    return config
+
+
+def toy_jobs(config=None) -> pd.DataFrame:
+    config = config or toy_config()
+    return pd.DataFrame(plan.planned_jobs(config, plan.task_sizes(config, TOY_SIZES), load_catalog(), {}))
+
+
+def test_the_toy_config_plans_every_job_of_its_dag_with_its_work():
+    jobs = toy_jobs()
+    assert Counter(jobs.rule) == Counter(
+        prepare_task=1, finetune_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1,
+        figure_pseudo_heads=1, figure_teacher_curves=1, compute_teacher_signals=1, distill_student=2,
+        select_students=1, glue_submission=1, plan=1)
+    teacher = jobs[jobs.rule == "finetune_teacher"].iloc[0]
+    # 2 epochs of 640 examples in 20 batches; dev (200) after each epoch, then dev and test (300) once: 700 examples
+    # in 2 x 2 + 3 batches of 100
+    assert (teacher.train_examples, teacher.train_batches) == (1280, 40)
+    assert (teacher.infer_examples, teacher.infer_batches) == (700, 7)
+    assert (teacher.parameters, teacher.layers, teacher.tokens) == (TOY_PARAMETERS, 2, 50.0)
+    heads = jobs.set_index("rule").loc[["train_pseudo_heads", "evaluate_pseudo_heads", "compute_teacher_signals"]]
+    assert list(heads.infer_examples) == [640 + 200, 200, 640]  # frozen features of train and dev; dev; train
+    students = jobs[jobs.rule == "distill_student"]
+    assert list(students.section) == ["e", "e"]  # one per beta
+    assert (students.parameters == TOY_PARAMETERS / 2).all()  # bert_k with 1 of the teacher's 2 layers
+    assert (students.train_examples == 640).all() and (students.infer_examples == 200 + 300).all()
+
+
+def test_evaluations_every_n_steps_accumulation_stages_and_subsets_count_in_the_work():
+    config = toy_config()
+    config["experiments"]["e"] |= {"schedule": [{"epochs": 2}, {"epochs": 1}],
+                                   "hyperparameters": {"evaluate_every_steps": 8, "gradient_accumulation_steps": 2,
+                                                       "max_train_examples": 320}}
+    student = toy_jobs(config).query("rule == 'distill_student'").iloc[0]
+    # 320 examples: 10 steps an epoch, 3 epochs, each step 2 micro-batches; dev at 3 epoch ends and at steps
+    # 8, 16 (stage 1: 20 steps) and 8 (stage 2: 10 steps)
+    assert (student.train_examples, student.train_batches) == (960, 60)
+    assert student.infer_examples == (3 + 3) * 200 + 300
+
+
+def test_augmented_and_unlabelled_transfer_sets_add_their_sentences(tmp_path):
+    text = tmp_path / "rte.txt"
+    text.write_text("a\tb\n\nc\td\n")  # two lines, a blank one not counted
+    config = toy_config()
+    config["generation"] = {"generator": {"architecture": {"model_type": "gpt2", "n_embd": 64, "n_layer": 2,
+                                                           "n_head": 2}, "tokenizer": "demo/vocab.txt"},
+                            "hyperparameters": {"learning_rate": 1e-3, "batch_size": 16, "epochs": 1,
+                                                "eval_batch_size": 100},
+                            "sampling": {"sentences": 1000, "shards": 3, "batch_size": 10, "max_length": 40}}
+    config["unlabelled"] = {"files": {"rte": str(text)}}
+    config["experiments"]["e"]["transfer"] = "unlabelled_augmented"
+    validate_config(config, REPO / "schemas/config.schema.yaml")
+    jobs = toy_jobs(config)
+    assert (jobs[jobs.rule == "distill_student"].train_examples == 640 + 1000 + 2).all()
+    shards = jobs[jobs.rule == "sample_transfer_shard"]
+    # 334, 333 and 333 sentences of min(50 tokens, max_length 40): 40 steps of 10 slots a sentence
+    assert list(shards.decode_examples) == [334 * 40, 333 * 40, 333 * 40]
+    assert list(shards.decode_batches) == [1336, 1332, 1332]
+    generator = jobs[jobs.rule == "finetune_generator"].iloc[0]
+    vocabulary = len((REPO / "demo/vocab.txt").read_text().splitlines())
+    # its blocks (GPT-2's feed-forward is 4 x 64 wide) and its output layer over the vocabulary
+    assert generator.parameters == 2 * (4 * 64**2 + 2 * 64 * 256) + vocabulary * 64
+
+
+def test_estimate_adds_start_up_floor_and_flops():
+    jobs = toy_jobs()
+    rates = pd.DataFrame([{"family": "transformer", "kind": kind, "device": device, "precision": precision,
+                           "floor_seconds_per_layer": 0.01, "flops_per_second": 1e9, "source": f"toy {device}"}
+                          for kind in ("train", "infer") for device, precision in (("cpu", "fp32"), ("G", "bf16"))])
+    rates = rates.set_index(["family", "kind", "device", "precision"])
+    startup = dict.fromkeys(jobs.rule, 1.0)
+    train_flops = 6 * TOY_PARAMETERS * 50 * 1280 / 1e9  # 25.17 s
+    infer_flops = 2 * TOY_PARAMETERS * 50 * 700 / 1e9  # 4.59 s
+    floors = 40 * 0.01 * 2, 7 * 0.01 * 2  # batches x floor per layer x 2 layers
+    on_cpu = plan.estimate(jobs, rates, startup, ("cpu", "fp32")).set_index("rule").loc["finetune_teacher"]
+    assert on_cpu.seconds == pytest.approx(1 + floors[0] + train_flops + floors[1] + infer_flops)
+    assert (on_cpu.device, on_cpu.source) == ("cpu", "toy cpu")
+    on_gpu = plan.estimate(jobs, rates, startup, ("G", "bf16")).set_index("rule")
+    assert on_gpu.loc["finetune_teacher"].seconds == pytest.approx(on_cpu.seconds + plan.GPU_START_SECONDS)
+    assert (on_gpu.loc["teacher_table"].seconds, on_gpu.loc["teacher_table"].device) == (1.0, "cpu")
+    table = plan.plan_table(plan.estimate(jobs, rates, startup, ("G", "bf16")), plan.section_order(toy_config()))
+    assert list(table.section.unique()) == ["data", "teachers", "e", "plan"]
+    students = table.set_index("rule").loc["distill_student"]
+    assert (students.jobs, students.examples_x_epochs, students.device) == (2, 1280, "G")
+    per_table = plan.paper_table_hours(table, {**toy_config(), "paper_tables": {"tables": {"x": {
+        "experiments": ["e"]}}}})
+    assert per_table.gpu_hours.iloc[0] == pytest.approx(table[table.section == "e"].query("device == 'G'").hours.sum())
+
+
+def test_model_sizes_match_the_students_documented_parameter_counts():
+    """Non-embedding parameters as the students' docstrings count them, less biases, pooling and classifier."""
+    catalog = load_catalog()
+    base = plan.transformer(12, 768, 3072)
+    assert base["parameters"] == 84_934_656  # BERT-base without its embeddings
+    bilstm = plan.student_model({"type": "bilstm"}, base, catalog)  # 25,479,938 with 30,522 x 512 embeddings
+    assert bilstm["parameters"] == pytest.approx(25_479_938 - 30_522 * 512, rel=0.005)
+    cnn = plan.student_model({"type": "gated_cnn"}, base, catalog)  # 23,554,298 with 30,522 x 300 embeddings
+    assert cnn["parameters"] == pytest.approx(23_554_298 - 30_522 * 300, rel=0.005)
+    lstm_s = plan.student_model({"type": "bilstm_s", "embeddings": {"source": "file", "path": "x"}}, base, catalog)
+    assert lstm_s["parameters"] == pytest.approx(2_406_002, rel=0.005)  # Table 5.2: 2.41M (300-wide multichannel)
+    bert_4 = plan.student_model({"type": "bert_k", "layers": 4}, base, catalog)
+    assert (bert_4["layers"], bert_4["parameters"]) == (4, base["parameters"] / 3)
+    assert plan.architecture_model({"model": "roberta-large"}) == plan.transformer(24, 1024, 4096)
+
+
+def test_the_plan_module_imports_no_torch():
+    """The workflow imports it while planning (rules/common.smk), which must not cost a torch import."""
+    code = "import sys\nimport kdflow.workflow.plan\nprint('torch' in sys.modules, 'transformers' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "False"]
+
+
+def snakemake_config(path: str) -> dict:
+    """The config a run with ``path`` sees: validated, the exploration's experiments added."""
+    config = load_config_file(REPO / path)
+    validate_config(config, REPO / "schemas/config.schema.yaml")
+    return config | with_exploration(config)
+
+
+def test_the_demo_plan_has_the_jobs_of_the_demo_dry_run():
+    config = snakemake_config("demo/config.yaml")
+    files = {task: str(REPO / config["probing"]["data_dir"] / name) for task, name in PROBING_TASKS.items()}
+    jobs = plan.planned_jobs(config, plan.task_sizes(config, pd.read_csv(REPO / plan.TASK_SIZES)), load_catalog(),
+                             files)
+    dry_run = planned_jobs(*DEMO, "--forceall") - Counter(all=1)
+    assert Counter(job["rule"] for job in jobs) == dry_run
+    sizes = plan.task_sizes(config, pd.read_csv(REPO / plan.TASK_SIZES))
+    assert (sizes["sst2"]["train"], sizes["sst2"]["dev"], sizes["sst2"]["other"]) == (240, 80, 40)  # the excerpt
+    assert sizes["qqp"]["sizes"] == plan.TASK_SIZES  # the demo has no QQP: the table's
+
+
+def test_the_plan_rule_writes_the_demo_plan_without_running_anything_else(tmp_path):
+    workdir = copy_repo(tmp_path / "kdflow")
+    result = snakemake(*DEMO, "--cores", "1", "results/plan.csv", cwd=workdir)
+    assert "1 of 1 steps (100%) done" in result.stdout
+    table = pd.read_csv(workdir / "results/plan.csv")
+    assert table.jobs.sum() == 149 - 1  # every job of the demo's DAG but `all`
+    assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
+    students = table[table.rule == "distill_student"]
+    assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])
+    page = (workdir / "results/plan.md").read_text()
+    assert "GPU-hours" in page and "measured-cpu" in page and "# Cost plan" in page
