@@ -32,7 +32,7 @@ rule figure_exploration_curves:
     params:
         runs=lambda w: run_records(exploration_runs(w)),
         labels=study_labels,
-        spec=lambda w: EXPLORATION["figures"][w.figure],
+        spec=lambda w: canonical(EXPLORATION["figures"][w.figure]),
         title=figure_title,
         code=code_of("figure_exploration_curves.py"),
     script:
