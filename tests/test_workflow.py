@@ -412,7 +412,7 @@ def test_the_demo_plan_is_within_twice_the_measured_time_of_every_rule(demo_run)
     print(checked.to_string(float_format="%.2f"))
     assert set(checked.rule) == set(table.rule) and (checked.jobs == checked.measured_jobs).all()
     timed = checked[(checked.measured_cpu_seconds >= 5) & ~checked.rule.isin(UNMODELLED)]
-    assert len(timed) >= 15 and {"finetune_teacher", "distill_student", "probe_model"} <= set(timed.rule)
+    assert len(timed) >= 10 and {"finetune_teacher", "distill_student", "probe_model"} <= set(timed.rule)
     assert timed.cpu_ratio.between(0.5, 2).all(), timed
 
 
@@ -483,14 +483,16 @@ def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, edited):
 
 @pytest.mark.slow
 def test_changing_the_precision_reruns_every_job_that_runs_a_model_and_what_follows(demo_run, demo_config):
-    """Everything downstream of the prepared data runs a model or reads what one computed; only the data stays."""
+    """Everything downstream of the prepared data runs a model or reads what one computed; only the data stays, and
+    the demo's Universal-KD Table 3, which runs no experiment (the paper's numbers alone)."""
     workdir, _ = demo_run
     config, save = demo_config
     everything = planned_jobs(*DEMO, "--forceall", cwd=workdir)
     config["precision"] = "bf16"
     save(config)
     result = snakemake("-n", *DEMO, cwd=workdir).stdout
-    assert planned_jobs(*DEMO, cwd=workdir) == everything - Counter(prepare_task=everything["prepare_task"])
+    assert planned_jobs(*DEMO, cwd=workdir) == everything - Counter(prepare_task=everything["prepare_task"],
+                                                                    paper_table=1)
     assert "Params have changed since last execution" in result
 
 
