@@ -66,6 +66,7 @@ SETTINGS = {  # (experiment, method) -> the issue's setting
     ("lstm_s_unlabelled", "mse_logits"): "(c) KD, + unlabelled",
     ("lstm_s_generated", "mse_logits"): "(d) KD, + generated",
 }
+INDEPENDENT_EPOCHS = (10, 3)  # (a) and (c), as benchmarks/quality/config.yaml's
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # --quick: a smoke run of the whole pipeline in minutes (numbers meaningless)
 QUICK_DATA = {"labelled": 400, "unlabelled": 1000}
@@ -257,6 +258,118 @@ def table(runs: list[dict], jobs: list[dict], elapsed: float | None) -> str:
     return "\n".join(out) + "\n"
 
 
+# The yardstick: a minimal KD of its own, with nothing of kdflow but the fine-tuned teacher's checkpoint.
+
+
+def independent_kd(workdir: Path, settings: list[str], seed: int, epochs: dict[str, int]) -> list[dict]:
+    """SST-2 settings (a) and (c) in plain PyTorch: LSTM_S (the teacher's wordpiece vectors twice, one copy frozen;
+    one BiLSTM layer of 300 per direction; the final states into FC 400, ReLU, dropout 0.1, a linear layer) trained
+    with cross-entropy on the labelled sentences (a) or with MSE on the teacher's logits over the labelled and the
+    unlabelled sentences (c); the thesis's AdamW settings as the config's, dev every 100 steps, the best kept. The
+    teacher is the workflow's fine-tuned one; its logits are computed here, from the derived files."""
+    import torch
+    from torch import nn
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    torch.set_num_threads(1)
+    teacher_dir = workdir / f"results/teachers/{TEACHER}/sst2/model"
+    tokenizer = AutoTokenizer.from_pretrained(teacher_dir)
+    teacher = AutoModelForSequenceClassification.from_pretrained(teacher_dir).eval()
+
+    def read(path: Path, header: bool) -> tuple[list[str], list[int]]:
+        rows = [line.split("\t") for line in lines_of(path)[1 if header else 0:]]
+        return [row[0].strip() for row in rows], [int(row[1]) for row in rows]
+
+    train_text, train_labels = read(workdir / "data/glue/SST-2/train.tsv", True)
+    dev_text, dev_labels = read(workdir / "data/glue/SST-2/dev.tsv", True)
+    unlabelled = lines_of(workdir / "data/unlabelled/sst2.txt")
+
+    def ids(texts: list[str]) -> list[list[int]]:
+        return [piece or [tokenizer.unk_token_id] for piece in
+                tokenizer(texts, add_special_tokens=False, truncation=True, max_length=64)["input_ids"]]
+
+    def padded(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        lengths = torch.tensor([len(s) for s in sequences])
+        batch = torch.zeros(len(sequences), int(lengths.max()), dtype=torch.long)
+        for row, sequence in enumerate(sequences):
+            batch[row, : len(sequence)] = torch.tensor(sequence)
+        return batch, lengths
+
+    def teacher_logits(texts: list[str]) -> torch.Tensor:
+        order = np.argsort([len(t) for t in texts])
+        out = torch.empty(len(texts), 2)
+        with torch.no_grad():
+            for start in range(0, len(texts), 128):
+                chosen = order[start:start + 128]
+                batch = tokenizer([texts[i] for i in chosen], padding=True, truncation=True, max_length=64,
+                                  return_tensors="pt")
+                out[torch.as_tensor(chosen)] = teacher(**batch).logits
+        return out
+
+    class LSTMS(nn.Module):
+        def __init__(self, vectors: torch.Tensor):
+            super().__init__()
+            self.frozen = nn.Embedding.from_pretrained(vectors.clone(), freeze=True)
+            self.trained = nn.Embedding.from_pretrained(vectors.clone(), freeze=False)
+            self.lstm = nn.LSTM(2 * vectors.shape[1], 300, batch_first=True, bidirectional=True)
+            self.head = nn.Sequential(nn.Linear(600, 400), nn.ReLU(), nn.Dropout(0.1), nn.Linear(400, 2))
+
+        def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+            vectors = torch.cat([self.frozen(tokens), self.trained(tokens)], dim=-1)
+            packed = nn.utils.rnn.pack_padded_sequence(vectors, lengths, batch_first=True, enforce_sorted=False)
+            _, (final, _) = self.lstm(packed)
+            return self.head(torch.cat([final[0], final[1]], dim=-1))
+
+    started = time.perf_counter()
+    train_ids, dev_ids = ids(train_text), ids(dev_text)
+    targets = {"(a) no KD": torch.tensor(train_labels)}
+    if any(setting.startswith("(c)") for setting in settings):
+        targets["(c) KD, + unlabelled"] = teacher_logits(train_text + unlabelled)
+    labelling = time.perf_counter() - started
+    vectors = teacher.get_input_embeddings().weight.detach()
+    runs = []
+    for setting in settings:
+        torch.manual_seed(seed)
+        rng = np.random.default_rng(seed)
+        kd = setting.startswith("(c)")
+        inputs = train_ids + ids(unlabelled) if kd else train_ids
+        target = targets[setting]
+        student = LSTMS(vectors)
+        optimizer = torch.optim.AdamW([p for p in student.parameters() if p.requires_grad], lr=5e-4,
+                                      betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01, fused=True)
+        steps = epochs[setting] * -(-len(inputs) // 32)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, 1 - step / steps))
+
+        def dev_accuracy() -> float:
+            student.eval()
+            with torch.no_grad():
+                logits = torch.cat([student(*padded(dev_ids[i:i + 256])) for i in range(0, len(dev_ids), 256)])
+            student.train()
+            return 100 * float((logits.argmax(-1) == torch.tensor(dev_labels)).float().mean())
+
+        best, step, begun = 0.0, 0, time.perf_counter()
+        for _ in range(epochs[setting]):
+            order = rng.permutation(len(inputs))
+            for start in range(0, len(order), 32):
+                chosen = order[start:start + 32]
+                logits = student(*padded([inputs[i] for i in chosen]))
+                wanted = target[torch.as_tensor(chosen)]
+                loss = (nn.functional.mse_loss(logits, wanted) if kd else nn.functional.cross_entropy(logits, wanted))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                schedule.step()
+                step += 1
+                if step % 100 == 0 or step == steps:
+                    best = max(best, dev_accuracy())
+        runs.append({"task": "sst2", "student": "independent LSTM_S", "experiment": "independent",
+                     "method": "mse_logits" if kd else "no_kd", "setting": setting, "seed": seed,
+                     "metric": "accuracy", "dev": best, "epochs": epochs[setting], "transfer_examples": len(inputs),
+                     "seconds": time.perf_counter() - begun + (labelling if kd else 0.0)})
+        print(f"independent {setting}: dev accuracy {best:.2f} ({runs[-1]['seconds']:.0f} s)", flush=True)
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/kdflow-quality"))
@@ -278,6 +391,8 @@ def main() -> None:
                              "--tasks")
     parser.add_argument("--dry-run", action="store_true", help="prepare and plan, run no job")
     parser.add_argument("--table-only", action="store_true", help="only read the results of an earlier run")
+    parser.add_argument("--independent", action="store_true",
+                        help="also run the minimal independent KD (SST-2 (a) and (c), the first seed) after the workflow")
     args = parser.parse_args()
     if args.quick:
         args.labelled, args.unlabelled, args.seeds = QUICK_DATA["labelled"], QUICK_DATA["unlabelled"], args.seeds[:1]
@@ -324,6 +439,11 @@ def main() -> None:
             return
 
     runs = student_runs(workdir, args.experiments, args.tasks)
+    if args.independent:
+        epochs = {"(a) no KD": INDEPENDENT_EPOCHS[0], "(c) KD, + unlabelled": INDEPENDENT_EPOCHS[1]}
+        if args.quick:
+            epochs = dict.fromkeys(epochs, 1)
+        runs += independent_kd(workdir, list(epochs), args.seeds[0], epochs)
     jobs = pipeline_jobs(workdir, args.tasks)
     report = table(runs, jobs, elapsed)
     print(report)
