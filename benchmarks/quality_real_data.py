@@ -29,7 +29,8 @@ The settings of the thesis's experiment, per task (the BiLSTM student is the the
     (b) lstm_s_train/mse_logits       KD (MSE on the teacher's logits) on the labelled examples
     (c) lstm_s_unlabelled/mse_logits  KD over the labelled + the unlabelled sentences
     (d) lstm_s_generated/mse_logits   KD over the labelled + sentences sampled from a GPT-2 trained from scratch
-and BERT_3 students (MiniLM's first 3 layers) on the labelled examples with no_kd, kd, pkd, alp, universal_kd_il.
+(a) and (c) again with LSTM_S from scratch (random vectors in place of the teacher's wordpiece vectors), and BERT_3
+students (MiniLM's first 3 layers) on the labelled examples with no_kd, kd, pkd, alp and universal_kd_il.
 """
 
 from __future__ import annotations
@@ -58,14 +59,18 @@ TASKS = {  # task -> (GLUE directory, train.tsv has a header, sentence column, m
     "sst2": ("SST-2", True, 0, "accuracy"),
     "cola": ("CoLA", False, 3, "mcc"),
 }
-EXPERIMENTS = ("lstm_s_train", "lstm_s_unlabelled", "lstm_s_generated", "bert_3_train")
-BILSTM = EXPERIMENTS[:3]
+EXPERIMENTS = ("lstm_s_train", "lstm_s_unlabelled", "lstm_s_generated", "lstm_s_scratch_train",
+               "lstm_s_scratch_unlabelled", "bert_3_train")
+BILSTM = EXPERIMENTS[:5]
 SETTINGS = {  # (experiment, method) -> the issue's setting
     ("lstm_s_train", "no_kd"): "(a) no KD",
     ("lstm_s_train", "mse_logits"): "(b) KD, labelled",
     ("lstm_s_unlabelled", "mse_logits"): "(c) KD, + unlabelled",
     ("lstm_s_generated", "mse_logits"): "(d) KD, + generated",
+    ("lstm_s_scratch_train", "no_kd"): "(a) no KD, random vectors",
+    ("lstm_s_scratch_unlabelled", "mse_logits"): "(c) KD, + unlabelled, random vectors",
 }
+INDEPENDENT = "independent_runs.json"  # the independent KD's runs, in the work directory
 INDEPENDENT_EPOCHS = (10, 3)  # (a) and (c), as benchmarks/quality/config.yaml's
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # --quick: a smoke run of the whole pipeline in minutes (numbers meaningless)
@@ -166,13 +171,14 @@ def targets(experiments: list[str], tasks: list[str]) -> list[str]:
     return files
 
 
-def seconds(benchmark: Path) -> float | None:
-    """A job's wall time from its Snakemake benchmark file (column ``s``)."""
+def seconds(benchmark: Path, column: str = "s") -> float | None:
+    """A job's wall time (column ``s``) or CPU time (``cpu_time``) from its Snakemake benchmark file. On a shared
+    machine the wall time also measures the other work on it; the CPU time does not."""
     if not benchmark.exists():
         return None
     with benchmark.open() as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
-    return float(rows[-1]["s"]) if rows else None
+    return float(rows[-1][column]) if rows and rows[-1].get(column) not in (None, "", "NA") else None
 
 
 def read_json(path: Path):
@@ -197,6 +203,8 @@ def student_runs(workdir: Path, experiments: list[str], tasks: list[str]) -> lis
                     "epochs": sum(stage["epochs"] for stage in report["stages"]),
                     "best_epoch": report["best"]["epoch"],
                     "seconds": seconds(workdir / "results/benchmarks/distill_student" / f"{relative}.tsv"),
+                    "cpu_seconds": seconds(workdir / "results/benchmarks/distill_student" / f"{relative}.tsv",
+                                           "cpu_time"),
                 })
     return runs
 
@@ -227,33 +235,47 @@ def pipeline_jobs(workdir: Path, tasks: list[str]) -> list[dict]:
                          json.dumps(hygiene, separators=(",", ":")) if hygiene else ""))
         rows += [(f"compute_teacher_signals {path.stem}", path, "")
                  for path in sorted((bench / "compute_teacher_signals" / TEACHER / task).glob("*.tsv"))]
-        jobs += [{"task": task, "job": job, "seconds": seconds(path), "note": note}
+        jobs += [{"task": task, "job": job, "seconds": seconds(path), "cpu_seconds": seconds(path, "cpu_time"),
+                  "note": note}
                  for job, path, note in rows if path.exists()]
     return jobs
 
 
 def table(runs: list[dict], jobs: list[dict], elapsed: float | None) -> str:
-    """The report: every run, then mean ± std over seeds per setting, then the pipeline's jobs."""
-    out = ["| task | student | setting | seed | dev | epochs | transfer examples | wall (s) |",
-           "|---|---|---|---:|---:|---:|---:|---:|"]
+    """The report: every run, then mean ± std over seeds per setting with its difference from the same student's
+    no-KD setting, then the pipeline's jobs."""
+    students = {name: number for number, name in enumerate(dict.fromkeys(run["student"] for run in runs))}
+    runs = sorted(runs, key=lambda run: (list(TASKS).index(run["task"]), students[run["student"]], run["setting"],
+                                         run["seed"]))
+    def number(value) -> str:
+        return "" if value is None else f"{value:.0f}"
+
+    out = ["| task | student | setting | seed | dev | epochs | transfer examples | wall (s) | CPU (s) |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for run in runs:
-        wall = "" if run["seconds"] is None else f"{run['seconds']:.0f}"
-        out.append(f"| {run['task']} | {run['student']} | {run['setting']} | {run['seed']} | "
-                   f"{run['dev']:.2f} | {run['epochs']} | {run['transfer_examples']} | {wall} |")
-    out += ["", "| task | student | setting | metric | seeds | dev mean ± std | wall (s) per run, mean |",
-            "|---|---|---|---|---:|---:|---:|"]
+        out.append(f"| {run['task']} | {run['student']} | {run['setting']} | {run['seed']} | {run['dev']:.2f} | "
+                   f"{run['epochs']} | {run['transfer_examples']} | {number(run['seconds'])} | "
+                   f"{number(run.get('cpu_seconds'))} |")
+    out += ["", "| task | student | setting | metric | seeds | dev mean ± std | vs no KD | wall (s) per run, mean |",
+            "|---|---|---|---|---:|---:|---:|---:|"]
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
         groups.setdefault((run["task"], run["student"], run["setting"]), []).append(run)
+    means = {key: float(np.mean([run["dev"] for run in group])) for key, group in groups.items()}
     for (task, student, setting), group in groups.items():
         scores = np.array([run["dev"] for run in group])
         walls = [run["seconds"] for run in group if run["seconds"] is not None]
+        baseline = [mean for (t, s, name), mean in means.items()
+                    if t == task and s == student and (name.startswith("(a)") or name == "no_kd")]
+        delta = f"{scores.mean() - baseline[0]:+.2f}" if baseline else ""
         out.append(f"| {task} | {student} | {setting} | {group[0]['metric']} | {len(group)} | "
-                   f"{scores.mean():.2f} ± {scores.std():.2f} | {np.mean(walls):.0f} |")
-    out += ["", "| task | job | wall (s) | note |", "|---|---|---:|---|"]
-    out += [f"| {job['task']} | {job['job']} | {job['seconds']:.0f} | {job['note']} |" for job in jobs]
-    total = sum(job["seconds"] for job in jobs) + sum(run["seconds"] or 0 for run in runs)
-    out += ["", f"Sum of the jobs' wall times: {total / 60:.1f} min"
+                   f"{scores.mean():.2f} ± {scores.std():.2f} | {delta} | {np.mean(walls):.0f} |")
+    out += ["", "| task | job | wall (s) | CPU (s) | note |", "|---|---|---:|---:|---|"]
+    out += [f"| {job['task']} | {job['job']} | {number(job['seconds'])} | {number(job['cpu_seconds'])} | "
+            f"{job['note']} |" for job in jobs]
+    total = sum(job["seconds"] or 0 for job in jobs) + sum(run["seconds"] or 0 for run in runs)
+    cpu = sum(job["cpu_seconds"] or 0 for job in jobs) + sum(run.get("cpu_seconds") or 0 for run in runs)
+    out += ["", f"Sum of the jobs' wall times: {total / 60:.1f} min, of their CPU times: {cpu / 60:.1f} min"
             + (f"; this invocation's elapsed time: {elapsed / 60:.1f} min" if elapsed is not None else "") + "."]
     return "\n".join(out) + "\n"
 
@@ -443,7 +465,10 @@ def main() -> None:
         epochs = {"(a) no KD": INDEPENDENT_EPOCHS[0], "(c) KD, + unlabelled": INDEPENDENT_EPOCHS[1]}
         if args.quick:
             epochs = dict.fromkeys(epochs, 1)
-        runs += independent_kd(workdir, list(epochs), args.seeds[0], epochs)
+        write_if_changed(workdir / INDEPENDENT, json.dumps(independent_kd(workdir, list(epochs), args.seeds[0], epochs),
+                                                           indent=1) + "\n")
+    if "sst2" in args.tasks and (workdir / INDEPENDENT).exists():
+        runs += read_json(workdir / INDEPENDENT)
     jobs = pipeline_jobs(workdir, args.tasks)
     report = table(runs, jobs, elapsed)
     print(report)
