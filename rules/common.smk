@@ -35,6 +35,7 @@ from kdflow.workflow.exploration import (
     table_runs,
     table_studies,
 )
+from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.reporting.paper_tables import (
     SELECTION,
@@ -112,9 +113,9 @@ def teacher_params(wildcards):
 def heads_params(wildcards):
     return {
         **pseudo_head_settings(config, wildcards.teacher),
-        "max_seq_length": teacher_params(wildcards)["hyperparameters"][
-            "max_seq_length"
-        ],
+        "max_seq_length": teacher_params(wildcards)["hyperparameters"].get(
+            "max_seq_length", Hyperparameters.max_seq_length
+        ),
     }
 
 

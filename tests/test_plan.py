@@ -8,6 +8,7 @@ from collections import Counter
 
 import pandas as pd
 import pytest
+import yaml
 from conftest import REPO
 from test_workflow import DEMO, copy_repo, planned_jobs, snakemake
 
@@ -183,3 +184,14 @@ def test_the_plan_rule_writes_the_demo_plan_without_running_anything_else(tmp_pa
     assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])
     page = (workdir / "results/plan.md").read_text()
     assert "GPU-hours" in page and "measured-cpu" in page and "# Cost plan" in page
+
+
+@pytest.mark.slow
+def test_a_config_without_probing_or_generation_plans_its_dag(tmp_path):
+    """The toy config has no `probing` section: the plan rule must not ask for the SentEval files."""
+    config = tmp_path / "toy.yaml"
+    config.write_text(yaml.safe_dump(toy_config()))
+    dry_run = planned_jobs("--configfile", str(config), "--replace-workflow-config", "--forceall", "results/plan.csv")
+    assert dry_run == Counter(plan=1)
+    assert planned_jobs("--configfile", str(config), "--replace-workflow-config", "--forceall") - Counter(all=1) == \
+        Counter(job["rule"] for job in toy_jobs().to_dict("records"))
