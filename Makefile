@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= 2
+# pytest-xdist workers; --dist loadfile keeps a file's tests in one worker, so the demo (a module fixture of
+# tests/test_workflow.py) runs once while the other worker takes the rest of the suite.
+TEST_WORKERS ?= 2
 
 .PHONY: install demo report test test-fast dry-run plan clean
 
@@ -22,11 +25,11 @@ report: demo
 	$(BIN)/snakemake --configfile demo/config.yaml --replace-workflow-config --report report.html
 
 test: $(VENV)/.installed
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The inner loop: everything but the tests that run Snakemake (marked slow).
 test-fast: $(VENV)/.installed
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest -n $(TEST_WORKERS) -m "not slow"
 
 dry-run: $(VENV)/.installed
 	$(BIN)/snakemake --dry-run --quiet rules

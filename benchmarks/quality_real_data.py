@@ -412,6 +412,10 @@ def main() -> None:
                              "and 1,000 generated sentences, 1 epoch everywhere, the first seed, SST-2 unless "
                              "--tasks")
     parser.add_argument("--dry-run", action="store_true", help="prepare and plan, run no job")
+    parser.add_argument("--only-missing", action="store_true",
+                        help="run only the jobs whose outputs are missing or older than their inputs (Snakemake's "
+                             "--rerun-triggers mtime): resumes a run across kdflow edits that do not change its "
+                             "results, instead of redoing every job whose code changed")
     parser.add_argument("--table-only", action="store_true", help="only read the results of an earlier run")
     parser.add_argument("--independent", action="store_true",
                         help="also run the minimal independent KD (SST-2 (a) and (c), the first seed) after the workflow")
@@ -452,7 +456,8 @@ def main() -> None:
         command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
                    "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"),
                    "--replace-workflow-config", "--cores", str(args.cores), "--rerun-incomplete",
-                   *(["--dry-run"] if args.dry_run else []), *targets(args.experiments, args.tasks)]
+                   *(["--dry-run"] if args.dry_run else []), *(["--rerun-triggers", "mtime", "--"] if args.only_missing else []),
+                   *targets(args.experiments, args.tasks)]
         print("$", " ".join(command), flush=True)
         started = time.perf_counter()
         subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
