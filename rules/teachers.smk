@@ -1,12 +1,12 @@
 rule finetune_teacher:
-    """Fine-tune a teacher on a task; keep the best dev epoch, its dev logits and test predictions."""
+    """Fine-tune a teacher on a task and keep the best dev epoch's model, with its training record
+    (model/training.json). The model alone: what describes it is evaluate_teacher's, so that losing a
+    description re-evaluates the teacher instead of fine-tuning it again and re-distilling its students.
+    """
     input:
         data="results/data/{task}",
     output:
         model=directory("results/teachers/{teacher}/{task}/model"),
-        predictions="results/teachers/{teacher}/{task}/predictions.parquet",
-        metrics="results/teachers/{teacher}/{task}/metrics.json",
-        curves="results/teachers/{teacher}/{task}/curves.parquet",
     log:
         "logs/finetune_teacher/{teacher}/{task}.log",
     benchmark:
@@ -25,6 +25,35 @@ rule finetune_teacher:
         code=code_of("finetune_teacher.py"),
     script:
         "../scripts/finetune_teacher.py"
+
+
+rule evaluate_teacher:
+    """Score a fine-tuned teacher on dev and test: its metrics (with the training record), dev logits and test
+    predictions, and its learning curves."""
+    input:
+        data="results/data/{task}",
+        model="results/teachers/{teacher}/{task}/model",
+    output:
+        predictions="results/teachers/{teacher}/{task}/predictions.parquet",
+        metrics="results/teachers/{teacher}/{task}/metrics.json",
+        curves="results/teachers/{teacher}/{task}/curves.parquet",
+    log:
+        "logs/evaluate_teacher/{teacher}/{task}.log",
+    benchmark:
+        "results/benchmarks/evaluate_teacher/{teacher}/{task}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: teacher_resource("threads")
+    resources:
+        gpu=one_process_gpu(teacher_resource("gpu")),
+        mem_mb=teacher_resource("mem_mb"),
+        runtime=teacher_resource("runtime"),
+    params:
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("evaluate_teacher.py"),
+    script:
+        "../scripts/evaluate_teacher.py"
 
 
 rule train_pseudo_heads:

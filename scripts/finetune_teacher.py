@@ -24,7 +24,7 @@ with rule_job(snakemake):
             task=TaskData.load(snakemake.input.data),
             spec=settings["spec"],
             hp=Hyperparameters.from_dict(settings["hyperparameters"]),
-            out_dir=Path(snakemake.output.metrics).parent,
+            out_dir=Path(snakemake.output.model).parent,
             checkpoint=checkpoint,
             precision=precision,
         ),

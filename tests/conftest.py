@@ -9,8 +9,9 @@ import torch
 
 from kdflow.core.data import TaskData, prepare_task
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.precision import FP32
 from kdflow.core.tasks import get_task
-from kdflow.teachers.finetune import finetune
+from kdflow.teachers.finetune import evaluate_teacher, finetune
 from kdflow.training import loop
 
 # The tests' models are tiny: a second intra-op thread buys nothing, and on a busy 2-core machine OpenMP threads
@@ -82,10 +83,16 @@ def separable(tmp_path_factory):
     return TaskData.load(root / "data")
 
 
+def finetuned(task, spec, hp, out_dir, device, checkpoint=None, precision=FP32) -> dict:
+    """A teacher fine-tuned and evaluated, as rules finetune_teacher and evaluate_teacher do: its metrics."""
+    finetune(task, spec, hp, out_dir, device, checkpoint, precision=precision)
+    return evaluate_teacher(task, Path(out_dir) / "model", out_dir, device, precision)
+
+
 @pytest.fixture(scope="session")
 def trained_teacher(separable, tmp_path_factory):
     out = tmp_path_factory.mktemp("teacher")
-    report = finetune(separable, TINY_BERT, Hyperparameters(**{**TEACHER_HP, "epochs": 3}), out, torch.device("cpu"))
+    report = finetuned(separable, TINY_BERT, Hyperparameters(**{**TEACHER_HP, "epochs": 3}), out, torch.device("cpu"))
     return out, report
 
 

@@ -467,6 +467,20 @@ def test_losing_the_pseudo_heads_metrics_reevaluates_them_without_retraining(wor
 
 
 @pytest.mark.slow
+def test_losing_a_teachers_metrics_reevaluates_it_without_fine_tuning_it_again(workdir):
+    teacher = "results/teachers/tiny_bert/rte"
+    snakemake("--cores", "1", f"{teacher}/metrics.json", cwd=workdir)
+    model = workdir / teacher / "model" / "model.safetensors"
+    trained = model.stat().st_mtime_ns
+    (workdir / teacher / "metrics.json").unlink()
+    assert planned_jobs(f"{teacher}/metrics.json", cwd=workdir) == {"evaluate_teacher": 1}
+    snakemake("--cores", "1", f"{teacher}/metrics.json", cwd=workdir)
+    assert model.stat().st_mtime_ns == trained  # the pseudo-heads, signals and students that read it stay up to date
+    assert planned_jobs(f"{HEADS}/metrics.json", cwd=workdir) == {}
+    assert set(json.loads((workdir / teacher / "metrics.json").read_text())["scores"]) == {"dev"}
+
+
+@pytest.mark.slow
 def test_a_damaged_input_is_named_set_aside_and_rebuilt_by_the_next_run(workdir):
     heads = workdir / HEADS / "heads.safetensors"
     truncate(heads)  # newer than what reads it: the evaluation reruns, and finds it damaged

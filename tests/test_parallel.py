@@ -208,19 +208,19 @@ def test_a_failing_rank_fails_the_job_instead_of_hanging_it(ranks):
 
 def test_a_teacher_fine_tuned_in_two_processes_matches_one_process(separable, tmp_path):
     # Imported here: the worker processes of the other tests import this module, and need no transformers.
-    from conftest import TEACHER_HP, TINY_BERT
+    from conftest import TEACHER_HP, TINY_BERT, finetuned
 
-    from kdflow.teachers.finetune import finetune
+    from kdflow.teachers.finetune import evaluate_teacher, finetune
 
     spec = {**TINY_BERT, "architecture": {**TINY_BERT["architecture"], "hidden_dropout_prob": 0.0,
                                           "attention_probs_dropout_prob": 0.0}}
     hp = Hyperparameters(**{**TEACHER_HP, "epochs": 1, "max_train_examples": 128})  # batches of 16: 8 per rank
-    alone = finetune(separable, spec, hp, tmp_path / "alone", CPU)
+    alone = finetuned(separable, spec, hp, tmp_path / "alone", CPU)
     log = tmp_path / "job.log"
     run_processes(finetune, dict(task=separable, spec=spec, hp=hp, out_dir=tmp_path / "ranks"), processes=2,
                   device=CPU, log_path=str(log))
-    assert sorted(p.name for p in (tmp_path / "ranks").iterdir()) == ["curves.parquet", "metrics.json", "model",
-                                                                  "predictions.parquet"]
+    assert [p.name for p in (tmp_path / "ranks").iterdir()] == ["model"]  # written once, by rank 0
+    evaluate_teacher(separable, tmp_path / "ranks" / "model", tmp_path / "ranks", CPU)
     a, b = (pd.read_parquet(tmp_path / d / "predictions.parquet") for d in ("alone", "ranks"))
     np.testing.assert_allclose(np.stack(b.logits), np.stack(a.logits), atol=1e-4)
     text = log.read_text()

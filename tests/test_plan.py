@@ -53,14 +53,15 @@ def toy_jobs(config=None) -> pd.DataFrame:
 def test_the_toy_config_plans_every_job_of_its_dag_with_its_work():
     jobs = toy_jobs()
     assert Counter(jobs.rule) == Counter(
-        prepare_task=1, finetune_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1,
-        figure_pseudo_heads=1, figure_teacher_curves=1, compute_teacher_signals=1, distill_student=2,
+        prepare_task=1, finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1,
+        teacher_table=1, figure_pseudo_heads=1, figure_teacher_curves=1, compute_teacher_signals=1, distill_student=2,
         select_students=1, glue_submission=1, plan=1)
     teacher = jobs[jobs.rule == "finetune_teacher"].iloc[0]
-    # 2 epochs of 640 examples in 20 batches; dev (200) after each epoch, then dev and test (300) once: 700 examples
-    # in 2 x 2 + 3 batches of 100
+    # 2 epochs of 640 examples in 20 batches; dev (200) after each epoch: 400 examples in 2 x 2 batches of 100
     assert (teacher.train_examples, teacher.train_batches) == (1280, 40)
-    assert (teacher.infer_examples, teacher.infer_batches) == (700, 7)
+    assert (teacher.infer_examples, teacher.infer_batches) == (400, 4)
+    evaluation = jobs[jobs.rule == "evaluate_teacher"].iloc[0]
+    assert (evaluation.train_examples, evaluation.infer_examples, evaluation.infer_batches) == (0, 300, 3)  # dev, test
     assert (teacher.parameters, teacher.layers, teacher.tokens) == (TOY_PARAMETERS, 2, 50.0)
     heads = jobs.set_index("rule").loc[["train_pseudo_heads", "evaluate_pseudo_heads", "compute_teacher_signals"]]
     assert list(heads.infer_examples) == [640 + 200, 200, 640]  # frozen features of train and dev; dev; train
@@ -114,8 +115,8 @@ def test_estimate_adds_start_up_floor_and_flops():
     rates = rates.set_index(["family", "kind", "device", "precision"])
     startup = dict.fromkeys(jobs.rule, 1.0)
     train_flops = 6 * TOY_PARAMETERS * 50 * 1280 / 1e9  # 25.17 s
-    infer_flops = 2 * TOY_PARAMETERS * 50 * 700 / 1e9  # 4.59 s
-    floors = 40 * 0.01 * 2, 7 * 0.01 * 2  # batches x floor per layer x 2 layers
+    infer_flops = 2 * TOY_PARAMETERS * 50 * 400 / 1e9  # 2.62 s: dev after each epoch (the final scores: evaluate_teacher)
+    floors = 40 * 0.01 * 2, 4 * 0.01 * 2  # batches x floor per layer x 2 layers
     on_cpu = plan.estimate(jobs, rates, startup, ("cpu", "fp32")).set_index("rule").loc["finetune_teacher"]
     assert on_cpu.seconds == pytest.approx(1 + floors[0] + train_flops + floors[1] + infer_flops)
     assert (on_cpu.device, on_cpu.source) == ("cpu", "toy cpu")
@@ -178,7 +179,7 @@ def test_the_plan_rule_writes_the_demo_plan_without_running_anything_else(tmp_pa
     result = snakemake(*DEMO, "--cores", "1", "results/plan.csv", cwd=workdir)
     assert "1 of 1 steps (100%) done" in result.stdout
     table = pd.read_csv(workdir / "results/plan.csv")
-    assert table.jobs.sum() == 149 - 1  # every job of the demo's DAG but `all`
+    assert table.jobs.sum() == 155 - 1  # every job of the demo's DAG but `all`
     assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
     students = table[table.rule == "distill_student"]
     assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, TEACHER_HP, TINY_BERT, rule_scripts
+from conftest import REPO, TEACHER_HP, TINY_BERT, finetuned, rule_scripts
 from safetensors import safe_open
 from safetensors.torch import load_file
 from torch import nn
@@ -23,7 +23,7 @@ from kdflow.distillation.named_models import hf_model
 from kdflow.probing.encodings import encode_sentences
 from kdflow.probing.probe import ProbeSettings, probe
 from kdflow.students.registry import StudentContext, build_student
-from kdflow.teachers.finetune import build_teacher, finetune
+from kdflow.teachers.finetune import build_teacher
 from kdflow.teachers.pseudo_heads import train_pseudo_heads
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.hf_models import load_classifier
@@ -208,7 +208,7 @@ def test_a_teacher_and_its_student_train_in_mixed_precision_on_cpu(precision, se
                                                                   tmp_path):
     """CPU autocast has both half types: a teacher fine-tunes and a student distils (from bf16 signals) to the
     separable task's near-perfect dev accuracy, as in float32; the outputs record the precision."""
-    teacher = finetune(separable, TINY_BERT, Hyperparameters(**TEACHER_HP), tmp_path / "teacher",
+    teacher = finetuned(separable, TINY_BERT, Hyperparameters(**TEACHER_HP), tmp_path / "teacher",
                        CPU, precision=precision)
     assert teacher["precision"] == precision.name and teacher["scores"]["dev"]["accuracy"] >= 0.9
     assert all(math.isfinite(record["train_loss"]) for record in teacher["history"])
@@ -272,7 +272,7 @@ def test_every_job_on_a_device_runs_in_the_configs_precision_which_is_a_param_of
     through its outputs, what depends on it), and a checkpoint of another precision is not resumed."""
     on_device = {rule for rule, (script, _) in rule_scripts().items()
                  if "select_device(" in (REPO / "scripts" / script).read_text()}
-    assert len(on_device) == 13
+    assert len(on_device) == 14
     for rule in on_device:
         assert "resolve_precision(" in (REPO / "scripts" / rule_scripts()[rule][0]).read_text(), rule
         assert 'precision=config["precision"]' in rule_params(rule), rule

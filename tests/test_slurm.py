@@ -18,7 +18,7 @@ from test_workflow import copy_repo
 TARGETS = ["results/teachers/tiny_bert/sst2/metrics.json",
            *(f"results/probing/scores/tiny_bert_init/{task}.json" for task in ["Length", "BigramShift"])]
 # Submissions by their log directory: rule_<rule>, or group_<group id>_<its rules> for a group job.
-GPU_SUBMISSIONS = {"rule_finetune_teacher", "rule_encode_probing_tasks", "group_probes_tiny_bert_init_probe_model"}
+GPU_SUBMISSIONS = {"rule_finetune_teacher", "rule_evaluate_teacher", "rule_encode_probing_tasks", "group_probes_tiny_bert_init_probe_model"}
 CPU_SUBMISSIONS = {"rule_prepare_task"}
 RUN_TIMEOUT = 420  # seconds; the plugin can hang (e.g. when sacct fails), so the run is killed after this
 

@@ -2,17 +2,19 @@
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import TEACHER_HP, TINY_BERT
+from conftest import TEACHER_HP, TINY_BERT, finetuned
 from safetensors.torch import load_file
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.teachers.finetune import finetune, logits_of
+from kdflow.core.intermediates import DamagedFile
+from kdflow.teachers.finetune import evaluate_teacher, logits_of
 from kdflow.teachers.pseudo_heads import (
     LayerHeads,
     evaluate_pseudo_heads,
@@ -58,18 +60,29 @@ def test_saved_teacher_reproduces_its_predictions(trained_teacher, separable):
 def test_same_seed_same_teacher(prepared, tmp_path):
     data = prepared("rte")  # sentence pairs
     hp = Hyperparameters(**{**HP, "epochs": 1, "max_train_examples": 64})
-    first = finetune(data, TINY_BERT, hp, tmp_path / "a", CPU)
-    second = finetune(data, TINY_BERT, hp, tmp_path / "b", CPU)
+    first = finetuned(data, TINY_BERT, hp, tmp_path / "a", CPU)
+    second = finetuned(data, TINY_BERT, hp, tmp_path / "b", CPU)
     assert first["history"][0]["train_loss"] == second["history"][0]["train_loss"]
     a, b = (pd.read_parquet(tmp_path / d / "predictions.parquet") for d in "ab")
     np.testing.assert_array_equal(np.stack(a.logits), np.stack(b.logits))
-    other = finetune(data, TINY_BERT, Hyperparameters(**{**HP, "epochs": 1, "max_train_examples": 64, "seed": 1}),
+    other = finetuned(data, TINY_BERT, Hyperparameters(**{**HP, "epochs": 1, "max_train_examples": 64, "seed": 1}),
                      tmp_path / "c", CPU)
     assert other["history"][0]["train_loss"] != first["history"][0]["train_loss"]
 
 
+def test_a_teacher_is_evaluated_from_its_directory_and_training_record(trained_teacher, separable, tmp_path):
+    teacher_dir, report = trained_teacher
+    record = json.loads((teacher_dir / "model" / "training.json").read_text())
+    assert record["history"] == report["history"] and record["best_epoch"] == report["best_epoch"]
+    again = evaluate_teacher(separable, teacher_dir / "model", tmp_path, CPU)
+    assert again["scores"] == report["scores"]  # the same weights, scored again
+    shutil.copytree(teacher_dir / "model", tmp_path / "old", ignore=shutil.ignore_patterns("training.json"))
+    with pytest.raises(DamagedFile, match=r"old/training.json is damaged or incomplete \(missing"):
+        evaluate_teacher(separable, tmp_path / "old", tmp_path, CPU)
+
+
 def test_regression_teacher_on_stsb(prepared, tmp_path):
-    report = finetune(prepared("stsb"), TINY_BERT, Hyperparameters(**{**HP, "epochs": 1}), tmp_path, CPU)
+    report = finetuned(prepared("stsb"), TINY_BERT, Hyperparameters(**{**HP, "epochs": 1}), tmp_path, CPU)
     assert set(report["scores"]["dev"]) == {"pearson", "spearman"}
     predictions = pd.read_parquet(tmp_path / "predictions.parquet")
     assert predictions["prediction"].dtype == np.float32 and "prediction_name" not in predictions
@@ -104,7 +117,7 @@ def test_a_teacher_whose_loss_turns_nan_records_where_and_writes_its_outputs(pre
     hp = Hyperparameters(**{**HP, "epochs": 3, "max_train_examples": 64})  # 4 steps per epoch
     checkpoint = Checkpoint(tmp_path / "job.ckpt", "fingerprint", every_minutes=None)
     losses = loss_turns_nan(6)
-    report = finetune(data, TINY_BERT, hp, tmp_path / "out", CPU, checkpoint)
+    report = finetuned(data, TINY_BERT, hp, tmp_path / "out", CPU, checkpoint)
     assert len(losses) == 6 and math.isnan(losses[-1])  # stopped at the NaN step
     saved = json.loads((tmp_path / "out/metrics.json").read_text())
     assert saved["diverged"] == report["diverged"] == {"epoch": 2, "step": 6}
@@ -113,7 +126,7 @@ def test_a_teacher_whose_loss_turns_nan_records_where_and_writes_its_outputs(pre
     assert len(pd.read_parquet(tmp_path / "out/predictions.parquet")) > 0
     assert (tmp_path / "out/model/config.json").exists()
 
-    rerun = finetune(data, TINY_BERT, hp, tmp_path / "rerun", CPU, checkpoint)  # restored, not trained again
+    rerun = finetuned(data, TINY_BERT, hp, tmp_path / "rerun", CPU, checkpoint)  # restored, not trained again
     assert len(losses) == 6 and rerun["diverged"] == {"epoch": 2, "step": 6}
 
 

@@ -120,7 +120,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
     exploration = 267  # thesis Chapter 5 / Appendix B without the word2vec vectors: 19 studies (test_exploration.py)
     augmented = 3  # the thesis's students learn from BERT-large's augmented sets of CoLA, SST-2 and Sara
     assert planned_jobs() == Counter(
-        prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, evaluate_pseudo_heads=19, teacher_table=1, all=1,
+        prepare_task=9, finetune_teacher=19, evaluate_teacher=19, train_pseudo_heads=19, evaluate_pseudo_heads=19, teacher_table=1, all=1,
         compute_teacher_signals=16 + augmented,  # BERT-base and RoBERTa-large on train, BERT-large on augmented
         finetune_generator=augmented, sample_transfer_shard=augmented * config["generation"]["sampling"]["shards"],
         build_transfer_set=augmented, transfer_statistics=augmented,
@@ -146,7 +146,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
 
 def test_every_training_job_writes_its_learning_curves_beside_its_metrics():
     outputs = planned_outputs(*DEMO)
-    for rule in ["finetune_teacher", "evaluate_pseudo_heads", "finetune_generator", "distill_student"]:
+    for rule in ["evaluate_teacher", "evaluate_pseudo_heads", "finetune_generator", "distill_student"]:
         assert outputs[rule], rule
         for files in outputs[rule]:
             metrics = next(name for name in files if name.endswith("/metrics.json"))
@@ -424,7 +424,7 @@ def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, d
     save(config)
     result = snakemake("-n", *DEMO, cwd=workdir).stdout
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # and the cost plan, which every config edit changes
-        finetune_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1,
+        finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1,
         figure_teacher_curves=1, plan=1, all=1,
     )
     assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
@@ -524,7 +524,7 @@ def test_editing_raw_data_reruns_that_task_only(demo_run):
     raw = workdir / "demo/data/glue/CoLA/dev.tsv"
     raw.write_text(raw.read_text().rstrip("\n") + "\nxx00\t1\t\tThe cat sat on the mat.\n")
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # and the CoLA teacher's sentence list (Table C.1), and
-        prepare_task=1, finetune_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1,
+        prepare_task=1, finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1,
         figure_pseudo_heads=1, all=1, classify_sentences=1, figure_teacher_curves=1,
         plan=1,  # the cost plan, which counts the raw rows
     )
@@ -577,12 +577,12 @@ def test_slurm_profile_dry_run_gives_gpu_rules_a_gpu():
     result = snakemake("-n", "--profile", "slurm", *targets)
     jobs = re.findall(r"\n *rule (\w+):\n(?:.*\n)*? +resources: (.*)\n", result.stdout)  # group members indented
     assert Counter(rule for rule, _ in jobs) == Counter(
-        prepare_task=9, finetune_teacher=19, train_pseudo_heads=19, evaluate_pseudo_heads=19, teacher_table=1,
+        prepare_task=9, finetune_teacher=19, evaluate_teacher=19, train_pseudo_heads=19, evaluate_pseudo_heads=19, teacher_table=1,
         compute_teacher_signals=3 + 1, distill_student=9 + 2, compute_assistant_signals=1, select_students=1,
         finetune_generator=3, sample_transfer_shard=120, build_transfer_set=3,
         download_probing_task=10, encode_probing_tasks=1, probe_model=1, measure_inference=1,
     )
-    gpu_rules = ("finetune_teacher", "train_pseudo_heads", "evaluate_pseudo_heads", "compute_teacher_signals",
+    gpu_rules = ("finetune_teacher", "evaluate_teacher", "train_pseudo_heads", "evaluate_pseudo_heads", "compute_teacher_signals",
                  "distill_student", "compute_assistant_signals", "finetune_generator", "sample_transfer_shard", "encode_probing_tasks",
                  "probe_model")
     for rule, resources in jobs:

@@ -6,6 +6,10 @@ warm-up then linear decay, batch 36, 3 epochs, 10 for Sara). The model of the be
 logits and test predictions are written for the students and for GLUE submissions. A teacher whose training
 diverged (:mod:`kdflow.training.loop`) writes the same outputs from the weights it diverged with, its scores NaN
 and ``diverged`` (epoch and step) in its metrics.
+
+Training (:func:`finetune`, rule finetune_teacher) writes the model alone, its training record in
+``model/training.json``; evaluation (:func:`evaluate_teacher`, rule evaluate_teacher) writes what describes it.
+Losing a description thus re-evaluates the teacher instead of fine-tuning it again and re-distilling its students.
 """
 
 from __future__ import annotations
@@ -24,18 +28,19 @@ from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.core.intermediates import write_parquet
+from kdflow.core.intermediates import DamagedFile, read_json, write_parquet
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.precision import FP32, Precision
 from kdflow.training.batching import EncodedSplit, batches, tokenize
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.curves import write_curves
-from kdflow.training.hf_models import build_classifier, build_tokenizer, model_inputs
+from kdflow.training.hf_models import build_classifier, build_tokenizer, load_classifier, model_inputs
 from kdflow.training.loop import predict, subset_indices, train
 from kdflow.training.losses import task_loss
 from kdflow.training.predictions import prediction_table
 
 log = logging.getLogger("kdflow")
+TRAINING_RECORD = "training.json"  # in the model directory: how the weights beside it were trained
 
 
 def build_teacher(spec: dict, num_labels: int):
@@ -63,24 +68,21 @@ def evaluate_split(model, split: EncodedSplit, task: TaskData, hp: Hyperparamete
 
 def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, device: torch.device,
              checkpoint: Checkpoint | None = None, data_parallel=None, precision: Precision = FP32) -> dict | None:
-    """Fine-tune a teacher on ``task`` in ``precision`` and write ``model/`` (float32 weights whatever the
-    precision), ``predictions.parquet``, ``metrics.json`` and ``curves.parquet`` (resuming from ``checkpoint`` if
-    it holds this job's interrupted run). Every rank of a
-    data-parallel job (:func:`kdflow.training.parallel.run_processes`) calls it with the job's ``data_parallel`` for
-    the training loop; rank 0 writes the outputs and returns the report, the other ranks return None once trained."""
+    """Fine-tune a teacher on ``task`` in ``precision`` and write ``out_dir/model/`` (float32 weights whatever the
+    precision, the tokenizer, and the training record ``training.json``), resuming from ``checkpoint`` if it holds
+    this job's interrupted run. Every rank of a data-parallel job (:func:`kdflow.training.parallel.run_processes`)
+    calls it with the job's ``data_parallel`` for the training loop; rank 0 writes the model and returns the
+    training record, the other ranks return None once trained."""
     started = time.perf_counter()
     regression = task.meta["regression"]
     seed_everything(hp.seed)
     model, tokenizer = build_teacher(spec, task.num_labels)
     log.info("teacher %s: %.1fM parameters", spec.get("model") or spec["architecture"]["model_type"], _millions(model))
 
-    frames = {name: task.split(name) for name in task.meta["splits"]}
-    keep = subset_indices(len(frames["train"]), hp.max_train_examples, hp.seed)
-    frames["train"] = frames["train"].iloc[keep].reset_index(drop=True)
-    encoded = {
-        name: tokenize(frame, tokenizer, hp.max_seq_length, task.is_labelled(name)) for name, frame in frames.items()
-    }
-    train_split, dev_split = encoded["train"], encoded["dev"]
+    train_frame = task.split("train")
+    train_frame = train_frame.iloc[subset_indices(len(train_frame), hp.max_train_examples, hp.seed)]
+    train_split = tokenize(train_frame.reset_index(drop=True), tokenizer, hp.max_seq_length, labelled=True)
+    dev_split = tokenize(task.split("dev"), tokenizer, hp.max_seq_length, task.is_labelled("dev"))
 
     def loss_fn(model, batch):
         return task_loss(logits_of(model)(batch), batch["labels"], regression)
@@ -101,39 +103,73 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
     if dist.is_initialized() and dist.get_rank() != 0:
         return None
     model.load_state_dict(result.best_state)
-
-    out_dir = Path(out_dir)
-    with atomic_output(out_dir / "model") as model_dir:
-        model.save_pretrained(model_dir)
-        tokenizer.save_pretrained(model_dir)
-
-    scores, tables = {}, []
-    for name, split in encoded.items():
-        if name == "train":
-            continue
-        logits, scores[name] = evaluate_split(model, split, task, hp, device, precision)
-        if result.diverged:
-            scores[name] = metrics.nan_scores(scores[name])
-        tables.append(prediction_table(name, frames[name], logits, split, regression, task.meta["labels"]))
-    with atomic_output(out_dir / "predictions.parquet") as path:
-        write_parquet(pd.concat(tables, ignore_index=True), path)
-
-    report = {
-        "task": task.meta["task"],
+    record = {
         "model": spec.get("model") or "random-init:" + spec["architecture"]["model_type"],
-        "parameters_millions": _millions(model),
-        "layers": model.config.num_hidden_layers,
         "best_epoch": result.best_epoch,
         "diverged": result.diverged,
-        "scores": {name: s for name, s in scores.items() if s},
         "history": result.history,
         "hyperparameters": vars(hp),
         "precision": precision.name,
         "seconds": time.perf_counter() - started,
     }
+    with atomic_output(Path(out_dir) / "model") as model_dir:
+        model.save_pretrained(model_dir)
+        tokenizer.save_pretrained(model_dir)
+        write_json(Path(model_dir) / TRAINING_RECORD, record)
+    return record
+
+
+def teacher_record(model_dir: Path) -> dict:
+    """How the teacher in ``model_dir`` was trained (:func:`finetune`)."""
+    path = Path(model_dir) / TRAINING_RECORD
+    if not path.exists():
+        raise DamagedFile(path, "missing: the teacher beside it has no training record (written by an older "
+                                "kdflow: fine-tune it again)")
+    return read_json(path)
+
+
+def evaluate_teacher(task: TaskData, model_dir: Path, out_dir: Path, device, precision: Precision = FP32) -> dict:
+    """Score a fine-tuned teacher on every split but train (in ``precision``) and write ``predictions.parquet``
+    (dev logits, test predictions), ``metrics.json`` (the scores with the training record) and ``curves.parquet``
+    (from the record's history) in ``out_dir``; returns the metrics."""
+    started = time.perf_counter()
+    model_dir = Path(model_dir)
+    record = teacher_record(model_dir)
+    hp = Hyperparameters.from_dict(record["hyperparameters"])
+    tokenizer = build_tokenizer({"model": str(model_dir)})
+    model = load_classifier(model_dir).to(device)
+    regression = task.meta["regression"]
+    scores, tables = {}, []
+    for name in task.meta["splits"]:
+        if name == "train":
+            continue
+        frame = task.split(name)
+        split = tokenize(frame, tokenizer, hp.max_seq_length, task.is_labelled(name))
+        logits, scores[name] = evaluate_split(model, split, task, hp, device, precision)
+        if record["diverged"]:
+            scores[name] = metrics.nan_scores(scores[name])
+        tables.append(prediction_table(name, frame, logits, split, regression, task.meta["labels"]))
+    out_dir = Path(out_dir)
+    with atomic_output(out_dir / "predictions.parquet") as path:
+        write_parquet(pd.concat(tables, ignore_index=True), path)
+    report = {
+        "task": task.meta["task"],
+        "model": record["model"],
+        "parameters_millions": _millions(model),
+        "layers": model.config.num_hidden_layers,
+        "best_epoch": record["best_epoch"],
+        "diverged": record["diverged"],
+        "scores": {name: s for name, s in scores.items() if s},
+        "history": record["history"],
+        "hyperparameters": record["hyperparameters"],
+        "precision": record["precision"],
+        "evaluation_precision": precision.name,
+        "seconds": record["seconds"],
+        "evaluation_seconds": time.perf_counter() - started,
+    }
     write_json(out_dir / "metrics.json", report)
-    write_curves(out_dir / "curves.parquet", result.history)
-    log.info("teacher done: %s", json.dumps(report["scores"]))
+    write_curves(out_dir / "curves.parquet", record["history"])
+    log.info("teacher scores: %s", json.dumps(report["scores"]))
     return report
 
 

@@ -90,8 +90,9 @@ PROBE_CLASSES = {"Length": 6, "WordContent": 1000, "Depth": 8, "TopConstituents"
 # The sections of the plan that are not experiments, by rule.
 SECTIONS = {
     "prepare_task": "data",
-    **dict.fromkeys(["finetune_teacher", "train_pseudo_heads", "evaluate_pseudo_heads", "compute_teacher_signals",
-                     "teacher_table", "figure_teacher_curves", "figure_pseudo_heads"], "teachers"),
+    **dict.fromkeys(["finetune_teacher", "evaluate_teacher", "train_pseudo_heads", "evaluate_pseudo_heads",
+                     "compute_teacher_signals", "teacher_table", "figure_teacher_curves", "figure_pseudo_heads"],
+                    "teachers"),
     **dict.fromkeys(["finetune_generator", "sample_transfer_shard", "build_transfer_set", "transfer_statistics"],
                     "transfer sets"),
     **dict.fromkeys(["download_probing_task", "encode_probing_tasks", "probe_model", "probing_table", "figure_probing",
@@ -314,8 +315,9 @@ def planned_jobs(config: dict, sizes: dict, catalog: dict, probing_files: dict[s
         gpu, tokens = wants_gpu(config, config["teachers"][teacher]), tokens_of(size, hp)
         heads = config["pseudo_heads"] | config["teachers"][teacher].get("pseudo_heads", {})
         jobs.append(job("finetune_teacher", task=task, model_=teachers[teacher], tokens=tokens, accelerator=gpu,
-                        **training_work(hp, [{"epochs": hp["epochs"]}], size["train"], size["dev"],
-                                        size["dev"] + size["other"])))
+                        **training_work(hp, [{"epochs": hp["epochs"]}], size["train"], size["dev"], 0)))
+        jobs.append(job("evaluate_teacher", task=task, model_=teachers[teacher], tokens=tokens, accelerator=gpu,
+                        **inference_work(size["dev"] + size["other"], hp["eval_batch_size"])))
         jobs.append(job("train_pseudo_heads", task=task, model_=teachers[teacher], tokens=tokens, accelerator=gpu,
                         **inference_work(size["train"] + size["dev"], heads["eval_batch_size"])))
         jobs.append(job("evaluate_pseudo_heads", task=task, model_=teachers[teacher], tokens=tokens, accelerator=gpu,
