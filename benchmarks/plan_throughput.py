@@ -71,7 +71,7 @@ GPU_FLOOR = {("transformer", "train"): 1e-3, ("transformer", "infer"): 3e-4, ("g
 # Rules whose job loads (or builds) a model before its work: the rules with a `device` param but probe_model, which
 # reads stored encodings, and measure_inference.
 MODEL_RULES = {"finetune_teacher", "evaluate_teacher", "train_pseudo_heads", "evaluate_pseudo_heads",
-               "compute_teacher_signals", "finetune_generator", "sample_transfer_shard", "distill_student",
+               "compute_teacher_signals", "finetune_generator", "evaluate_generator", "sample_transfer_shard", "distill_student",
                "compute_assistant_signals", "encode_probing_tasks", "measure_inference", "classify_sentences",
                "attention_maps", "layer_outputs"}
 TINY_BERT = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 2, "intermediate_size": 128}

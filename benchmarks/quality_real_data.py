@@ -168,6 +168,7 @@ def targets(experiments: list[str], tasks: list[str]) -> list[str]:
     files += [f"results/tables/experiments/{name}.md" for name in experiments]
     if "lstm_s_generated" in experiments:
         files += [f"results/transfer/{task}/statistics/{TEACHER}.md" for task in tasks]
+        files += [f"results/generators/{task}/metrics.json" for task in tasks]
     return files
 
 

@@ -9,6 +9,7 @@ from kdflow.workflow.config import (
     canonical,
     embedding_settings,
     generator_settings,
+    generator_tasks,
     grid_points,
     hygiene_settings,
     model_reference,
@@ -618,6 +619,10 @@ def all_targets():
         *expand(
             "results/transfer/{pair[1]}/statistics/{pair[0]}.md",
             pair=augmented_jobs(config),
+        ),
+        *expand(
+            "results/generators/{task}/metrics.json",
+            task=generator_tasks(config),
         ),
         *expand(
             "results/tables/experiments/{experiment}.md",

@@ -1,12 +1,10 @@
 rule finetune_generator:
-    """Fine-tune the generator (a causal LM, GPT-2 medium in the thesis) on a task's training sentences and
-    record its held-out (dev) perplexity."""
+    """Fine-tune the generator (a causal LM, GPT-2 medium in the thesis) on a task's training sentences; keep
+    the best dev perplexity's model, with its training record (model/training.json)."""
     input:
         data="results/data/{task}",
     output:
         model=directory("results/generators/{task}/model"),
-        metrics="results/generators/{task}/metrics.json",
-        curves="results/generators/{task}/curves.parquet",
     log:
         "logs/finetune_generator/{task}.log",
     benchmark:
@@ -25,6 +23,35 @@ rule finetune_generator:
         code=code_of("finetune_generator.py"),
     script:
         "../scripts/finetune_generator.py"
+
+
+rule evaluate_generator:
+    """Measure a fine-tuned generator's held-out (dev) perplexity, with its training record and curves. A job
+    of its own: losing its files does not fine-tune the generator again and resample its transfer set.
+    """
+    input:
+        data="results/data/{task}",
+        model="results/generators/{task}/model",
+    output:
+        metrics="results/generators/{task}/metrics.json",
+        curves="results/generators/{task}/curves.parquet",
+    log:
+        "logs/evaluate_generator/{task}.log",
+    benchmark:
+        "results/benchmarks/evaluate_generator/{task}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: generation_resource("threads")
+    resources:
+        gpu=generation_resource("gpu"),
+        mem_mb=generation_resource("mem_mb"),
+        runtime=generation_resource("runtime"),
+    params:
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("evaluate_generator.py"),
+    script:
+        "../scripts/evaluate_generator.py"
 
 
 rule sample_transfer_shard:

@@ -20,7 +20,7 @@ with rule_job(snakemake):
         TaskData.load(snakemake.input.data),
         settings["spec"],
         Hyperparameters.from_dict(settings["hyperparameters"]),
-        Path(snakemake.output.metrics).parent,
+        Path(snakemake.output.model).parent,
         device,
         checkpoint,
         resolve_precision(snakemake.params.precision, device),

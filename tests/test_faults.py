@@ -481,6 +481,19 @@ def test_losing_a_teachers_metrics_reevaluates_it_without_fine_tuning_it_again(w
 
 
 @pytest.mark.slow
+def test_losing_a_generators_metrics_reevaluates_it_without_fine_tuning_or_sampling_again(workdir):
+    generator = "results/generators/sst2"
+    snakemake("--cores", "1", f"{generator}/metrics.json", cwd=workdir)
+    model = workdir / generator / "model" / "model.safetensors"
+    trained = model.stat().st_mtime_ns
+    (workdir / generator / "metrics.json").unlink()
+    assert planned_jobs(f"{generator}/metrics.json", cwd=workdir) == {"evaluate_generator": 1}
+    snakemake("--cores", "1", f"{generator}/metrics.json", cwd=workdir)
+    assert model.stat().st_mtime_ns == trained  # its samples, transfer set and students stay up to date
+    assert json.loads((workdir / generator / "metrics.json").read_text())["dev_perplexity"] > 1
+
+
+@pytest.mark.slow
 def test_a_damaged_input_is_named_set_aside_and_rebuilt_by_the_next_run(workdir):
     heads = workdir / HEADS / "heads.safetensors"
     truncate(heads)  # newer than what reads it: the evaluation reruns, and finds it damaged

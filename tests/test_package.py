@@ -119,7 +119,7 @@ def test_generator_and_multi_gpu_code_are_not_in_a_student_job(script):
     assert {"kdflow/transfer/generation.py", "kdflow/training/parallel.py"} & closure(script) == set()
 
 
-@pytest.mark.parametrize("script", ["finetune_teacher.py", "evaluate_teacher.py", "train_pseudo_heads.py", "finetune_generator.py",
+@pytest.mark.parametrize("script", ["finetune_teacher.py", "evaluate_teacher.py", "train_pseudo_heads.py", "finetune_generator.py", "evaluate_generator.py",
                                     "sample_transfer_shard.py", "compute_teacher_signals.py", "distill_student.py",
                                     "encode_probing_tasks.py", "probe_model.py"])
 def test_no_report_or_figure_code_in_a_training_job(script):

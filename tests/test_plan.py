@@ -179,7 +179,7 @@ def test_the_plan_rule_writes_the_demo_plan_without_running_anything_else(tmp_pa
     result = snakemake(*DEMO, "--cores", "1", "results/plan.csv", cwd=workdir)
     assert "1 of 1 steps (100%) done" in result.stdout
     table = pd.read_csv(workdir / "results/plan.csv")
-    assert table.jobs.sum() == 155 - 1  # every job of the demo's DAG but `all`
+    assert table.jobs.sum() == 156 - 1  # every job of the demo's DAG but `all`
     assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
     students = table[table.rule == "distill_student"]
     assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])

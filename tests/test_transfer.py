@@ -36,6 +36,7 @@ from kdflow.transfer.generation import (
     SamplingSettings,
     build_generator,
     encode_examples,
+    evaluate_generator,
     finetune_generator,
     first_token_prefixes,
     sample,
@@ -137,10 +138,15 @@ def test_first_token_prefixes_follow_train_first_tokens():
     assert abs((firsts == 5).mean() - 0.75) < 0.03
 
 
-def test_generator_fine_tuning_lowers_held_out_perplexity(trained_generator):
-    out, report = trained_generator
-    assert report["dev_perplexity"] < 20 < report["dev_perplexity_before"]  # 10 words, 2-3 likely at each position
-    assert json.loads((out / "metrics.json").read_text())["dev_perplexity"] == report["dev_perplexity"]
+def test_generator_fine_tuning_lowers_held_out_perplexity(trained_generator, separable, tmp_path):
+    out, record = trained_generator
+    assert record["dev_perplexity"] < 20 < record["dev_perplexity_before"]  # 10 words, 2-3 likely at each position
+    assert json.loads((out / "model" / "training.json").read_text())["history"] == record["history"]
+    assert not (out / "metrics.json").exists()  # the evaluation is a job of its own
+    report = evaluate_generator(separable, out / "model", tmp_path, CPU)
+    assert report["dev_perplexity"] == pytest.approx(record["dev_perplexity"], rel=1e-5)  # the kept model, again
+    assert json.loads((tmp_path / "metrics.json").read_text())["best_epoch"] == record["best_epoch"]
+    assert (tmp_path / "curves.parquet").exists()
     assert (out / "model" / "config.json").is_file()
 
 

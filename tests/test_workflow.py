@@ -122,7 +122,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
     assert planned_jobs() == Counter(
         prepare_task=9, finetune_teacher=19, evaluate_teacher=19, train_pseudo_heads=19, evaluate_pseudo_heads=19, teacher_table=1, all=1,
         compute_teacher_signals=16 + augmented,  # BERT-base and RoBERTa-large on train, BERT-large on augmented
-        finetune_generator=augmented, sample_transfer_shard=augmented * config["generation"]["sampling"]["shards"],
+        finetune_generator=augmented, evaluate_generator=augmented, sample_transfer_shard=augmented * config["generation"]["sampling"]["shards"],
         build_transfer_set=augmented, transfer_statistics=augmented,
         distill_student=ukd2 + alp1 + alp2 + alp3 + ukd4 + assistants + ukd5 + thesis + exploration,
         compute_assistant_signals=assistants,
@@ -146,7 +146,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
 
 def test_every_training_job_writes_its_learning_curves_beside_its_metrics():
     outputs = planned_outputs(*DEMO)
-    for rule in ["evaluate_teacher", "evaluate_pseudo_heads", "finetune_generator", "distill_student"]:
+    for rule in ["evaluate_teacher", "evaluate_pseudo_heads", "evaluate_generator", "distill_student"]:
         assert outputs[rule], rule
         for files in outputs[rule]:
             metrics = next(name for name in files if name.endswith("/metrics.json"))
@@ -583,7 +583,7 @@ def test_slurm_profile_dry_run_gives_gpu_rules_a_gpu():
         download_probing_task=10, encode_probing_tasks=1, probe_model=1, measure_inference=1,
     )
     gpu_rules = ("finetune_teacher", "evaluate_teacher", "train_pseudo_heads", "evaluate_pseudo_heads", "compute_teacher_signals",
-                 "distill_student", "compute_assistant_signals", "finetune_generator", "sample_transfer_shard", "encode_probing_tasks",
+                 "distill_student", "compute_assistant_signals", "finetune_generator", "evaluate_generator", "sample_transfer_shard", "encode_probing_tasks",
                  "probe_model")
     for rule, resources in jobs:
         on_gpu = rule in gpu_rules

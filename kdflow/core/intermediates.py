@@ -99,6 +99,18 @@ def read_json(path: str | Path):
         raise DamagedFile(path, f"not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}") from None
 
 
+TRAINING_RECORD = "training.json"  # in a saved model's directory: how the weights beside it were trained
+
+
+def read_training_record(model_dir: str | Path, what: str) -> dict:
+    """The training record a fine-tuning job wrote into ``model_dir``, which holds ``what`` (e.g. "teacher")."""
+    path = Path(model_dir) / TRAINING_RECORD
+    if not path.exists():
+        raise DamagedFile(path, f"missing: the {what} beside it has no training record (written by an older "
+                                f"kdflow: fine-tune it again)")
+    return read_json(path)
+
+
 def write_parquet(frame: pd.DataFrame | pa.Table, path: str | Path) -> None:
     """A frame (without its index) or a table as Parquet, with a checksum of every page."""
     table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)

@@ -28,7 +28,7 @@ from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.core.intermediates import DamagedFile, read_json, write_parquet
+from kdflow.core.intermediates import TRAINING_RECORD, read_training_record, write_parquet
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.precision import FP32, Precision
 from kdflow.training.batching import EncodedSplit, batches, tokenize
@@ -40,7 +40,6 @@ from kdflow.training.losses import task_loss
 from kdflow.training.predictions import prediction_table
 
 log = logging.getLogger("kdflow")
-TRAINING_RECORD = "training.json"  # in the model directory: how the weights beside it were trained
 
 
 def build_teacher(spec: dict, num_labels: int):
@@ -119,22 +118,13 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
     return record
 
 
-def teacher_record(model_dir: Path) -> dict:
-    """How the teacher in ``model_dir`` was trained (:func:`finetune`)."""
-    path = Path(model_dir) / TRAINING_RECORD
-    if not path.exists():
-        raise DamagedFile(path, "missing: the teacher beside it has no training record (written by an older "
-                                "kdflow: fine-tune it again)")
-    return read_json(path)
-
-
 def evaluate_teacher(task: TaskData, model_dir: Path, out_dir: Path, device, precision: Precision = FP32) -> dict:
     """Score a fine-tuned teacher on every split but train (in ``precision``) and write ``predictions.parquet``
     (dev logits, test predictions), ``metrics.json`` (the scores with the training record) and ``curves.parquet``
     (from the record's history) in ``out_dir``; returns the metrics."""
     started = time.perf_counter()
     model_dir = Path(model_dir)
-    record = teacher_record(model_dir)
+    record = read_training_record(model_dir, "teacher")
     hp = Hyperparameters.from_dict(record["hyperparameters"])
     tokenizer = build_tokenizer({"model": str(model_dir)})
     model = load_classifier(model_dir).to(device)

@@ -31,6 +31,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Dynami
 from kdflow.core.data import TaskData
 from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.intermediates import TRAINING_RECORD, read_training_record
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.precision import FP32, Precision
 from kdflow.training.batching import EncodedSplit, batches, to_device
@@ -133,9 +134,11 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
                        checkpoint: Checkpoint | None = None, precision: Precision = FP32) -> dict:
     """Fine-tune a causal LM on ``task``'s training sentences (thesis Table 4.2: AdamW 5e-5, weight decay 1e-3,
     10% warm-up then linear decay, 1 epoch), its forward passes in ``precision``. Held-out perplexity on dev is
-    measured before and after each epoch; the best-dev-perplexity epoch is kept. Writes ``model/`` (with
-    tokenizer), ``metrics.json`` (a diverged run: the weights it diverged with, perplexity NaN and ``diverged``, see
-    :mod:`kdflow.training.loop`) and ``curves.parquet``."""
+    measured before and after each epoch; the best-dev-perplexity epoch is kept. Writes ``model/`` (with the
+    tokenizer and ``training.json``, the training record: a diverged run keeps the weights it diverged with,
+    perplexity NaN and ``diverged``, see :mod:`kdflow.training.loop`) and returns the record. What describes the
+    model is :func:`evaluate_generator`'s, a rule of its own: losing it does not fine-tune the generator again and
+    resample its transfer set."""
     started = time.perf_counter()
     seed_everything(hp.seed)
     model, tokenizer = build_generator(spec)
@@ -157,11 +160,7 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
     result = train(model, lm_loss, lambda rng: batches(train_split, hp.batch_size, False, shuffle=True, generator=rng),
                    len(train_split), evaluate, "neg_perplexity", hp, device, checkpoint=checkpoint, precision=precision)
     model.load_state_dict(result.best_state)
-    out_dir = Path(out_dir)
-    with atomic_output(out_dir / "model") as model_dir:
-        model.save_pretrained(model_dir)
-        tokenizer.save_pretrained(model_dir)
-    report = {
+    record = {
         "task": task.meta["task"],
         "spec": spec,
         "dev_perplexity": -result.best_score,
@@ -174,8 +173,28 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
         "precision": precision.name,
         "seconds": time.perf_counter() - started,
     }
-    write_json(out_dir / "metrics.json", report)
-    write_curves(out_dir / "curves.parquet", result.history)
+    with atomic_output(Path(out_dir) / "model") as model_dir:
+        model.save_pretrained(model_dir)
+        tokenizer.save_pretrained(model_dir)
+        write_json(Path(model_dir) / TRAINING_RECORD, record)
+    return record
+
+
+def evaluate_generator(task: TaskData, model_dir: Path, out_dir: Path, device, precision: Precision = FP32) -> dict:
+    """Measure a fine-tuned generator's dev perplexity again (in ``precision``) and write ``metrics.json`` (the
+    training record with ``dev_perplexity`` as measured here) and ``curves.parquet`` (from the record's history) in
+    ``out_dir``; returns the metrics."""
+    record = read_training_record(model_dir, "generator")
+    hp = Hyperparameters.from_dict(record["hyperparameters"])
+    model, tokenizer = load_generator(model_dir)
+    model.to(device)
+    dev_split = lm_split(encode_examples(task.split("dev"), tokenizer, hp.max_seq_length), tokenizer.pad_token_id)
+    measured = perplexity(model, dev_split, hp.eval_batch_size, device, precision)
+    report = {**record, "dev_perplexity": float("nan") if record["diverged"] else measured,
+              "evaluation_precision": precision.name}
+    log.info("dev perplexity %.2f (%.2f when it was kept)", measured, record["dev_perplexity"])
+    write_json(Path(out_dir) / "metrics.json", report)
+    write_curves(Path(out_dir) / "curves.parquet", record["history"])
     return report
 
 

@@ -206,6 +206,12 @@ def transfer_sets(config: dict) -> list[tuple[str, str]]:
     return list(dict.fromkeys(pairs))
 
 
+def generator_tasks(config: dict) -> list[str]:
+    """The tasks whose generator some transfer set samples from, in config order."""
+    return list(dict.fromkeys(task for transfer, task in transfer_sets(config)
+                              if "generated" in TRANSFER_SOURCES[transfer]))
+
+
 SAMPLING_DEFAULTS = {"prefix": "first_token", "max_length": 128, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
                      "batch_size": 64, "seed": 0, "dtype": "float32"}
 # The thesis kept every generated sequence (thesis-original-code.md, "Data"); copies of dev or test examples are a

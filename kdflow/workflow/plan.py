@@ -47,6 +47,7 @@ from kdflow.workflow.config import (
     augmented_jobs,
     embedding_settings,
     generator_settings,
+    generator_tasks,
     grid_points,
     probing_settings,
     sampling_settings,
@@ -93,7 +94,7 @@ SECTIONS = {
     **dict.fromkeys(["finetune_teacher", "evaluate_teacher", "train_pseudo_heads", "evaluate_pseudo_heads",
                      "compute_teacher_signals", "teacher_table", "figure_teacher_curves", "figure_pseudo_heads"],
                     "teachers"),
-    **dict.fromkeys(["finetune_generator", "sample_transfer_shard", "build_transfer_set", "transfer_statistics"],
+    **dict.fromkeys(["finetune_generator", "evaluate_generator", "sample_transfer_shard", "build_transfer_set", "transfer_statistics"],
                     "transfer sets"),
     **dict.fromkeys(["download_probing_task", "encode_probing_tasks", "probe_model", "probing_table", "figure_probing",
                      "probing_thesis_table", "figure_probing_thesis"], "probing"),
@@ -341,8 +342,7 @@ def planned_jobs(config: dict, sizes: dict, catalog: dict, probing_files: dict[s
 def transfer_jobs(config: dict, sizes: dict) -> list[dict]:
     """Generator fine-tuning, sampling shards, transfer sets and their statistics."""
     jobs = []
-    generated = list(dict.fromkeys(task for transfer, task in transfer_sets(config)
-                                   if "generated" in TRANSFER_SOURCES[transfer]))
+    generated = generator_tasks(config)
     if generated:
         settings, sampling = generator_settings(config), sampling_settings(config)
         generator, hp = language_model(settings["spec"]), settings["hyperparameters"]
@@ -354,6 +354,8 @@ def transfer_jobs(config: dict, sizes: dict) -> list[dict]:
             work = training_work(hp, [{"epochs": hp["epochs"]}], size["train"], size["dev"], size["dev"])
             jobs.append(job("finetune_generator", task=task, model_=generator, tokens=tokens_of(size, hp),
                             accelerator=gpu, **work))
+            jobs.append(job("evaluate_generator", task=task, model_=generator, tokens=tokens_of(size, hp),
+                            accelerator=gpu, **inference_work(size["dev"], hp["eval_batch_size"])))
             for shard in range(shards):
                 sentences = len(range(shard, sampling["sentences"], shards))
                 tokens = round(sentences * min(size["tokens"], sampling["max_length"]))
