@@ -34,7 +34,9 @@ rule plan:
     params:
         config=config_digest(config),
         gpu=config.get("plan", {}).get("gpu", "H100"),
-        probing_files={task: probing_file(task) for task in PROBING_CONFIG.get("tasks", [])},
+        probing_files={
+            task: probing_file(task) for task in PROBING_CONFIG.get("tasks", [])
+        },
         code=code_of("plan.py"),
     script:
         "../scripts/plan.py"
