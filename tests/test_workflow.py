@@ -502,12 +502,15 @@ def test_a_teacher_and_a_student_of_the_demo_run_in_bf16(tmp_path):
     layers) through their rules in bf16 on CPU: each output records bf16, signals keep their dtypes."""
     workdir = copy_repo(tmp_path / "kdflow")
     student = "results/students/alp_kd_table2/sst2/bert_3/alp/default/seed0"
-    snakemake(*DEMO, "--config", "precision=bf16", "--cores", "2", f"{student}/metrics.json", cwd=workdir)
-    teacher = json.loads((workdir / "results/teachers/tiny_bert/sst2/metrics.json").read_text())
+    teacher_metrics = "results/teachers/tiny_bert/sst2/metrics.json"
+    snakemake(*DEMO, "--config", "precision=bf16", "--cores", "2", f"{student}/metrics.json", teacher_metrics,
+              cwd=workdir)
+    teacher = json.loads((workdir / teacher_metrics).read_text())
     heads = training_record(workdir / "results/pseudo_heads/tiny_bert/sst2/heads.safetensors")  # their own record
     distilled = json.loads((workdir / student / "metrics.json").read_text())
     for metrics in (teacher, heads, distilled):
         assert metrics["precision"] == "bf16" and metrics["diverged"] is None
+    assert teacher["evaluation_precision"] == "bf16"
     assert teacher["scores"]["dev"]["accuracy"] > 0 and distilled["scores"]["dev"]["accuracy"] > 0
     signals = workdir / "results/signals/tiny_bert/sst2/train.safetensors"
     with safe_open(str(signals), framework="pt") as f:
@@ -565,6 +568,18 @@ def test_rule_scripts_import_kdflow_without_pythonpath_or_an_installed_package(t
                             timeout=900)
     assert result.returncode == 0, result.stderr
     assert (workdir / "results/data/sst2/meta.json").is_file()
+
+
+def test_every_rule_that_asks_for_gpus_goes_to_the_gpu_partition_of_the_slurm_profile():
+    asking = set()
+    for smk in (REPO / "rules").glob("*.smk"):
+        for block in re.split(r"(?m)^(?=rule )", smk.read_text()):
+            resources = re.search(r"(?ms)^    resources:\n(.*?)(?=^    \w+:)", block)
+            if resources and "gpu=" in resources[1]:
+                asking.add(re.match(r"rule (\w+):", block)[1])
+    profile = yaml.safe_load((REPO / "slurm/config.yaml").read_text())
+    on_gpu = {rule for rule, resources in profile["set-resources"].items() if resources["slurm_partition"] == "gpu"}
+    assert len(asking) == 12 and asking == on_gpu
 
 
 @pytest.mark.slow
