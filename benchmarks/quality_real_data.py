@@ -2,7 +2,7 @@
 the thesis's claim (Sučík 2020) that a small student distilled over lots of teacher-labelled text beats the same
 student trained on the labelled data alone by a wide margin.
 
-    python benchmarks/quality_real_data.py --cores 2                 # the full check (about an hour on 2 cores)
+    python benchmarks/quality_real_data.py --cores 2                 # SST-2 and CoLA (SST-2 alone: 213 CPU-minutes)
     python benchmarks/quality_real_data.py --quick --workdir /tmp/kdflow-quality-quick   # a smoke run, minutes
 
 Not a test: it reads ``../shared/data/glue`` (``--data``), which users do not have, and needs the pre-trained
