@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= 2
-# pytest-xdist workers; --dist loadgroup keeps the tests that share a module fixture (the demo run) in one worker
-# (tests/conftest.py), so the demo runs once while the other worker takes the rest of the suite.
+# pytest-xdist workers; --dist loadfile keeps a file's tests in one worker, so the demo (a module fixture of
+# tests/test_workflow.py) runs once while the other worker takes the rest of the suite. (--dist loadgroup would
+# spread the file's other tests too, but pytest-xdist 3.8 cannot group tests under pytest 9.2: its group suffix
+# goes to Node._nodeid, which pytest 9.2 no longer reads, and the demo then ran on both workers.)
 TEST_WORKERS ?= 2
 
 .PHONY: install demo report test test-fast dry-run plan clean
@@ -25,7 +27,7 @@ report: demo
 	$(BIN)/snakemake --configfile demo/config.yaml --replace-workflow-config --report report.html
 
 test: $(VENV)/.installed
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The inner loop: everything but the tests that run Snakemake (marked slow).
 test-fast: $(VENV)/.installed

@@ -137,12 +137,3 @@ def rule_scripts() -> dict[str, tuple[str, str | None]]:
                 found[rule[1]] = (script[1], code and code[1])
     return found
 
-
-def pytest_collection_modifyitems(items):
-    """Under pytest-xdist's --dist loadgroup (`make test`), the tests of a module that use one of its module-scoped
-    fixtures (the demo run, the fault tests' work directory) go to one worker, so each such fixture is built once; the
-    other tests spread freely."""
-    for item in items:
-        definitions = getattr(item, "_fixtureinfo", None)
-        if definitions and any(fixtures[-1].scope == "module" for fixtures in definitions.name2fixturedefs.values()):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
