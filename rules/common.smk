@@ -395,6 +395,10 @@ def analysis_inputs(wildcards):
         if "selection" in files:
             inputs[f"{name}_selection"] = files["selection"]
             inputs[f"{name}_runs"] = files["runs"]
+        else:  # a teacher: evaluate_teacher's predictions beside its model
+            inputs[f"{name}_predictions"] = os.path.join(
+                os.path.dirname(files["teacher_model"]), "predictions.parquet"
+            )
     return inputs
 
 

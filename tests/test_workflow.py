@@ -144,6 +144,15 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
     )
 
 
+@pytest.mark.slow
+def test_jobs_that_read_a_teachers_evaluation_declare_it():
+    """The prediction analysis reads the teacher's predictions, evaluate_teacher's output: without it as an input
+    the analysis could run before the evaluation (the demo on 2 idle cores once did)."""
+    assert planned_jobs(*DEMO, "--forceall", "results/analysis/sst2.json")["evaluate_teacher"] == 1
+    source = (REPO / "kdflow/analysis/attention_maps.py").read_text()
+    assert 'teacher_dir / "metrics.json"' not in source  # the teacher's settings come from model/training.json
+
+
 def test_every_training_job_writes_its_learning_curves_beside_its_metrics():
     outputs = planned_outputs(*DEMO)
     for rule in ["evaluate_teacher", "evaluate_pseudo_heads", "evaluate_generator", "distill_student"]:

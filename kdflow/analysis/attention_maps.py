@@ -25,6 +25,7 @@ from transformers import AutoTokenizer
 
 from kdflow.core.data import TaskData
 from kdflow.core.errors import UserError
+from kdflow.core.intermediates import read_training_record
 from kdflow.core.precision import FP32, Precision
 from kdflow.core.tensor_files import TensorFile
 from kdflow.distillation.distill import layer_widths
@@ -123,7 +124,7 @@ def recompute(run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path
     frame = task.split(split)
     examples = frame.iloc[subset_indices(len(frame), n_examples, seed)].reset_index(drop=True)
 
-    teacher_length = json.loads((teacher_dir / "metrics.json").read_text())["hyperparameters"]["max_seq_length"]
+    teacher_length = read_training_record(teacher_dir / "model", "teacher")["hyperparameters"]["max_seq_length"]
     with tempfile.TemporaryDirectory() as scratch:
         signals = Path(scratch) / "signals.safetensors"
         compute_signals(examples, split, teacher_dir, heads_path, True, teacher_length, len(examples), device, signals,
