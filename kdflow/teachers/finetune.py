@@ -28,13 +28,13 @@ from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.core.intermediates import TRAINING_RECORD, read_training_record, write_parquet
+from kdflow.core.intermediates import read_training_record, write_parquet
 from kdflow.core.io import atomic_output, write_json
 from kdflow.core.precision import FP32, Precision
 from kdflow.training.batching import EncodedSplit, batches, tokenize
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.curves import write_curves
-from kdflow.training.hf_models import build_classifier, build_tokenizer, load_classifier, model_inputs
+from kdflow.training.hf_models import build_classifier, build_tokenizer, load_classifier, model_inputs, save_trained
 from kdflow.training.loop import predict, subset_indices, train
 from kdflow.training.losses import task_loss
 from kdflow.training.predictions import prediction_table
@@ -111,10 +111,7 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
         "precision": precision.name,
         "seconds": time.perf_counter() - started,
     }
-    with atomic_output(Path(out_dir) / "model") as model_dir:
-        model.save_pretrained(model_dir)
-        tokenizer.save_pretrained(model_dir)
-        write_json(Path(model_dir) / TRAINING_RECORD, record)
+    save_trained(model, tokenizer, record, Path(out_dir) / "model")
     return record
 
 

@@ -10,6 +10,8 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertTokenizer
 
 from kdflow.core.errors import UserError
+from kdflow.core.intermediates import TRAINING_RECORD
+from kdflow.core.io import atomic_output, write_json
 
 INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -67,3 +69,12 @@ def build_tokenizer(spec: dict):
             raise FileNotFoundError(f"tokenizer vocabulary {vocab} not found")
         return BertTokenizer(vocab=str(vocab), do_lower_case=True)
     return from_hub(AutoTokenizer.from_pretrained, spec["model"])
+
+
+def save_trained(model, tokenizer, record: dict, model_dir: Path) -> None:
+    """A fine-tuned Hugging Face model, its tokenizer and its training record (read by the job that evaluates it,
+    :func:`kdflow.core.intermediates.read_training_record`), written into ``model_dir`` all at once."""
+    with atomic_output(model_dir) as directory:
+        model.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+        write_json(Path(directory) / TRAINING_RECORD, record)

@@ -31,13 +31,13 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Dynami
 from kdflow.core.data import TaskData
 from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.core.intermediates import TRAINING_RECORD, read_training_record
-from kdflow.core.io import atomic_output, write_json
+from kdflow.core.intermediates import read_training_record
+from kdflow.core.io import write_json
 from kdflow.core.precision import FP32, Precision
 from kdflow.training.batching import EncodedSplit, batches, to_device
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.curves import write_curves
-from kdflow.training.hf_models import build_tokenizer, from_hub
+from kdflow.training.hf_models import build_tokenizer, from_hub, save_trained
 from kdflow.training.loop import subset_indices, train
 
 log = logging.getLogger("kdflow")
@@ -173,10 +173,7 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
         "precision": precision.name,
         "seconds": time.perf_counter() - started,
     }
-    with atomic_output(Path(out_dir) / "model") as model_dir:
-        model.save_pretrained(model_dir)
-        tokenizer.save_pretrained(model_dir)
-        write_json(Path(model_dir) / TRAINING_RECORD, record)
+    save_trained(model, tokenizer, record, Path(out_dir) / "model")
     return record
 
 
