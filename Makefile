@@ -3,10 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= 2
-# pytest-xdist workers; --dist loadfile keeps a file's tests in one worker, so the demo (a module fixture of
-# tests/test_workflow.py) runs once while the other worker takes the rest of the suite. (--dist loadgroup would
-# spread the file's other tests too, but pytest-xdist 3.8 cannot group tests under pytest 9.2: its group suffix
-# goes to Node._nodeid, which pytest 9.2 no longer reads, and the demo then ran on both workers.)
+# pytest-xdist workers; --dist loadfile keeps a file's tests in one worker, so the demo (the module fixture of
+# tests/test_demo.py, whose file holds only the tests that read its results) runs once, first (conftest.py puts
+# the file first; --no-loadscope-reorder keeps that order), while the other worker takes the rest of the suite.
+# (--dist loadgroup would do it per test, but pytest-xdist 3.8 cannot group tests under pytest 9.2: its group
+# suffix goes to Node._nodeid, which pytest 9.2 no longer reads, and the demo then ran on both workers.)
 TEST_WORKERS ?= 2
 
 .PHONY: install demo report test test-fast dry-run plan clean
@@ -27,7 +28,7 @@ report: demo
 	$(BIN)/snakemake --configfile demo/config.yaml --replace-workflow-config --report report.html
 
 test: $(VENV)/.installed
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The inner loop: everything but the tests that run Snakemake (marked slow).
 test-fast: $(VENV)/.installed

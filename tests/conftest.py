@@ -1,6 +1,10 @@
 import itertools
 import os
 import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +27,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parents[1]
 DEMO_DATA = REPO / "demo" / "data"
 DEMO_VOCAB = REPO / "demo" / "vocab.txt"
+
+def pytest_collection_modifyitems(items):
+    """The demo's file first (a stable sort keeps the rest in order): under `make test` (--dist loadfile
+    --no-loadscope-reorder) one worker starts the demo, the suite's longest task, at once, and the other takes
+    the remaining files, instead of the demo waiting for its file's turn."""
+    items.sort(key=lambda item: item.path.name != "test_demo.py")
 
 
 def demo_task_dir(task_name: str) -> Path:
@@ -137,3 +147,50 @@ def rule_scripts() -> dict[str, tuple[str, str | None]]:
                 found[rule[1]] = (script[1], code and code[1])
     return found
 
+
+# Snakemake in a subprocess, as users run it: the tests of the workflow, the demo, faults, resume and the plan
+DEMO = ["--configfile", "demo/config.yaml", "--replace-workflow-config"]
+
+
+def snakemake(*args, cwd=REPO, check=True, timeout=900):
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # Snakemake reports on stderr; tests read both as one stream
+        text=True,
+        timeout=timeout,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout}")
+    return result
+
+
+def planned_jobs(*args, cwd=REPO) -> Counter:
+    """Jobs a dry run would execute, per rule (from the 'Job stats' table)."""
+    out = snakemake("-n", *args, cwd=cwd).stdout
+    if "Nothing to be done" in out:
+        return Counter()
+    stats = out[out.index("Job stats:") :].splitlines()[3:]
+    jobs = Counter()
+    for line in stats:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        jobs[parts[0]] = int(parts[1])
+    return jobs
+
+
+def planned_outputs(*args, cwd=REPO) -> dict[str, list[list[str]]]:
+    """The outputs of each job a dry run would execute, per rule."""
+    out = snakemake("-n", *args, cwd=cwd).stdout
+    outputs = {}
+    for rule, files in re.findall(r"^(?:local)?rule (\w+):\n(?:    (?!output:).*\n)*    output: (.*)$", out, flags=re.M):
+        outputs.setdefault(rule, []).append(files.split(", "))
+    return outputs
+
+
+def copy_repo(destination: Path) -> Path:
+    ignore = shutil.ignore_patterns(".git", ".venv", ".snakemake", "results", "logs", "__pycache__", "*.egg-info")
+    shutil.copytree(REPO, destination, ignore=ignore)
+    return destination

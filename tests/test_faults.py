@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import DEMO_VOCAB, REPO, demo_task_dir
-from test_workflow import copy_repo, planned_jobs, snakemake
+from conftest import DEMO_VOCAB, REPO, copy_repo, demo_task_dir, planned_jobs, snakemake
 
 from kdflow.core.data import TaskData, prepare_task
 from kdflow.core.devices import select_device

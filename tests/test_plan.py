@@ -9,8 +9,7 @@ from collections import Counter
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO
-from test_workflow import DEMO, copy_repo, planned_jobs, snakemake
+from conftest import DEMO, REPO, copy_repo, planned_jobs, snakemake
 
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.workflow import plan

@@ -11,7 +11,7 @@ import time
 
 import pytest
 import yaml
-from test_workflow import DEMO, copy_repo, snakemake
+from conftest import DEMO, copy_repo, snakemake
 
 TEACHER = "results/teachers/tiny_bert/sst2"
 CHECKPOINT = "checkpoints/finetune_teacher/tiny_bert/sst2.ckpt"

@@ -10,8 +10,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import REPO
-from test_workflow import copy_repo
+from conftest import REPO, copy_repo
 
 # Two rounds of submissions, GPU and CPU jobs, single and grouped: the SST-2 data and teacher, and the probing of
 # the demo teacher's random initialisation (its encodings, then two probe jobs as one group job).
