@@ -6,6 +6,8 @@ of a kdflow module is at module level (none hidden in a function), and there are
 
 import ast
 import shutil
+import subprocess
+import sys
 
 import pytest
 from conftest import REPO, rule_scripts
@@ -78,6 +80,19 @@ def test_kdflow_imports_are_at_module_level():
                 if any(n.split(".")[0] == "kdflow" or (isinstance(node, ast.ImportFrom) and node.level) for n in names):
                     hidden.append(f"{name}:{node.lineno}")
     assert hidden == []
+
+
+
+def test_the_student_registry_loads_no_model_familys_code():
+    """Issue 16's lean jobs: a BiLSTM or CNN student's job imports the registry of every student, and transformers'
+    BERT code (2 CPU-seconds of a 3-second import) loads only when a transformer student is built."""
+    probe = ("import sys, kdflow.distillation.distill, kdflow.students.registry as registry; "
+             "print(sorted(m for m in sys.modules if m.startswith('transformers.models.') "
+             "and '.modeling_' in m and '.auto.' not in m)); "
+             "print(sorted(registry.STUDENTS))")
+    loaded, students = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                      check=True).stdout.splitlines()
+    assert loaded == "[]" and "bert_k" in students
 
 
 # Code fingerprints.

@@ -14,12 +14,10 @@ from dataclasses import replace
 
 import torch
 from torch import nn
-from transformers import (
-    AutoModel,
-    AutoModelForSequenceClassification,
-    BertConfig,
-    BertForSequenceClassification,
-)
+
+# Auto classes only: transformers loads a model family's code on first use, and importing BertModel & co. here
+# cost every job that imports the student registry 2 CPU-seconds (a BiLSTM student's job: 5 s of imports to 3).
+from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
 
 from kdflow.students.embeddings import teacher_model_dir, token_embedding
 from kdflow.students.registry import StudentContext, StudentOutput, register
@@ -116,9 +114,9 @@ def bert_s(opts: dict, context: StudentContext) -> nn.Module:
     vectors, cut at the job's ``max_seq_length`` as wordpieces are (see :mod:`kdflow.students.tokens`)."""
     embeddings, tokens = opts.pop("embeddings"), opts.pop("tokens")
     tokenizer = input_tokenizer(tokens, context, markers=True)
-    config = BertConfig(vocab_size=len(tokenizer), num_labels=context.num_labels, pad_token_id=tokenizer.pad_token_id,
-                        **opts)
-    model = BertForSequenceClassification(config)
+    config = AutoConfig.for_model("bert", vocab_size=len(tokenizer), num_labels=context.num_labels,
+                                  pad_token_id=tokenizer.pad_token_id, **opts)
+    model = AutoModelForSequenceClassification.from_config(config)
     width = config.hidden_size
     embed = token_embedding(embeddings, replace(context, tokenizer=tokenizer), width=width, source="teacher", dim=width)
     model.set_input_embeddings(embed)
