@@ -414,9 +414,10 @@ def main() -> None:
                              "--tasks")
     parser.add_argument("--dry-run", action="store_true", help="prepare and plan, run no job")
     parser.add_argument("--only-missing", action="store_true",
-                        help="run only the jobs whose outputs are missing or older than their inputs (Snakemake's "
-                             "--rerun-triggers mtime): resumes a run across kdflow edits that do not change its "
-                             "results, instead of redoing every job whose code changed")
+                        help="run only the jobs whose outputs are missing or older than their inputs, or whose list of "
+                             "inputs changed (Snakemake's --rerun-triggers mtime input; without `input` a table "
+                             "that exists never asks for added seeds): resumes a run across kdflow edits that do "
+                             "not change its results, instead of redoing every job whose code changed")
     parser.add_argument("--table-only", action="store_true", help="only read the results of an earlier run")
     parser.add_argument("--independent", action="store_true",
                         help="also run the minimal independent KD (SST-2 (a) and (c), the first seed) after the workflow")
@@ -457,7 +458,7 @@ def main() -> None:
         command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
                    "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"),
                    "--replace-workflow-config", "--cores", str(args.cores), "--rerun-incomplete",
-                   *(["--dry-run"] if args.dry_run else []), *(["--rerun-triggers", "mtime", "--"] if args.only_missing else []),
+                   *(["--dry-run"] if args.dry_run else []), *(["--rerun-triggers", "mtime", "input", "--"] if args.only_missing else []),
                    *targets(args.experiments, args.tasks)]
         print("$", " ".join(command), flush=True)
         started = time.perf_counter()
