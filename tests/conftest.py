@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO_DATA = REPO / "demo" / "data"
 DEMO_VOCAB = REPO / "demo" / "vocab.txt"
 
+
 def pytest_collection_modifyitems(items):
     """The demo's file first (a stable sort keeps the rest in order): under `make test` (--dist loadfile
     --no-loadscope-reorder) one worker starts the demo, the suite's longest task, at once, and the other takes

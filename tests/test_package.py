@@ -82,7 +82,6 @@ def test_kdflow_imports_are_at_module_level():
     assert hidden == []
 
 
-
 def test_the_student_registry_loads_no_model_familys_code():
     """Issue 16's lean jobs: a BiLSTM or CNN student's job imports the registry of every student, and transformers'
     BERT code (2 CPU-seconds of a 3-second import) loads only when a transformer student is built."""
