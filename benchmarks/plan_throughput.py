@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import ast
 import os
-import re
 import resource
 import subprocess
 import sys
@@ -53,6 +52,7 @@ from kdflow.training.batching import batches, tokenize  # noqa: E402
 from kdflow.transfer.generation import SamplingSettings, sample  # noqa: E402
 from kdflow.workflow.catalog import load_catalog  # noqa: E402
 from kdflow.workflow.plan import FLOPS_PER_PARAMETER, language_model, probe_parameters, student_model, transformer  # noqa: E402
+from kdflow.workflow.provenance import rule_scripts  # noqa: E402
 
 VOCAB = REPO / "demo" / "vocab.txt"
 # Dense peak FLOP/s per precision (fp32: TF32 tensor cores) of the SXM parts (NVIDIA's datasheets), and the
@@ -241,18 +241,6 @@ def throughput_rows(measured: list[dict], command: str) -> list[dict]:
     return rows
 
 
-def rule_scripts() -> dict[str, str]:
-    """rule -> its script, from the rule files."""
-    found = {}
-    for smk in sorted((REPO / "rules").glob("*.smk")):
-        for block in re.split(r"(?m)^(?=rule )", smk.read_text()):
-            rule = re.match(r"rule (\w+):", block)
-            script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
-            if rule and script:
-                found[rule[1]] = script[1]
-    return found
-
-
 def startup_rows(repeats: int, command: str) -> list[dict]:
     rows = []
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -264,7 +252,7 @@ def startup_rows(repeats: int, command: str) -> list[dict]:
         load = ("from transformers import AutoModelForSequenceClassification, AutoTokenizer\n"
                 f"AutoTokenizer.from_pretrained({directory!r})\n"
                 f"AutoModelForSequenceClassification.from_pretrained({directory!r})")
-        for rule, script in rule_scripts().items():
+        for rule, (script, _) in rule_scripts(REPO / "rules").items():
             tree = ast.parse((REPO / "scripts" / script).read_text())
             imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
             code = "\n".join(["import snakemake.script", *imports, *([load] if rule in MODEL_RULES else [])])

@@ -17,6 +17,7 @@ from kdflow.core.precision import FP32
 from kdflow.core.tasks import get_task
 from kdflow.teachers.finetune import evaluate_teacher, finetune
 from kdflow.training import loop
+from kdflow.workflow import provenance
 
 # The tests' models are tiny: a second intra-op thread buys nothing, and on a busy 2-core machine OpenMP threads
 # waiting for each other made a 60-step BiLSTM run take 85 s instead of 4 s. The environment carries it to the
@@ -137,16 +138,20 @@ def loss_turns_nan(monkeypatch):
 
 
 def rule_scripts() -> dict[str, tuple[str, str | None]]:
-    """rule -> (its script, the script its ``code`` param fingerprints), read from the rule files."""
-    found = {}
-    for smk in sorted((REPO / "rules").glob("*.smk")):
-        for block in re.split(r"(?m)^(?=rule )", smk.read_text()):
-            rule = re.match(r"rule (\w+):", block)
-            script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
-            if rule and script:
-                code = re.search(r'code=code_of\("(\w+\.py)"\)', block)
-                found[rule[1]] = (script[1], code and code[1])
-    return found
+    """rule -> (its script, the script its ``code`` param fingerprints), from this repository's rule files."""
+    return provenance.rule_scripts(REPO / "rules")
+
+
+class VocabularyOfSize:
+    """All a random-embedding student reads from a tokenizer: its size and pad id (for full-size counts)."""
+
+    pad_token_id = 0
+
+    def __init__(self, size: int):
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
 
 
 # Snakemake in a subprocess, as users run it: the tests of the workflow, the demo, faults, resume and the plan
@@ -168,8 +173,12 @@ def snakemake(*args, cwd=REPO, check=True, timeout=900):
 
 
 def planned_jobs(*args, cwd=REPO) -> Counter:
-    """Jobs a dry run would execute, per rule (from the 'Job stats' table)."""
-    out = snakemake("-n", *args, cwd=cwd).stdout
+    """Jobs a dry run would execute, per rule."""
+    return job_stats(snakemake("-n", *args, cwd=cwd).stdout)
+
+
+def job_stats(out: str) -> Counter:
+    """The jobs per rule of a dry run's output (its 'Job stats' table)."""
     if "Nothing to be done" in out:
         return Counter()
     stats = out[out.index("Job stats:") :].splitlines()[3:]

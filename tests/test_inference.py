@@ -4,23 +4,12 @@ import math
 
 import pytest
 import torch
+from conftest import VocabularyOfSize
 from torch import nn
 from transformers import BertConfig, BertForSequenceClassification
 
 from kdflow.analysis.inference import measure, non_embedding_parameters, time_inference
 from kdflow.students.registry import StudentContext, build_student
-
-
-class VocabularyOfSize:
-    """All a random-embedding student reads from a tokenizer: its size and pad id."""
-
-    pad_token_id = 0
-
-    def __init__(self, size: int):
-        self.size = size
-
-    def __len__(self) -> int:
-        return self.size
 
 
 def student(spec: dict, num_labels: int) -> nn.Module:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import DEMO_VOCAB, TINY_BERT
+from conftest import DEMO_VOCAB, TINY_BERT, VocabularyOfSize
 from torch import nn
 from transformers import AutoModel, AutoModelForSequenceClassification, BertTokenizer
 
@@ -30,18 +30,6 @@ PAIRS = pd.DataFrame(
     }
 )
 SINGLES = pd.DataFrame({"text_a": ["good film", "the dog was not bad at all"], "text_b": [None, None], "label": [1, 0]})
-
-
-class VocabularyOfSize:
-    """All a random-embedding student reads from a tokenizer: its size and pad id (for full-size counts)."""
-
-    pad_token_id = 0
-
-    def __init__(self, size: int):
-        self.size = size
-
-    def __len__(self) -> int:
-        return self.size
 
 
 def save_teacher(directory, architecture):

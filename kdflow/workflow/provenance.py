@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from functools import cache
 from pathlib import Path
 
@@ -101,3 +102,17 @@ def fingerprint(paths: list[Path]) -> str:
 def script_fingerprint(script: str | Path) -> str:
     """The fingerprint of :func:`script_closure`: what a rule's ``code`` param holds."""
     return fingerprint(script_closure(script))
+
+
+def rule_scripts(rules_dir: str | Path) -> dict[str, tuple[str, str | None]]:
+    """rule -> (its script, the script its ``code`` param fingerprints, None if it has none), read from the rule
+    files (``*.smk``) in ``rules_dir``; scripts are named relative to ``scripts/``."""
+    found = {}
+    for smk in sorted(Path(rules_dir).glob("*.smk")):
+        for block in re.split(r"(?m)^(?=rule )", smk.read_text()):
+            rule = re.match(r"rule (\w+):", block)
+            script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
+            if rule and script:
+                code = re.search(r'code=code_of\("(\w+\.py)"\)', block)
+                found[rule[1]] = (script[1], code and code[1])
+    return found
