@@ -1,5 +1,5 @@
 """A training job killed mid-way (SIGKILL, as at a time limit or a preemption) resumes from its checkpoint
-when the workflow is rerun, and ends with the same model and metrics as an uninterrupted run."""
+when the workflow is rerun, and ends with the same model and training record as an uninterrupted run."""
 
 import json
 import os
@@ -13,16 +13,17 @@ import pytest
 import yaml
 from conftest import DEMO, copy_repo, snakemake
 
-TEACHER = "results/teachers/tiny_bert/sst2"
+MODEL = "results/teachers/tiny_bert/sst2/model"
 CHECKPOINT = "checkpoints/finetune_teacher/tiny_bert/sst2.ckpt"
 LOG = "logs/finetune_teacher/tiny_bert/sst2.log"
 
 
 def outcome(workdir):
-    metrics = json.loads((workdir / TEACHER / "metrics.json").read_text())
-    history = [{k: v for k, v in record.items() if k != "seconds"} for record in metrics["history"]]
-    files = ["model/model.safetensors", "predictions.parquet"]
-    return metrics["scores"], metrics["best_epoch"], history, {f: (workdir / TEACHER / f).read_bytes() for f in files}
+    """The fine-tuned model's bytes and its training record, less the seconds (what the evaluation scores follows
+    from the weights)."""
+    record = json.loads((workdir / MODEL / "training.json").read_text())
+    record["history"] = [{k: v for k, v in entry.items() if k != "seconds"} for entry in record["history"]]
+    return {k: v for k, v in record.items() if k != "seconds"}, (workdir / MODEL / "model.safetensors").read_bytes()
 
 
 @pytest.mark.slow
@@ -33,9 +34,8 @@ def test_a_killed_teacher_job_resumes_from_its_checkpoint_with_the_same_result(t
     config["teacher_defaults"]["epochs"] = 6  # long enough to be killed mid-way (15 steps per epoch)
     config["checkpoints"] = {"every_steps": 10, "every_minutes": None}  # first: mid-epoch 1
     config_path.write_text(yaml.safe_dump(config))
-    snakemake(*DEMO, "--cores", "1", "results/data/sst2", cwd=workdir)
 
-    job = subprocess.Popen([sys.executable, "-m", "snakemake", *DEMO, "--cores", "1", f"{TEACHER}/metrics.json"],
+    job = subprocess.Popen([sys.executable, "-m", "snakemake", *DEMO, "--cores", "1", MODEL],
                            cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 300
     while not (workdir / CHECKPOINT).exists() and job.poll() is None and time.monotonic() < deadline:
@@ -43,16 +43,16 @@ def test_a_killed_teacher_job_resumes_from_its_checkpoint_with_the_same_result(t
     os.killpg(job.pid, signal.SIGKILL)  # Snakemake and the job's script, without a chance to clean up
     job.wait()
     assert (workdir / CHECKPOINT).exists(), "no checkpoint was written before the job ended"
-    assert not (workdir / TEACHER / "metrics.json").exists(), "the job finished before it could be killed"
+    assert not (workdir / MODEL / "training.json").exists(), "the job finished before it could be killed"
 
     snakemake(*DEMO, "--unlock", cwd=workdir)
-    snakemake(*DEMO, "--cores", "1", "--rerun-incomplete", f"{TEACHER}/metrics.json", cwd=workdir)
+    snakemake(*DEMO, "--cores", "1", "--rerun-incomplete", MODEL, cwd=workdir)
     resumed = re.search(r"resuming run train from its checkpoint: epoch (\d+), batch (\d+) \(step (\d+)\)",
                         (workdir / LOG).read_text())
     assert resumed and int(resumed[3]) >= 10, "the rerun started from scratch"
     assert not (workdir / CHECKPOINT).exists(), "a finished job's checkpoint is removed"
     after_resume = outcome(workdir)
 
-    snakemake(*DEMO, "--cores", "1", f"{TEACHER}/metrics.json", "--forcerun", "finetune_teacher", cwd=workdir)
+    snakemake(*DEMO, "--cores", "1", MODEL, "--forcerun", "finetune_teacher", cwd=workdir)
     assert "resuming" not in (workdir / LOG).read_text()
-    assert outcome(workdir) == after_resume  # scores, history and the bytes of the weights and predictions
+    assert outcome(workdir) == after_resume  # best epoch, history (dev scores, losses) and the weights' bytes
