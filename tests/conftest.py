@@ -137,6 +137,11 @@ def loss_turns_nan(monkeypatch):
     return at
 
 
+def rule_blocks() -> dict[str, str]:
+    """rule -> its text in this repository's rule files."""
+    return provenance.rule_blocks(REPO / "rules")
+
+
 def rule_scripts() -> dict[str, tuple[str, str | None]]:
     """rule -> (its script, the script its ``code`` param fingerprints), from this repository's rule files."""
     return provenance.rule_scripts(REPO / "rules")

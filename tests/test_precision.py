@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, TEACHER_HP, TINY_BERT, finetuned, rule_scripts
+from conftest import REPO, TEACHER_HP, TINY_BERT, finetuned, rule_blocks, rule_scripts
 from safetensors import safe_open
 from safetensors.torch import load_file
 from torch import nn
@@ -259,14 +259,6 @@ def test_the_models_kdflow_builds_attend_through_fused_scaled_dot_product_attent
         assert model.config._attn_implementation == "sdpa", type(model).__name__
 
 
-def rule_params(rule: str) -> str:
-    for smk in (REPO / "rules").glob("*.smk"):
-        block = re.search(rf"(?ms)^rule {rule}:\n(.*?)(?=^rule |\Z)", smk.read_text())
-        if block:
-            return block[1]
-    raise KeyError(rule)
-
-
 def test_every_job_on_a_device_runs_in_the_configs_precision_which_is_a_param_of_it():
     """A job that picks a device resolves the precision, and has it as a param: changing it reruns the job (and,
     through its outputs, what depends on it), and a checkpoint of another precision is not resumed."""
@@ -275,7 +267,7 @@ def test_every_job_on_a_device_runs_in_the_configs_precision_which_is_a_param_of
     assert len(on_device) == 15
     for rule in on_device:
         assert "resolve_precision(" in (REPO / "scripts" / rule_scripts()[rule][0]).read_text(), rule
-        assert 'precision=config["precision"]' in rule_params(rule), rule
+        assert 'precision=config["precision"]' in rule_blocks()[rule], rule
 
 
 @pytest.mark.parametrize("benchmark", ["distill_throughput.py", "generation_throughput.py"])

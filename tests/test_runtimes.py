@@ -53,16 +53,6 @@ def test_reordering_the_configs_mappings_changes_no_job(demo_config):
     assert runtime_jobs(reordered) == runtime_jobs(demo_config)
 
 
-def test_every_benchmark_lies_at_its_jobs_log_path_under_results_benchmarks():
-    """runtime_jobs names benchmark files by this convention; the rules must declare them so."""
-    for path in (REPO / "rules").glob("*.smk"):
-        for block in path.read_text().split("\nrule ")[1:]:
-            if "    script:" in block:
-                log = block.split("    log:\n", 1)[1].split("\n", 1)[0].strip().strip('",')
-                benchmark = block.split("    benchmark:\n", 1)[1].split("\n", 1)[0].strip().strip('",')
-                assert benchmark == "results/benchmarks/" + log.removeprefix("logs/").removesuffix(".log") + ".tsv"
-
-
 @pytest.mark.parametrize("edit, problem", [
     (lambda c: c["runtime_table"].update(tasks=["cola", "mrpc"]),
      "runtime_table.tasks: teacher 'bert_large' is not trained on ['mrpc']"),

@@ -104,15 +104,24 @@ def script_fingerprint(script: str | Path) -> str:
     return fingerprint(script_closure(script))
 
 
+def rule_blocks(rules_dir: str | Path) -> dict[str, str]:
+    """rule -> its text in the rule files (``*.smk``) of ``rules_dir``: from its ``rule`` line to the next one."""
+    blocks = {}
+    for smk in sorted(Path(rules_dir).glob("*.smk")):
+        for block in re.split(r"(?m)^(?=rule )", smk.read_text()):
+            rule = re.match(r"rule (\w+):", block)
+            if rule:
+                blocks[rule[1]] = block
+    return blocks
+
+
 def rule_scripts(rules_dir: str | Path) -> dict[str, tuple[str, str | None]]:
     """rule -> (its script, the script its ``code`` param fingerprints, None if it has none), read from the rule
     files (``*.smk``) in ``rules_dir``; scripts are named relative to ``scripts/``."""
     found = {}
-    for smk in sorted(Path(rules_dir).glob("*.smk")):
-        for block in re.split(r"(?m)^(?=rule )", smk.read_text()):
-            rule = re.match(r"rule (\w+):", block)
-            script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
-            if rule and script:
-                code = re.search(r'code=code_of\("(\w+\.py)"\)', block)
-                found[rule[1]] = (script[1], code and code[1])
+    for rule, block in rule_blocks(rules_dir).items():
+        script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
+        if script:
+            code = re.search(r'code=code_of\("(\w+\.py)"\)', block)
+            found[rule] = (script[1], code and code[1])
     return found
