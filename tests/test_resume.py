@@ -19,8 +19,8 @@ LOG = "logs/finetune_teacher/tiny_bert/sst2.log"
 
 
 def outcome(workdir):
-    """The fine-tuned model's bytes and its training record, less the seconds (what the evaluation scores follows
-    from the weights)."""
+    """The fine-tuned model's bytes and its training record, less the seconds (the evaluation's scores follow from
+    the weights)."""
     record = json.loads((workdir / MODEL / "training.json").read_text())
     record["history"] = [{k: v for k, v in entry.items() if k != "seconds"} for entry in record["history"]]
     return {k: v for k, v in record.items() if k != "seconds"}, (workdir / MODEL / "model.safetensors").read_bytes()
