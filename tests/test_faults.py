@@ -35,7 +35,14 @@ from kdflow.training.checkpoint import Checkpoint, resumable_chunks
 from kdflow.training.hf_models import build_tokenizer
 from kdflow.transfer.signals import SignalCache
 from kdflow.workflow.config import check_references
-from kdflow.workflow.config_files import load_config_file, validate_config, workflow_config
+from kdflow.workflow.config_files import (
+    FastStrictLoader,
+    StrictConstructor,
+    StrictLoader,
+    load_config_file,
+    validate_config,
+    workflow_config,
+)
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 
@@ -393,6 +400,21 @@ def test_numbers_written_like_1e4_are_numbers(tmp_path):
     assert yaml.safe_load(path.read_text())["grid"]["learning_rate"][:2] == ["1e-4", "1.0e4"]
     grid = load_config_file(path)["grid"]
     assert grid == {"learning_rate": [1e-4, 1e4, 2.5e-5, 1e4], "batch_size": [16], "name": ["1e4x"]}
+
+
+def test_libyamls_parser_reads_every_shipped_yaml_file_as_the_pure_python_one_does():
+    """Config files are parsed by libyaml for speed and by pure Python only for an error's message: the two must
+    agree on the configs, the schema and the reference files."""
+    paths = [path for folder in ("", "demo", "schemas", "reference", "slurm", "workstation", "envs")
+             for path in sorted((REPO / folder).glob("*.yaml"))]
+    assert len(paths) == 8 and FastStrictLoader.__mro__[1] is StrictConstructor
+    for path in paths:
+        assert yaml.load(path.read_text(), Loader=FastStrictLoader) == yaml.load(path.read_text(), Loader=StrictLoader)
+    if yaml.__with_libyaml__:
+        assert issubclass(FastStrictLoader, yaml.CSafeLoader)
+    twice = r"key 'a' appears twice in one mapping \(first at line 1\)"
+    with pytest.raises(yaml.constructor.ConstructorError, match=twice):
+        yaml.load("a: 1\nb: 2\na: 3\n", Loader=FastStrictLoader)
 
 
 def test_the_config_is_snakemakes_read_strictly(tmp_path):

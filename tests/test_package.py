@@ -170,3 +170,18 @@ def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, m
         assert changed == users and changed, edited
         before = after
     script_fingerprint.cache_clear()
+
+
+def test_an_import_in_any_nested_block_is_in_the_closure(tmp_path):
+    """Imports are found by walking statements only (not expressions); every kind of block that holds statements
+    is searched, and an import written in a string is not one."""
+    script = tmp_path / "script.py"
+    script.write_text(
+        "def f():\n    import kdflow.core.io\n"
+        "try:\n    pass\nexcept ImportError:\n    from kdflow.core import errors\n"
+        "else:\n    from kdflow.core import metrics\nfinally:\n    from kdflow.core.tasks import TASKS\n"
+        "class C:\n    if True:\n        pass\n    else:\n        from kdflow.core import data\n"
+        "match 1:\n    case 1:\n        with open(__file__):\n            from kdflow.core import hyperparameters\n"
+        "text = 'from kdflow.core import precision'\n")
+    assert imported_modules(script) == {"kdflow.core", "kdflow.core.io", "kdflow.core.errors", "kdflow.core.metrics",
+                                        "kdflow.core.tasks", "kdflow.core.data", "kdflow.core.hyperparameters"}

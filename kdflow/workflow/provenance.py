@@ -39,13 +39,22 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def statements(body: list[ast.stmt]):
+    """Every statement in ``body``, nested ones included. An import is a statement, so the search skips the
+    expressions, most of a module's syntax tree (every job parses the workflow, and so this, again)."""
+    for node in body:
+        yield node
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):  # handlers, cases: hold statements
+            yield from statements(getattr(node, block, ()))
+
+
 @cache  # planning asks for the closure of every rule's script: each file is parsed once
 def imported_modules(path: Path, name: str | None = None) -> frozenset[str]:
     """The kdflow modules the source file ``path`` (module ``name``; None for a script) imports anywhere in
     it: ``import a.b``, ``from a import b`` (b a module or a name of a) and relative imports."""
     package = None if name is None else (name if path.name == "__init__.py" else name.rpartition(".")[0])
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in statements(ast.parse(path.read_text(), filename=str(path)).body):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -69,16 +78,16 @@ def with_parents(module: str) -> list[str]:
 
 def module_closure(*roots: str) -> list[Path]:
     """Source files of the given kdflow modules, their parent packages and everything they import, transitively."""
-    seen: set[str] = set()
+    paths: dict[str, Path | None] = {}
     pending = [parent for root in roots for parent in with_parents(root)]
     while pending:
         name = pending.pop()
-        path = module_path(name)
-        if path is None or name in seen:
+        if name in paths:
             continue
-        seen.add(name)
-        pending.extend(parent for module in imported_modules(path, name) for parent in with_parents(module))
-    return sorted({module_path(name) for name in seen})
+        path = paths[name] = module_path(name)
+        if path is not None:
+            pending.extend(parent for module in imported_modules(path, name) for parent in with_parents(module))
+    return sorted({path for path in paths.values() if path is not None})
 
 
 def script_closure(script: str | Path) -> list[Path]:
