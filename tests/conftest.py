@@ -31,10 +31,26 @@ DEMO_VOCAB = REPO / "demo" / "vocab.txt"
 
 
 def pytest_collection_modifyitems(items):
-    """The demo's file first (a stable sort keeps the rest in order): under `make test` (--dist loadfile
-    --no-loadscope-reorder) one worker starts the demo, the suite's longest task, at once, and the other takes
-    the remaining files, instead of the demo waiting for its file's turn."""
-    items.sort(key=lambda item: item.path.name != "test_demo.py")
+    """Under `make test` (--dist loadfile --no-loadscope-reorder) files go to the workers in this order: the demo's
+    file first, so that one worker starts the demo, the suite's longest chain of jobs, at once; then the files
+    that run Snakemake most, so that the last files handed out are short ones that balance the workers' ends
+    (a stable sort keeps the rest in order)."""
+    snakemake_runs = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: (item.path.name != "test_demo.py", -snakemake_runs[item.path]))
+
+
+def pytest_runtest_setup(item):
+    """A pytest-xdist worker lowers its CPU priority (once) before its first test outside the demo's file: the
+    demo's jobs keep the cores they can use, and the other tests fill what the demo leaves idle, instead of both
+    slowing each other down until the tests that read the demo run alone on one core at the end. Processes a
+    test starts inherit the priority."""
+    global priority_lowered
+    if os.environ.get("PYTEST_XDIST_WORKER") and item.path.name != "test_demo.py" and not priority_lowered:
+        os.nice(10)
+        priority_lowered = True
+
+
+priority_lowered = False
 
 
 def demo_task_dir(task_name: str) -> Path:

@@ -432,17 +432,19 @@ def test_the_config_is_snakemakes_read_strictly(tmp_path):
     assert config == {"device": "auto", "resources": {"gpu": 1, "runtime": 1000.0}}
 
 
-# Through Snakemake: one scratch copy of the repository, the demo's config as its config.yaml, RTE's teacher and
-# pseudo-heads built once.
+# Through Snakemake: one scratch copy of the repository, the demo's config as its config.yaml, and in it, built
+# once, RTE's teacher, its evaluation and its pseudo-heads, and SST-2's generator and its evaluation.
 
 HEADS = "results/pseudo_heads/tiny_bert/rte"
+TEACHER = "results/teachers/tiny_bert/rte"
+GENERATOR = "results/generators/sst2"
 
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     workdir = copy_repo(tmp_path_factory.mktemp("faults") / "kdflow")
     shutil.copy(workdir / "demo/config.yaml", workdir / "config.yaml")
-    snakemake("--cores", "1", f"{HEADS}/metrics.json", cwd=workdir)
+    snakemake("--cores", "2", *(f"{built}/metrics.json" for built in (HEADS, TEACHER, GENERATOR)), cwd=workdir)
     return workdir
 
 
@@ -477,41 +479,24 @@ def test_a_key_written_twice_in_a_configfile_is_named_with_its_line(workdir):
 
 
 @pytest.mark.slow
-def test_losing_the_pseudo_heads_metrics_reevaluates_them_without_retraining(workdir):
-    heads = workdir / HEADS / "heads.safetensors"
-    trained = heads.stat().st_mtime_ns
-    (workdir / HEADS / "metrics.json").unlink()
-    assert planned_jobs(f"{HEADS}/metrics.json", cwd=workdir) == {"evaluate_pseudo_heads": 1}
-    snakemake("--cores", "1", f"{HEADS}/metrics.json", cwd=workdir)
-    assert heads.stat().st_mtime_ns == trained  # the signals and students that read the heads stay up to date
+def test_losing_an_evaluation_reruns_only_the_evaluation(workdir):
+    """The metrics of the pseudo-heads, a teacher and a generator lost: each is evaluated again, and the heads,
+    the teacher's weights and the generator's (and so the signals, samples and students that read them) stay
+    up to date."""
+    trained = {HEADS: workdir / HEADS / "heads.safetensors", TEACHER: workdir / TEACHER / "model/model.safetensors",
+               GENERATOR: workdir / GENERATOR / "model/model.safetensors"}
+    written = {built: path.stat().st_mtime_ns for built, path in trained.items()}
+    for built in trained:
+        (workdir / built / "metrics.json").unlink()
+    targets = [f"{built}/metrics.json" for built in trained]
+    assert planned_jobs(*targets, cwd=workdir) == {"evaluate_pseudo_heads": 1, "evaluate_teacher": 1,
+                                                   "evaluate_generator": 1}
+    snakemake("--cores", "2", *targets, cwd=workdir)
+    assert {built: path.stat().st_mtime_ns for built, path in trained.items()} == written
+    assert planned_jobs(*targets, cwd=workdir) == {}
     assert len(json.loads((workdir / HEADS / "metrics.json").read_text())["layers"]) == 4
-
-
-@pytest.mark.slow
-def test_losing_a_teachers_metrics_reevaluates_it_without_fine_tuning_it_again(workdir):
-    teacher = "results/teachers/tiny_bert/rte"
-    snakemake("--cores", "1", f"{teacher}/metrics.json", cwd=workdir)
-    model = workdir / teacher / "model" / "model.safetensors"
-    trained = model.stat().st_mtime_ns
-    (workdir / teacher / "metrics.json").unlink()
-    assert planned_jobs(f"{teacher}/metrics.json", cwd=workdir) == {"evaluate_teacher": 1}
-    snakemake("--cores", "1", f"{teacher}/metrics.json", cwd=workdir)
-    assert model.stat().st_mtime_ns == trained  # the pseudo-heads, signals and students that read it stay up to date
-    assert planned_jobs(f"{HEADS}/metrics.json", cwd=workdir) == {}
-    assert set(json.loads((workdir / teacher / "metrics.json").read_text())["scores"]) == {"dev"}
-
-
-@pytest.mark.slow
-def test_losing_a_generators_metrics_reevaluates_it_without_fine_tuning_or_sampling_again(workdir):
-    generator = "results/generators/sst2"
-    snakemake("--cores", "1", f"{generator}/metrics.json", cwd=workdir)
-    model = workdir / generator / "model" / "model.safetensors"
-    trained = model.stat().st_mtime_ns
-    (workdir / generator / "metrics.json").unlink()
-    assert planned_jobs(f"{generator}/metrics.json", cwd=workdir) == {"evaluate_generator": 1}
-    snakemake("--cores", "1", f"{generator}/metrics.json", cwd=workdir)
-    assert model.stat().st_mtime_ns == trained  # its samples, transfer set and students stay up to date
-    assert json.loads((workdir / generator / "metrics.json").read_text())["dev_perplexity"] > 1
+    assert set(json.loads((workdir / TEACHER / "metrics.json").read_text())["scores"]) == {"dev"}
+    assert json.loads((workdir / GENERATOR / "metrics.json").read_text())["dev_perplexity"] > 1
 
 
 @pytest.mark.slow
