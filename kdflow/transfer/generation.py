@@ -262,7 +262,7 @@ def sample(model, prefixes: list[list[int]], eos_id: int, settings: SamplingSett
         attention_mask = (torch.arange(length + 1, device=device)[None, :] >= start[:, None]).long()
         with precision.autocast():
             logits = model(input_ids=step_input, attention_mask=attention_mask, position_ids=(length - start)[:, None],
-                           past_key_values=cache, use_cache=True).logits[:, -1]
+                           cache=cache, use_cache=True).logits[:, -1]
         length += 1
         sampled = next_tokens(logits, settings, generator).tolist()
         keep = []
