@@ -28,6 +28,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parents[1]
 DEMO_DATA = REPO / "demo" / "data"
 DEMO_VOCAB = REPO / "demo" / "vocab.txt"
+DEMO_TESTS = "test_demo.py"  # the file whose module fixture runs the demo
 
 
 def pytest_collection_modifyitems(items):
@@ -36,7 +37,10 @@ def pytest_collection_modifyitems(items):
     that run Snakemake most, so that the last files handed out are short ones that balance the workers' ends
     (a stable sort keeps the rest in order)."""
     snakemake_runs = Counter(item.path for item in items if item.get_closest_marker("slow"))
-    items.sort(key=lambda item: (item.path.name != "test_demo.py", -snakemake_runs[item.path]))
+    items.sort(key=lambda item: (item.path.name != DEMO_TESTS, -snakemake_runs[item.path]))
+
+
+priority_lowered = False
 
 
 def pytest_runtest_setup(item):
@@ -45,12 +49,9 @@ def pytest_runtest_setup(item):
     slowing each other down until the tests that read the demo run alone on one core at the end. Processes a
     test starts inherit the priority."""
     global priority_lowered
-    if os.environ.get("PYTEST_XDIST_WORKER") and item.path.name != "test_demo.py" and not priority_lowered:
+    if os.environ.get("PYTEST_XDIST_WORKER") and item.path.name != DEMO_TESTS and not priority_lowered:
         os.nice(10)
         priority_lowered = True
-
-
-priority_lowered = False
 
 
 def demo_task_dir(task_name: str) -> Path:
