@@ -41,9 +41,11 @@ dry-run: $(VENV)/.installed
 	$(BIN)/snakemake --dry-run --quiet rules
 
 # The cost plan of config.yaml before the run (no GPU, no data): results/plan.csv and .md. PLAN_ARGS passes
-# Snakemake options, e.g. PLAN_ARGS="--configfile demo/config.yaml --replace-workflow-config" or "--config plan={gpu: A100}".
+# Snakemake options, e.g. PLAN_ARGS="--configfile demo/config.yaml --replace-workflow-config" or
+# PLAN_ARGS="--config 'plan={gpu: A100}'". They come after the target: --config and --configfile take every word
+# after them, and would take the target for a value.
 plan: $(VENV)/.installed
-	$(BIN)/snakemake --cores 1 $(PLAN_ARGS) results/plan.csv
+	$(BIN)/snakemake --cores 1 results/plan.csv $(PLAN_ARGS)
 	cat results/plan.md
 
 clean:

@@ -5,6 +5,7 @@ import copy
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -173,10 +174,14 @@ def test_the_demo_plan_has_the_jobs_of_the_demo_dry_run():
     assert sizes["qqp"]["sizes"] == plan.TASK_SIZES  # the demo has no QQP: the table's
 
 
-def test_the_plan_rule_writes_the_demo_plan_without_running_anything_else(tmp_path):
+def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):
+    """Through `make plan` as the README and Makefile say, with Snakemake options in PLAN_ARGS (--config among them,
+    which would take the target for a value if it came after them); the virtualenv is this one (-o: not rebuilt)."""
     workdir = copy_repo(tmp_path / "kdflow")
-    result = snakemake(*DEMO, "--cores", "1", "results/plan.csv", cwd=workdir)
-    assert "1 of 1 steps (100%) done" in result.stdout
+    options = " ".join(DEMO) + " --config 'plan={gpu: A100}'"
+    result = subprocess.run(["make", "-o", ".venv/.installed", "plan", f"BIN={Path(sys.executable).parent}",
+                             f"PLAN_ARGS={options}"], cwd=workdir, capture_output=True, text=True)
+    assert result.returncode == 0 and "1 of 1 steps (100%) done" in result.stderr, result.stdout + result.stderr
     table = pd.read_csv(workdir / "results/plan.csv")
     assert table.jobs.sum() == 156 - 1  # every job of the demo's DAG but `all`
     assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
