@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import DEMO, REPO, copy_repo, planned_jobs, snakemake
+from conftest import DEMO, REPO, copy_repo, planned_jobs
 
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.workflow import plan
