@@ -23,7 +23,7 @@ that, whatever the model's width), per family: see GPUS, MFU and GPU_FLOOR below
 
 Start-up: per rule, a fresh interpreter importing what its script imports (and Snakemake's script module, which
 the script's preamble loads) and, for a rule that runs a model, loading the demo's teacher from disk; the fastest of
-``--repeats`` runs.
+``--repeats`` runs. A rule that trains also builds its first optimizer (see TRAINING_RULES).
 """
 
 from __future__ import annotations
@@ -74,6 +74,10 @@ MODEL_RULES = {"finetune_teacher", "evaluate_teacher", "train_pseudo_heads", "ev
                "compute_teacher_signals", "finetune_generator", "evaluate_generator", "sample_transfer_shard", "distill_student",
                "compute_assistant_signals", "encode_probing_tasks", "measure_inference", "classify_sentences",
                "attention_maps", "layer_outputs"}
+# Rules that train: their first optimizer imports torch._dynamo (torch wraps Optimizer.add_param_group in
+# torch._disable_dynamo), 1-1.5 CPU s that a rule whose imports do not already pull it pays before its first batch.
+TRAINING_RULES = {"finetune_teacher", "train_pseudo_heads", "finetune_generator", "distill_student", "probe_model"}
+FIRST_OPTIMIZER = "import torch\ntorch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))])"
 TINY_BERT = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 2, "intermediate_size": 128}
 WIDE_BERT = {"num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024}
 
@@ -255,11 +259,13 @@ def startup_rows(repeats: int, command: str) -> list[dict]:
         for rule, (script, _) in rule_scripts(REPO / "rules").items():
             tree = ast.parse((REPO / "scripts" / script).read_text())
             imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-            code = "\n".join(["import snakemake.script", *imports, *([load] if rule in MODEL_RULES else [])])
+            code = "\n".join(["import snakemake.script", *imports, *([load] if rule in MODEL_RULES else []),
+                              *([FIRST_OPTIMIZER] if rule in TRAINING_RULES else [])])
             seconds = fastest(lambda: subprocess.run([sys.executable, "-c", code], check=True, cwd=directory,
                                                      env=environment), repeats)
             print(f"start-up {rule:<28}{seconds:6.2f} s")
-            what = "imports and loading the demo teacher" if rule in MODEL_RULES else "imports"
+            what = ", ".join(["imports", *(["loading the demo teacher"] if rule in MODEL_RULES else []),
+                                 *(["the first optimizer"] if rule in TRAINING_RULES else [])])
             rows.append({"rule": rule, "seconds": round(seconds, 3), "source": f"measured-cpu ({what}): {command}"})
     return rows
 
