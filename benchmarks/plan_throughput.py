@@ -75,7 +75,8 @@ MODEL_RULES = {"finetune_teacher", "evaluate_teacher", "train_pseudo_heads", "ev
                "compute_assistant_signals", "encode_probing_tasks", "measure_inference", "classify_sentences",
                "attention_maps", "layer_outputs"}
 # Rules that train: their first optimizer imports torch._dynamo (torch wraps Optimizer.add_param_group in
-# torch._disable_dynamo), 1-1.5 CPU s that a rule whose imports do not already pull it pays before its first batch.
+# torch._disable_dynamo), about 1.7 CPU s here that a rule whose imports do not already pull it pays before its
+# first batch.
 TRAINING_RULES = {"finetune_teacher", "train_pseudo_heads", "finetune_generator", "distill_student", "probe_model"}
 FIRST_OPTIMIZER = "import torch\ntorch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))])"
 TINY_BERT = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 2, "intermediate_size": 128}
@@ -259,13 +260,13 @@ def startup_rows(repeats: int, command: str) -> list[dict]:
         for rule, (script, _) in rule_scripts(REPO / "rules").items():
             tree = ast.parse((REPO / "scripts" / script).read_text())
             imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-            code = "\n".join(["import snakemake.script", *imports, *([load] if rule in MODEL_RULES else []),
-                              *([FIRST_OPTIMIZER] if rule in TRAINING_RULES else [])])
+            steps = [("loading the demo teacher", load)] if rule in MODEL_RULES else []
+            steps += [("the first optimizer", FIRST_OPTIMIZER)] if rule in TRAINING_RULES else []
+            code = "\n".join(["import snakemake.script", *imports, *(step for _, step in steps)])
             seconds = fastest(lambda: subprocess.run([sys.executable, "-c", code], check=True, cwd=directory,
                                                      env=environment), repeats)
             print(f"start-up {rule:<28}{seconds:6.2f} s")
-            what = ", ".join(["imports", *(["loading the demo teacher"] if rule in MODEL_RULES else []),
-                                 *(["the first optimizer"] if rule in TRAINING_RULES else [])])
+            what = ", ".join(["imports", *(label for label, _ in steps)])
             rows.append({"rule": rule, "seconds": round(seconds, 3), "source": f"measured-cpu ({what}): {command}"})
     return rows
 
