@@ -278,7 +278,17 @@ def experiment_runs_param(wildcards):
     return {
         "runs": runs,
         "main_metrics": {run["task"]: TASKS[run["task"]].main_metric for run in runs},
+        "compare_to": experiment_of(wildcards).get("compare_to"),
     }
+
+
+def selection_inputs(wildcards):
+    """Every run's metrics and, where the experiment tests its methods against a baseline (``compare_to``),
+    every run's predictions (the bootstrap over dev examples)."""
+    inputs = {"metrics": experiment_runs(wildcards)}
+    if experiment_of(wildcards).get("compare_to"):
+        inputs["predictions"] = experiment_runs(wildcards, "predictions.parquet")
+    return inputs
 
 
 def model_files(name, file="model.safetensors"):

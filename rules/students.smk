@@ -88,9 +88,10 @@ rule compute_assistant_signals:
 rule select_students:
     """Per task, student and method of an experiment, the grid point with the best mean dev score over
     seeds (dev only, never test), recorded with the whole grid; and the experiment's table of the selected
-    students (mean ± std over seeds)."""
+    students (mean ± sample std over seeds, and the tests against the experiment's ``compare_to``).
+    """
     input:
-        experiment_runs,
+        unpack(selection_inputs),
     output:
         selection="results/selection/{experiment}.json",
         csv="results/tables/experiments/{experiment}.csv",

@@ -178,6 +178,9 @@ def test_experiments_must_reference_what_exists(change, message):
         (lambda c: c["experiments"]["universal_kd_table2"]["methods"].update(t={"method": "takd", "assistant": "bert_2",
                                                                               "assistant_method": "kdd"}),
          "experiments.universal_kd_table2.methods.t.assistant_method: unknown method 'kdd'"),
+        (lambda c: c["experiments"]["universal_kd_table2"].update(compare_to="pkd"),
+         "experiments.universal_kd_table2.compare_to: 'pkd' is not one of its method entries (no_kd, kd, mhkd, "
+         "universal_kd_il)"),
         (lambda c: c["experiments"]["thesis_table52_bert_s"]["task_students"]["cola"]["bert_s"].update(hiden_size=8),
          "experiments.thesis_table52_bert_s.task_students.cola.bert_s: bert_s has no option(s) ['hiden_size']"),
         (lambda c: c["experiments"]["thesis_table52_bert_s"]["task_students"].update(rte={"bert_s": {}}),
@@ -200,7 +203,7 @@ def test_experiments_must_reference_what_exists(change, message):
          "layer_outputs.sst2: the students learn from different teachers ['bert_base', 'roberta_large']"),
     ],
     ids=["method-option", "student-option", "student-type", "embedding-option", "embedding-mode", "embedding-init",
-         "student-axis", "grid-axis", "assistant-method", "task-student-option", "task-student-task",
+         "student-axis", "grid-axis", "assistant-method", "compare-to", "task-student-option", "task-student-task",
          "task-student-name", "sentence-model-task", "sentence-reported", "sentence-regression",
          "attention-map-task", "layer-outputs-teacher-model", "layer-outputs-two-teachers"],
 )

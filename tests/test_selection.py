@@ -1,12 +1,15 @@
-"""Model selection on dev only, mean ± std over seeds, the experiment table and the GLUE server files."""
+"""Model selection on dev only, mean ± sample std over seeds, the tests against a baseline, the experiment table and
+the GLUE server files."""
 
 import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from kdflow.core.errors import UserError
 from kdflow.distillation.selection import best_seed, select, select_experiment
 from kdflow.reporting.submission import write_submissions
 from kdflow.reporting.tables import experiment_document, experiment_table
@@ -24,9 +27,12 @@ def test_selection_uses_dev_only_and_averages_seeds():
     selection = select(runs, "accuracy")
     assert selection["selected"] == "lr2"
     assert selection["grid"]["lr1"]["dev_mean"] == pytest.approx(0.75)
-    assert selection["grid"]["lr2"] == {"dev_mean": pytest.approx(0.77), "dev_std": pytest.approx(0.01), "seeds": [1, 2],
+    # the sample std (ddof=1) of 0.78 and 0.76: sqrt(2 * 0.01**2 / 1)
+    assert selection["grid"]["lr2"] == {"dev_mean": pytest.approx(0.77), "dev_std": pytest.approx(0.01 * math.sqrt(2)),
+                                        "seeds": [1, 2],
                                         "dev_by_seed": {"1": 0.78, "2": 0.76}, "diverged_seeds": []}
-    assert selection["scores"]["test"]["accuracy"] == {"mean": pytest.approx(0.51), "std": pytest.approx(0.01), "n": 2}
+    assert selection["scores"]["test"]["accuracy"] == {"mean": pytest.approx(0.51), "std": pytest.approx(0.01 * math.sqrt(2)),
+                                                       "n": 2}
 
 
 def test_ties_go_to_the_first_configuration_in_sorted_order():
@@ -70,8 +76,9 @@ def test_experiment_selection_groups_runs_and_builds_its_table(tmp_path):
     assert len(table) == 4  # 2 methods x 2 metrics on dev
     assert table.query("method == 'kd' and metric == 'f1'")["mean"].item() == pytest.approx(45.0)
     page = experiment_document("demo", table)
-    assert "| bert_4 | kd | 90.0 ± 0.0 | 45.0 ± 0.0 |" in page.markdown() and "Diverged" not in page.markdown()
-    assert "<td>90.0 ± 0.0</td>" in page.html()
+    # one seed: no spread to give
+    assert "| bert_4 | kd | 90.0 | 45.0 |" in page.markdown() and "Diverged" not in page.markdown()
+    assert "<td>90.0</td>" in page.html() and "sample standard deviation (ddof=1)" in page.markdown()
 
 
 def test_experiment_table_marks_diverged_grid_points_and_seeds(tmp_path):
@@ -86,7 +93,7 @@ def test_experiment_table_marks_diverged_grid_points_and_seeds(tmp_path):
     assert table[["method", "selected", "diverged_points", "diverged_seeds", "seeds"]].values.tolist() == [
         ["kd", "lr1", 1, 0, 2], ["no_kd", "default", 1, 1, 1]]
     markdown = experiment_document("demo", table).markdown()
-    assert "| bert_4 | kd | 65.0 ± 5.0 |" in markdown and "| bert_4 | no_kd | diverged |" in markdown
+    assert "| bert_4 | kd | 65.0 ± 7.1 |" in markdown and "| bert_4 | no_kd | diverged |" in markdown
     assert "## Diverged runs" in markdown and "| mrpc | bert_4 | no_kd | 1 | 1 | 1 |" in markdown
 
 
@@ -113,3 +120,49 @@ def test_glue_submission_takes_the_selected_points_best_dev_seed(tmp_path):
     assert rte == ["index\tprediction", "0\tentailment", "1\tnot_entailment"]  # seed 2 (seed 1 is the reverse)
     stsb = (tmp_path / "out/bert_4/kd/STS-B.tsv").read_text().splitlines()
     assert stsb == ["index\tprediction", "0\t2.5", "1\t5.0"]  # clipped to the 0-5 scale
+
+
+def test_every_method_is_tested_against_the_experiments_baseline(tmp_path):
+    # 100 dev examples, all of label 1. kd (the baseline) is wrong on examples 0-19 with every seed; alp fixes
+    # examples 0-9 with seeds 1 and 2 and 0-4 with seed 3: dev accuracies 0.8 x 3 against 0.9, 0.9, 0.85, so
+    # differences 0.10, 0.10, 0.05 (mean 0.0833, sd 0.0289: t = 5 on 2 dof, p = 1 - 5 / sqrt(27)).
+    gold = np.ones(100, dtype=int)
+    runs, metric_paths, prediction_paths = [], [], []
+    for method, seed, fixed in [("kd", 1, 0), ("kd", 2, 0), ("kd", 3, 0), ("alp", 1, 10), ("alp", 2, 10),
+                                ("alp", 3, 5)]:
+        prediction = gold.copy()
+        prediction[fixed:20] = 0
+        directory = tmp_path / method / str(seed)
+        directory.mkdir(parents=True)
+        (directory / "metrics.json").write_text(json.dumps({"scores": {"dev": {"accuracy": prediction.mean()}}}))
+        pd.DataFrame({"split": "dev", "idx": np.arange(100)[::-1], "label": gold, "prediction": prediction[::-1]}
+                     ).to_parquet(directory / "predictions.parquet")  # rows out of idx order on purpose
+        runs.append({"task": "sst2", "student": "bert_3", "method": method, "config": "default", "seed": str(seed)})
+        metric_paths.append(directory / "metrics.json")
+        prediction_paths.append(directory / "predictions.parquet")
+    selection = select_experiment(runs, metric_paths, {"sst2": "accuracy"}, "kd", prediction_paths)
+    alp = next(s for s in selection["selections"] if s["method"] == "alp")
+    kd = next(s for s in selection["selections"] if s["method"] == "kd")
+    assert "comparison" not in kd
+    comparison = alp["comparison"]
+    assert comparison["baseline"] == "kd" and comparison["pairs"] == 3
+    assert comparison["difference"] == pytest.approx(0.25 / 3)
+    assert comparison["p_seeds"] == pytest.approx(1 - 5 / math.sqrt(27))
+    # every resample keeps alp at least as good as kd, example by example; drawing none of the 10 fixed examples in
+    # 100 draws has probability 0.9^100
+    assert 0 < comparison["bootstrap_low"] < comparison["difference"] < comparison["bootstrap_high"]
+    table = experiment_table(selection)
+    row = table.query("method == 'alp'").iloc[0]
+    assert row["compare_to"] == "kd" and row["difference"] == pytest.approx(25 / 3)
+    markdown = experiment_document("claims", table).markdown()
+    assert r"| bert_3 | alp | 88.3 ± 2.9\*† |" in markdown and "| bert_3 | kd | 80.0 ± 0.0 |" in markdown
+    assert "## Against kd (dev)" in markdown
+    assert r"| sst2 | bert_3 | alp | accuracy | +8.33 | 3 | 0.038 | \[+" in markdown
+
+
+def test_a_baseline_the_experiment_does_not_run_is_a_clear_error(tmp_path):
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps({"scores": {"dev": {"accuracy": 0.5}}}))
+    runs = [{"task": "sst2", "student": "bert_3", "method": "alp", "config": "default", "seed": "1"}]
+    with pytest.raises(UserError, match="compare_to: 'kd' is not a method entry of this experiment"):
+        select_experiment(runs, [path], {"sst2": "accuracy"}, "kd", [tmp_path / "predictions.parquet"])

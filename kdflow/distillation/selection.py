@@ -1,11 +1,16 @@
 """Model selection on dev only: per experiment, task, student and method, the grid point with the best mean
-dev score over seeds wins; its seeds give mean ± std on every labelled split. Test scores (where a split has
+dev score over seeds wins; its seeds give the mean ± sample std (ddof=1, :mod:`kdflow.core.statistics`) on every
+labelled split. Test scores (where a split has
 labels, e.g. Sara) are reported for the winner but never used to choose it.
 
 A seed whose dev score is not finite counts as diverged (its training diverged, see :mod:`kdflow.training.loop`,
 or its outputs did, see :mod:`kdflow.core.metrics`). Its grid point's mean is then NaN, which compares false with
 every number (``max`` would keep it if it came first); instead such a point loses to every point with a finite
-mean. If no point has one, the point with the fewest diverged seeds wins and the selection says so (``selected_diverged``)."""
+mean. If no point has one, the point with the fewest diverged seeds wins and the selection says so (``selected_diverged``).
+
+An experiment that names a baseline (``compare_to``) tests every other method's selected point against the
+baseline's, on the main dev metric: a paired t-test over their common seeds and a paired bootstrap over the dev
+examples (:func:`compare`)."""
 
 from __future__ import annotations
 
@@ -15,7 +20,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
+from kdflow.core import metrics, statistics
 from kdflow.core.errors import UserError
 from kdflow.core.model_references import reference_kind
 
@@ -28,7 +35,7 @@ def select(runs: list[dict], main_metric: str) -> dict:
     grid = {
         config: {
             "dev_mean": float(np.mean([r["scores"]["dev"][main_metric] for r in group])),
-            "dev_std": float(np.std([r["scores"]["dev"][main_metric] for r in group])),
+            "dev_std": statistics.sample_std([r["scores"]["dev"][main_metric] for r in group]),
             "seeds": sorted(r["seed"] for r in group),
             "dev_by_seed": {str(r["seed"]): r["scores"]["dev"][main_metric] for r in sorted(group, key=lambda r: r["seed"])},
             "diverged_seeds": sorted(r["seed"] for r in group if not math.isfinite(r["scores"]["dev"][main_metric])),
@@ -46,8 +53,8 @@ def select(runs: list[dict], main_metric: str) -> dict:
     for split in winning_runs[0]["scores"]:
         for metric in winning_runs[0]["scores"][split]:
             values = [r["scores"][split][metric] for r in winning_runs]
-            summary.setdefault(split, {})[metric] = {"mean": float(np.mean(values)), "std": float(np.std(values)),
-                                                      "n": len(values)}
+            summary.setdefault(split, {})[metric] = {"mean": float(np.mean(values)),
+                                                      "std": statistics.sample_std(values), "n": len(values)}
     return {"main_metric": main_metric, "selected": winner, "selected_diverged": bool(grid[winner]["diverged_seeds"]),
             "scores": summary, "grid": grid}
 
@@ -62,19 +69,56 @@ def _finite_or_worst(score: float) -> float:
     return score if math.isfinite(score) else -math.inf
 
 
-def select_experiment(runs: list[dict], metric_paths: list[str], main_metrics: dict[str, str]) -> dict:
+def select_experiment(runs: list[dict], metric_paths: list[str], main_metrics: dict[str, str],
+                      compare_to: str | None = None, prediction_paths: list[str] | None = None) -> dict:
     """Selections of every (task, student, method) of an experiment. ``runs`` hold the wildcards of each
-    student run (task, student, method, config, seed), ``metric_paths`` their metrics.json files."""
+    student run (task, student, method, config, seed), ``metric_paths`` their metrics.json files and, with a
+    baseline method entry ``compare_to``, ``prediction_paths`` their predictions.parquet files."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
-    for run, path in zip(runs, metric_paths):
+    for number, (run, path) in enumerate(zip(runs, metric_paths, strict=True)):
         scores = json.loads(Path(path).read_text())["scores"]
-        groups[run["task"], run["student"], run["method"]].append({**run, "seed": int(run["seed"]), "scores": scores})
-    return {
-        "selections": [
-            {"task": task, "student": student, "method": method, **select(group, main_metrics[task])}
-            for (task, student, method), group in groups.items()
-        ]
-    }
+        groups[run["task"], run["student"], run["method"]].append(
+            {**run, "seed": int(run["seed"]), "scores": scores,
+             "predictions": prediction_paths[number] if prediction_paths else None})
+    selections = {key: select(group, main_metrics[key[0]]) for key, group in groups.items()}
+    result = []
+    for (task, student, method), selection in selections.items():
+        entry = {"task": task, "student": student, "method": method, **selection}
+        baseline = selections.get((task, student, compare_to))
+        if compare_to and method != compare_to:
+            if baseline is None:
+                raise UserError(f"compare_to: {compare_to!r} is not a method entry of this experiment for {student} "
+                                f"on {task}")
+            chosen = [r for r in groups[task, student, method] if r["config"] == selection["selected"]]
+            reference = [r for r in groups[task, student, compare_to] if r["config"] == baseline["selected"]]
+            entry["comparison"] = compare(chosen, reference, main_metrics[task], compare_to)
+        result.append(entry)
+    return {"compare_to": compare_to, "selections": result}
+
+
+def compare(runs: list[dict], baseline: list[dict], metric: str, name: str) -> dict:
+    """A selected point's runs against the baseline's on the dev ``metric``: the difference of their means over
+    seeds, a paired t-test over the seeds both ran, and the paired-bootstrap interval over the dev examples."""
+    by_seed = lambda group: {r["seed"]: r["scores"]["dev"][metric] for r in group}  # noqa: E731
+    seeds = statistics.paired_seed_test(by_seed(runs), by_seed(baseline))
+    gold, ours = _dev_predictions(runs)
+    _, theirs = _dev_predictions(baseline)
+    interval = statistics.paired_bootstrap(ours, theirs, gold, metrics.METRICS[metric])
+    return {"baseline": name, "metric": metric, "difference": float(np.mean(list(by_seed(runs).values()))
+                                                                    - np.mean(list(by_seed(baseline).values()))),
+            "pairs": seeds["pairs"], "p_seeds": seeds["p_seeds"], "bootstrap_low": interval["low"], "bootstrap_high": interval["high"],
+            "confidence": statistics.CONFIDENCE, "resamples": statistics.RESAMPLES}
+
+
+def _dev_predictions(runs: list[dict]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The dev gold labels and each run's dev predictions, in the order of the examples' ``idx``."""
+    gold, predictions = None, []
+    for run in sorted(runs, key=lambda r: r["seed"]):
+        frame = pd.read_parquet(run["predictions"], columns=["split", "idx", "label", "prediction"])
+        dev = frame[frame["split"] == "dev"].sort_values("idx")
+        gold = dev["label"].to_numpy() if gold is None else gold
+        predictions.append(dev["prediction"].to_numpy())
+    return gold, predictions
 
 
 # A named student model (config ``models:``) is the run its experiment selected.

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from kdflow.core import statistics
 from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Paragraph, Table
 from kdflow.core.tasks import GLUE_FILES
 
@@ -50,7 +51,7 @@ HYPERPARAMETER_COLUMNS = ["source", "table", "student", "method", "task", "hyper
 MNLI_SPLIT_SUFFIX = {"accuracy_matched": "", "accuracy_mismatched": "_mismatched"}
 SHORT_METRICS = {"params_millions_non_embedding": "params (M)", "ms_per_example_cpu": "ms/example (CPU)"}
 COLUMNS = ["source", "table", "teacher", "student", "method", "task", "metric", "split", "paper", "kdflow",
-           "difference", "kdflow_std", "seeds", "kdflow_student", "kdflow_method", "kdflow_from", "paper_note",
+           "difference", "kdflow_std", "seeds", "within_spread", "kdflow_student", "kdflow_method", "kdflow_from", "paper_note",
            "kdflow_note"]
 
 
@@ -214,7 +215,19 @@ def paper_table(
     _fill_averages(table)
     table["difference"] = (table["kdflow"] - table["paper"]).where(is_score(table))
     table["seeds"] = table["seeds"].astype("Int64")
+    table["within_spread"] = [within_spread(row.paper, row.kdflow, row.kdflow_std, row.seeds)
+                              for row in table.itertuples()]
+    table["within_spread"] = table["within_spread"].astype("boolean")
     return table[COLUMNS]
+
+
+def within_spread(paper: float, mean: float, std: float, seeds) -> bool | None:
+    """Whether the paper's (single-run) score lies where one more kdflow run would fall (the 95% seed interval of
+    :func:`kdflow.core.statistics.seed_interval`); None below two seeds or without both scores."""
+    if pd.isna(seeds) or pd.isna(paper):
+        return None
+    low, high = statistics.seed_interval(mean, std, int(seeds))
+    return bool(low <= paper <= high) if np.isfinite(low) else None
 
 
 def is_score(table: pd.DataFrame) -> pd.Series:
@@ -303,15 +316,23 @@ def deviation_blocks(deviations: list[dict]) -> list:
                      for entry in deviations])]
 
 
+SPREAD_MARKS = {True: " ✓", False: " ✗", pd.NA: ""}
+SPREAD_LEGEND = (f"✓: the paper's number lies within kdflow's {statistics.CONFIDENCE:.0%} seed interval, where one more "
+                 "kdflow run would fall (mean ± t s √(1 + 1/n), s the sample std over n seeds): the difference is "
+                 "within kdflow's seed spread. ✗: outside it. No mark: kdflow has fewer than 2 seeds.")
+
+
 def paper_document(table: pd.DataFrame, title: str, digits: int = 2, deviations: list[dict] = ()) -> Document:
     """The table as people read it: "kdflow (paper)" per cell, then kdflow − paper of the scores, the notes, and
     the ledger's differences between what kdflow ran and what the paper did."""
-    differences = _wide(table, lambda r: _number(r.difference, digits, "—", signed=True), only=is_score(table))
+    differences = _wide(table, lambda r: _number(r.difference, digits, "—", signed=True) + SPREAD_MARKS[r.within_spread],
+                        only=is_score(table))
     document = Document(title, [
         Paragraph("Each cell: kdflow (paper). kdflow: mean over seeds of the configuration selected on dev "
                   "(teachers: the fine-tuned model); — : kdflow has no value (see the notes)."),
         Table(_wide(table, _score_cell(digits))),
         Heading("kdflow − paper, for scores"),
+        Paragraph(SPREAD_LEGEND),
         Table(differences),
     ])
     notes = _notes(table)

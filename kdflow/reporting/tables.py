@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kdflow.core import statistics
 from kdflow.core.documents import Document, Heading, Paragraph, Table
 from kdflow.probing.senteval import PROBING_TASKS
 
@@ -59,32 +60,75 @@ def write_table(table: pd.DataFrame, csv_path, markdown_path, html_path=None) ->
     teacher_document(table).write(markdown_path, html_path)
 
 
+COMPARISON = ["compare_to", "difference", "pairs", "p_seeds", "ci_low", "ci_high"]
+
+
 def experiment_table(selection: dict) -> pd.DataFrame:
-    """One row per (task, student, method, split, metric) of the configuration selected on dev: mean and std
-    over seeds, x100 (``selection`` as written by :func:`kdflow.distillation.selection.select_experiment`), with
-    the selected point's diverged seeds and the number of grid points that have any."""
+    """One row per (task, student, method, split, metric) of the configuration selected on dev: mean and sample
+    std (ddof=1) over seeds, x100 (``selection`` as written by
+    :func:`kdflow.distillation.selection.select_experiment`), with the selected point's diverged seeds and the
+    number of grid points that have any. Where the experiment names a baseline, the row of each other method's
+    main dev metric also holds its test against it (:data:`COMPARISON`, differences x100): the difference of the
+    means, the seeds both ran, the paired t-test's p-value and the paired-bootstrap interval over dev examples."""
     rows = []
-    for selection in selection["selections"]:
-        key = {name: selection[name] for name in ("task", "student", "method")}
-        grid = selection["grid"]
-        divergence = dict(diverged_seeds=len(grid[selection["selected"]]["diverged_seeds"]),
+    for selection_entry in selection["selections"]:
+        key = {name: selection_entry[name] for name in ("task", "student", "method")}
+        grid = selection_entry["grid"]
+        divergence = dict(diverged_seeds=len(grid[selection_entry["selected"]]["diverged_seeds"]),
                           diverged_points=sum(bool(point["diverged_seeds"]) for point in grid.values()))
-        for split, metrics in selection["scores"].items():
+        comparison = selection_entry.get("comparison")
+        for split, metrics in selection_entry["scores"].items():
             for metric, stats in metrics.items():
+                tested = comparison if comparison and split == "dev" and metric == comparison["metric"] else None
                 rows.append(dict(**key, split=split, metric=metric, mean=100 * stats["mean"], std=100 * stats["std"],
-                                 seeds=stats["n"], selected=selection["selected"], **divergence))
+                                 seeds=stats["n"], selected=selection_entry["selected"], **divergence,
+                                 **_comparison_columns(tested)))
     return pd.DataFrame(rows)
 
 
+def _comparison_columns(comparison: dict | None) -> dict:
+    if comparison is None:
+        return dict.fromkeys(COMPARISON, math.nan) | {"compare_to": None, "pairs": pd.NA}
+    return dict(compare_to=comparison["baseline"], difference=100 * comparison["difference"],
+                pairs=comparison["pairs"], p_seeds=comparison["p_seeds"], ci_low=100 * comparison["bootstrap_low"],
+                ci_high=100 * comparison["bootstrap_high"])
+
+
+def _score(mean: float, std: float) -> str:
+    if not math.isfinite(mean):
+        return "diverged"
+    return f"{mean:.1f}" + (f" ± {std:.1f}" if math.isfinite(std) else "")
+
+
 def experiment_document(name: str, table: pd.DataFrame) -> Document:
-    table = table.assign(score=[f"{m:.1f} ± {s:.1f}" if math.isfinite(m) else "diverged"
-                                for m, s in zip(table["mean"], table["std"])])
-    document = Document(f"Experiment {name}", [Paragraph("Mean ± std over seeds of the configuration selected on dev.")])
+    tested = table[table["compare_to"].notna()]
+    table = table.assign(score=[_score(m, s) + (statistics.marks(p, low, high) if isinstance(b, str) else "")
+                                for m, s, b, p, low, high in zip(table["mean"], table["std"], table["compare_to"],
+                                                                 table["p_seeds"], table["ci_low"], table["ci_high"])])
+    text = "Mean ± sample standard deviation (ddof=1) over seeds of the configuration selected on dev."
+    if len(tested):
+        text += f" Marks on dev against {tested['compare_to'].iloc[0]}: {statistics.LEGEND}"
+    document = Document(f"Experiment {name}", [Paragraph(text)])
     for split, rows in table.groupby("split", sort=False):
         wide = rows.pivot_table(index=["student", "method"], columns=["task", "metric"], values="score",
                                 aggfunc="first", sort=False)
         wide.columns = [f"{task} {metric}" for task, metric in wide.columns]
         document.blocks += [Heading(split), Table(wide.reset_index())]
+    if len(tested):
+        baseline = tested["compare_to"].iloc[0]
+        frame = pd.DataFrame({
+            "task": tested["task"], "student": tested["student"], "method": tested["method"],
+            "metric": tested["metric"],
+            f"difference vs {baseline}": [f"{d:+.2f}" for d in tested["difference"]],
+            "seeds paired": tested["pairs"].astype("Int64"),
+            "p (seeds)": ["—" if not math.isfinite(p) else f"{p:.3f}" for p in tested["p_seeds"]],
+            "95% CI (dev examples)": ["—" if not math.isfinite(low) else f"[{low:+.2f}, {high:+.2f}]"
+                                      for low, high in zip(tested["ci_low"], tested["ci_high"])],
+            "marks": [statistics.marks(p, low, high) for p, low, high in
+                      zip(tested["p_seeds"], tested["ci_low"], tested["ci_high"])],
+        })
+        document.blocks += [Heading(f"Against {baseline} (dev)"), Paragraph(statistics.LEGEND),
+                            Table(frame.reset_index(drop=True))]
     diverged = table[table["diverged_points"] > 0].drop_duplicates(["task", "student", "method"])
     if len(diverged):
         counts = diverged[["task", "student", "method", "diverged_points", "diverged_seeds", "seeds"]]

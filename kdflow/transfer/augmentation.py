@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from kdflow.core import statistics
 from kdflow.core.data import Split, TaskData
 from kdflow.core.documents import Bullets, Document, Emphasis, Paragraph, Table
 from kdflow.core.intermediates import read_parquet, write_parquet
@@ -154,7 +155,7 @@ def transfer_statistics(task: TaskData, frame: pd.DataFrame, teacher_logits: np.
         }
         if meta["regression"]:
             scores = teacher_logits[rows, 0]
-            entry["teacher_score"] = {"mean": float(scores.mean()), "std": float(scores.std())}
+            entry["teacher_score"] = {"mean": float(scores.mean()), "std": statistics.sample_std(scores)}
         else:
             predicted = np.bincount(teacher_logits[rows].argmax(-1), minlength=len(meta["labels"])) / max(1, len(rows))
             entry["teacher_labels"] = dict(zip(meta["labels"], map(float, predicted)))

@@ -445,6 +445,9 @@ def _experiment_option_problems(name: str, spec: dict, config: dict, catalog: di
         assistant_method = {**methods[method]["defaults"], **options}.get("assistant_method")
         if methods[method]["learns_from_assistant"] and assistant_method not in methods:
             problems.append(f"experiments.{name}.methods.{entry}.assistant_method: unknown method {assistant_method!r}")
+    if "compare_to" in spec and spec["compare_to"] not in spec["methods"]:
+        problems.append(f"experiments.{name}.compare_to: {spec['compare_to']!r} is not one of its method entries "
+                        f"({', '.join(spec['methods'])})")
     for axis, values in (spec.get("grid") or {}).items():
         for value in values if axis in HYPERPARAMETERS else []:
             problem = Hyperparameters.value_problem(axis, value)
