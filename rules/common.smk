@@ -624,6 +624,7 @@ def plan_counted_files():
 def all_targets():
     return [
         "results/plan.csv",
+        *(["results/tables/claims.md"] if "evidence" in config else []),
         "results/tables/teachers.csv",
         "results/tables/teachers.md",
         *expand(

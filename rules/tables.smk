@@ -33,3 +33,33 @@ rule teacher_table:
         code=code_of("teacher_table.py"),
     script:
         "../scripts/teacher_table.py"
+
+
+rule claims_table:
+    """The papers' central claims on real data, a verdict per link, from the committed record of
+    benchmarks/quality_claims.py (config `evidence`; kdflow.reporting.claims)."""
+    input:
+        runs=config.get("evidence", {}).get("runs", []),
+        dev_labels=config.get("evidence", {}).get("dev_labels", []),
+    output:
+        markdown="results/tables/claims.md",
+        html=report(
+            "results/report/claims.html",
+            caption="../report/claims.rst",
+            category="Evidence on real data",
+            labels={"table": "the papers' claims, tested"},
+        ),
+    log:
+        "logs/claims_table.log",
+    benchmark:
+        "results/benchmarks/claims_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_of("claims_table.py"),
+    script:
+        "../scripts/claims_table.py"

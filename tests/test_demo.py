@@ -69,6 +69,12 @@ def test_demo_runs_the_whole_dag(demo_run):
             server_file = workdir / f"results/glue_submission/{name}/{selection['student']}/{selection['method']}"
             lines = (server_file / "SST-2.tsv").read_text().splitlines()
             assert lines[0] == "index\tprediction" and {line.split("\t")[1] for line in lines[1:]} <= {"0", "1"}
+    # an experiment with a baseline tests its other methods against it: one seed, so no t-test, but a bootstrap
+    tested = pd.read_csv(workdir / "results/tables/experiments/universal_kd_table2.csv").query("compare_to == 'kd'")
+    assert set(tested["method"]) == {"no_kd", "universal_kd_il"} and (tested["pairs"] == 1).all()
+    assert tested["p_seeds"].isna().all() and (tested["ci_low"] <= tested["ci_high"]).all()
+    assert "## Against kd (dev)" in (workdir / "results/tables/experiments/universal_kd_table2.md").read_text()
+    assert "## ALP-KD: ALP-KD" in (workdir / "results/tables/claims.md").read_text()  # the committed evidence
     hygiene = json.loads((workdir / "results/transfer/sst2/augmented.hygiene.json").read_text())["sources"]
     assert hygiene["generated"]["read"] == config["generation"]["sampling"]["sentences"]
     assert hygiene["generated"]["kept"] > 0
@@ -133,7 +139,7 @@ def check_demo_evidence(workdir, config):
     check_demo_exploration(workdir, config)
     snakemake(*DEMO, "--report", "report.html", cwd=workdir)
     report = (workdir / "report.html").read_text()
-    for category in ["Paper tables", "Universal-KD (Wu et al. 2021)", "ALP-KD (Passban et al. 2021)", "Teachers",
+    for category in ["Paper tables", "Evidence on real data", "Universal-KD (Wu et al. 2021)", "ALP-KD (Passban et al. 2021)", "Teachers",
                      "Experiments", "Figure 3", "Figure 4", "sentence_probes_cola.html", "sentence_probes_sst2.html",
                      "average_confidence_sst2.png",
                      "Teacher fine-tuning (Fig. 4.2)", "thesis_table45 (runtimes)",

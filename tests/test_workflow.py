@@ -71,6 +71,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
     augmented = 3  # the thesis's students learn from BERT-large's augmented sets of CoLA, SST-2 and Sara
     assert planned_jobs() == Counter(
         prepare_task=9, finetune_teacher=19, evaluate_teacher=19, train_pseudo_heads=19, evaluate_pseudo_heads=19, teacher_table=1, all=1,
+        claims_table=1,  # the committed real-data evidence (config `evidence`)
         compute_teacher_signals=16 + augmented,  # BERT-base and RoBERTa-large on train, BERT-large on augmented
         finetune_generator=augmented, evaluate_generator=augmented, sample_transfer_shard=augmented * config["generation"]["sampling"]["shards"],
         build_transfer_set=augmented, transfer_statistics=augmented,

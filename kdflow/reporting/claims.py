@@ -1,0 +1,172 @@
+"""The papers' central claims on real data: verdicts from the committed record of benchmarks/quality_claims.py.
+
+The record (benchmarks/quality/claims_runs.jsonl) holds one run per line: its experiment, task, student, method,
+grid point (``config``), seed, main dev metric and score (x100), and its dev predictions. The thesis's runs
+(thesis_runs.jsonl) are transcribed from an earlier README, without predictions. Each method's cell is its point
+chosen on dev with the first seed (kdflow's :func:`kdflow.distillation.selection.select`) and that point's runs.
+
+A claim is a chain of links "A > B" (or "A >= B"), each tested with :mod:`kdflow.core.statistics`: the difference
+of the mean dev scores, a paired t-test over the seeds both ran, and a 95% paired-bootstrap interval over the dev
+examples. Its verdict:
+- **holds**: A is ahead and both tests reject "no difference";
+- **contradicted**: A is behind and both tests reject it;
+- **within noise**: otherwise; for a link the paper writes "A >= B", that agrees with the paper.
+Runs without predictions (the thesis's) are judged by the seed test alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kdflow.core import metrics, statistics
+from kdflow.core.documents import Document, Heading, Paragraph, Table
+from kdflow.distillation.selection import select
+
+# The experiments of benchmarks/quality/config.yaml. A link's side is (experiment, method), or a tuple of them of
+# which the best mean counts (ALP-KD's CKD is the better of its NO and PO bucketings).
+ALP, UKD = "claims_alp", "claims_universal"
+CKD = ((ALP, "ckd_no"), (ALP, "ckd_po"))
+CLAIMS = [
+    ("ALP-KD: ALP-KD (and its NO/PO variants) >= CKD >= PKD > KD > no KD", "ALP-KD Table 1 (BERT-base -> BERT-4)",
+     [((ALP, "alp"), CKD, ">="), ((ALP, "alp_no"), CKD, ">="), ((ALP, "alp_po"), CKD, ">="),
+      (CKD, (ALP, "pkd"), ">="), ((ALP, "pkd"), (ALP, "kd"), ">"), ((ALP, "kd"), (ALP, "no_kd"), ">")]),
+    ("Universal-KD: Universal-KD (IL, CG) > ALP-KD, PKD, KD",
+     "Universal-KD Tables 2 and 4; their PKD and ALP-KD rows come from ALP-KD Table 1, as here",
+     [((UKD, method), other, ">") for method in ("universal_kd_il", "universal_kd_cg")
+      for other in ((ALP, "alp"), (ALP, "pkd"), (UKD, "kd"))] + [((UKD, "kd"), (UKD, "no_kd"), ">")]),
+    ("The thesis: KD over a large transfer set > KD on the labelled set > no KD",
+     "Sučík (2020) Table 5.2; LSTM_S from MiniLM-L6 on 4,000 labelled examples, the runs of the README's thesis "
+     "check (no predictions kept: the seed test alone)",
+     [(("lstm_s_unlabelled", "mse_logits"), ("lstm_s_train", "mse_logits"), ">"),
+      (("lstm_s_generated", "mse_logits"), ("lstm_s_train", "mse_logits"), ">"),
+      (("lstm_s_train", "mse_logits"), ("lstm_s_train", "no_kd"), ">")]),
+]
+NAMES = {("lstm_s_train", "no_kd"): "(a) no KD", ("lstm_s_train", "mse_logits"): "(b) KD, labelled",
+         ("lstm_s_unlabelled", "mse_logits"): "(c) KD, + unlabelled",
+         ("lstm_s_generated", "mse_logits"): "(d) KD, + generated"}
+METHOD_NAMES = {"no_kd": "no KD", "kd": "KD", "pkd": "PKD", "ckd_no": "CKD-NO", "ckd_po": "CKD-PO", "alp": "ALP-KD",
+                "alp_no": "ALP-KD NO", "alp_po": "ALP-KD PO", "universal_kd_il": "Universal-KD IL",
+                "universal_kd_cg": "Universal-KD CG"}
+
+
+def read_runs(path) -> list[dict]:
+    """A record: one JSON object per line."""
+    path = Path(path)
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def cells(runs: list[dict]) -> dict[tuple, dict]:
+    """(task, experiment, method) -> the point chosen on the first seed's dev scores, that point's runs (by seed)
+    and the first seed's score of every point."""
+    groups = defaultdict(list)
+    for run in runs:
+        groups[run["task"], run["experiment"], run["method"]].append(run)
+    result = {}
+    for key, group in groups.items():
+        first = min(run["seed"] for run in group)
+        search = [{**run, "scores": {"dev": {run["metric"]: run["dev"]}}} for run in group if run["seed"] == first]
+        point = select(search, group[0]["metric"])["selected"]
+        result[key] = {"point": point, "metric": group[0]["metric"],
+                       "runs": sorted((run for run in group if run["config"] == point), key=lambda run: run["seed"]),
+                       "grid": {run["config"]: run["dev"] for run in search}}
+    return result
+
+
+def side(table: dict, task: str, name) -> tuple[str, dict] | None:
+    """A link's side on ``task``: its label and cell, the best on mean dev of several; None if any is missing."""
+    options = [name] if isinstance(name[0], str) else list(name)
+    found = [(NAMES.get((e, m)) or METHOD_NAMES.get(m, m), table[task, e, m]) for e, m in options
+             if (task, e, m) in table]
+    if len(found) < len(options):
+        return None
+    return max(found, key=lambda item: np.mean([run["dev"] for run in item[1]["runs"]]))
+
+
+def compare_sides(better: dict, worse: dict, gold) -> dict:
+    """The difference of the mean dev scores (x100), the paired t-test over the common seeds and the paired
+    bootstrap over the dev examples (where both sides kept their predictions and ``gold`` is known)."""
+    by_seed = lambda cell: {run["seed"]: run["dev"] for run in cell["runs"]}  # noqa: E731
+    seeds = statistics.paired_seed_test(by_seed(better), by_seed(worse))
+    difference = float(np.mean(list(by_seed(better).values())) - np.mean(list(by_seed(worse).values())))
+    low = high = math.nan
+    if gold is not None and all("dev_predictions" in run for run in better["runs"] + worse["runs"]):
+        interval = statistics.paired_bootstrap([np.asarray(r["dev_predictions"]) for r in better["runs"]],
+                                               [np.asarray(r["dev_predictions"]) for r in worse["runs"]],
+                                               np.asarray(gold), metrics.METRICS[better["metric"]])
+        low, high = 100 * interval["low"], 100 * interval["high"]
+    return {"difference": difference, "pairs": seeds["pairs"], "p_seeds": seeds["p_seeds"], "low": low, "high": high}
+
+
+def verdict(result: dict, relation: str) -> str:
+    """holds, contradicted or within noise (see the module); the seed test alone where no interval exists."""
+    interval = math.isfinite(result["low"]) and (result["low"] > 0 or result["high"] < 0)
+    significant = (math.isfinite(result["p_seeds"]) and result["p_seeds"] < statistics.SIGNIFICANCE
+                   and (interval or math.isnan(result["low"])))
+    if significant:
+        return "holds" if result["difference"] > 0 else "contradicted"
+    return "within noise" + (" (agrees with >=)" if relation == ">=" else "")
+
+
+def verdicts(runs: list[dict], labels: dict) -> pd.DataFrame:
+    """One row per claim, task and link that the runs cover."""
+    table = cells(runs)
+    tasks = list(dict.fromkeys(run["task"] for run in runs))
+    rows = []
+    for claim, _, links in CLAIMS:
+        for task in tasks:
+            for better_name, worse_name, relation in links:
+                better, worse = side(table, task, better_name), side(table, task, worse_name)
+                if better is None or worse is None:
+                    continue
+                result = compare_sides(better[1], worse[1], labels.get(task))
+                rows.append({"claim": claim, "task": task, "link": f"{better[0]} {relation} {worse[0]}",
+                             "better": better[0], "worse": worse[0], "relation": relation,
+                             "metric": better[1]["metric"], **result, "verdict": verdict(result, relation)})
+    return pd.DataFrame(rows)
+
+
+def claims_document(runs: list[dict], labels: dict) -> Document:
+    found = verdicts(runs, labels)
+    document = Document("The papers' claims on real data", [Paragraph(
+        "From the committed record of benchmarks/quality_claims.py (benchmarks/quality/claims_runs.jsonl; README, "
+        "Real-data evidence): a shallow BERT student (MiniLM-L6's first 3 layers) distilled from MiniLM-L6 "
+        "fine-tuned on each task. Dev scores x100; each method at its point chosen on dev with the first seed. A "
+        "link holds or is contradicted when both tests reject no difference: " + statistics.LEGEND)])
+    for claim, paper, _ in CLAIMS:
+        rows = found[found["claim"] == claim] if len(found) else found
+        document.blocks += [Heading(claim), Paragraph(f"Paper: {paper}.")]
+        if not len(rows):
+            document.blocks.append(Paragraph("No runs of this claim in the record yet."))
+            continue
+        document.blocks.append(Table(pd.DataFrame({
+            "task": rows["task"], "link": rows["link"], "difference": [f"{d:+.2f}" for d in rows["difference"]],
+            "seeds paired": rows["pairs"],
+            "p (seeds)": ["—" if math.isnan(p) else f"{p:.3f}" for p in rows["p_seeds"]],
+            "95% CI (dev examples)": ["—" if math.isnan(low) else f"[{low:+.2f}, {high:+.2f}]"
+                                      for low, high in zip(rows["low"], rows["high"])],
+            "verdict": rows["verdict"]})))
+    table = cells(runs)
+    tasks = list(dict.fromkeys(run["task"] for run in runs))
+    lines = []
+    for (task, experiment, method), cell in sorted(table.items(), key=lambda item: (tasks.index(item[0][0]),
+                                                                                   item[0][1], item[0][2])):
+        values = [run["dev"] for run in cell["runs"]]
+        spread = statistics.sample_std(values)
+        cpu = [run["cpu_seconds"] for run in cell["runs"] if run.get("cpu_seconds")]
+        lines.append({"task": task, "experiment": experiment,
+                      "method": NAMES.get((experiment, method)) or METHOD_NAMES.get(method, method),
+                      "metric": cell["metric"], "chosen point": cell["point"], "seeds": len(values),
+                      "dev mean ± std": f"{np.mean(values):.2f}" + (f" ± {spread:.2f}" if math.isfinite(spread) else ""),
+                      "grid, first seed": ", ".join(f"{p} {v:.2f}" for p, v in sorted(cell["grid"].items())),
+                      "CPU-min per run": f"{np.mean(cpu) / 60:.1f}" if cpu else "—"})
+    hours = sum(run.get("cpu_seconds") or 0 for run in runs) / 3600
+    document.blocks += [Heading("Every cell"), Table(pd.DataFrame(lines)),
+                        Paragraph(f"{len(runs)} runs; {hours:.1f} CPU-hours of student training in the record (the "
+                                  "teachers, pseudo-heads and teacher signals not included).")]
+    return document

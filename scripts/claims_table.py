@@ -1,0 +1,12 @@
+"""Rule claims_table: the papers' claims on real data, tested, from the committed runs -> Markdown and HTML."""
+
+import json
+from pathlib import Path
+
+from kdflow.core.runtime import rule_job
+from kdflow.reporting.claims import claims_document, read_runs
+
+with rule_job(snakemake):
+    runs = [run for path in snakemake.input.runs for run in read_runs(path)]
+    labels = json.loads(Path(snakemake.input.dev_labels).read_text())
+    claims_document(runs, labels).write(snakemake.output.markdown, snakemake.output.html)
