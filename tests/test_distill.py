@@ -111,6 +111,13 @@ def test_two_stage_schedule_switches_weights_and_keeps_the_best_dev_state(teache
     stages = [{"epochs": 2}, {"epochs": 1, "weights": {"alpha": 1, "beta": 0, "gamma": 0}}]
     report = run(separable, teacher, tmp_path, "bert_k", "universal_kd_il", {"beta": 0.5}, stages, max_train_examples=64)
     assert [(r["stage"], r["epoch"]) for r in report["history"]] == [(1, 1), (1, 2), (2, 1)]
+    # each term's training curve: stage 1 is 0.5 kd + 0.5 inter (alpha 0; ce is computed, not weighted), stage 2 ce
+    # alone; 64 examples in 4 equal batches, so the term means weigh like the loss's mean over steps
+    for record in report["history"][:2]:
+        assert record["train_loss"] == pytest.approx(0.5 * record["train_kd"] + 0.5 * record["train_inter"], rel=1e-4)
+        assert record["train_ce"] > 0
+    assert report["history"][2]["train_loss"] == pytest.approx(report["history"][2]["train_ce"], rel=1e-4)
+    assert "train_kd" not in report["history"][2]  # not computed when its weight is 0
     best = max(report["history"], key=lambda r: r["dev_accuracy"])  # first of equals, as the loop keeps it
     assert report["best"] == {"stage": best["stage"], "epoch": best["epoch"]}
     reloaded = load_distilled(tmp_path, teacher[0], separable.num_labels)  # the saved state is the best one

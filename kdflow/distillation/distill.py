@@ -103,9 +103,21 @@ def distill(
     log.info("student %s (%.2fM parameters, layers %s) with %s %s", student_spec["type"],
              sum(p.numel() for p in student.parameters()) / 1e6, widths, method_name, method.options)
 
+    # Each term's mean over the training batches since the last evaluation (unweighted, as the method computes it),
+    # for the curves: which term a method's loss is made of as it trains (train_ce, train_kd, train_inter).
+    term_sums: dict[str, float] = {}
+    term_segments: list[dict[str, float]] = []
+
     def loss_fn(model, batch):
         output = model["student"](batch)
-        return model["method"](output, cache[rows[batch["index"]]], batch["labels"])["loss"]
+        terms = model["method"](output, cache[rows[batch["index"]]], batch["labels"])
+        if model.training:
+            rows_in_batch = len(batch["index"])
+            for name, value in terms.items():
+                if name != "loss":
+                    term_sums[name] = term_sums.get(name, 0.0) + float(value.detach()) * rows_in_batch
+            term_sums["rows"] = term_sums.get("rows", 0.0) + rows_in_batch
+        return terms["loss"]
 
     def student_logits(split):
         model.eval()
@@ -113,6 +125,9 @@ def distill(
                        device, precision)
 
     def evaluate(model):
+        seen = term_sums.pop("rows", 0.0)
+        term_segments.append({f"train_{name}": total / seen for name, total in term_sums.items()} if seen else {})
+        term_sums.clear()
         return metrics.score_logits(metric_names, student_logits(dev_split), dev_split.labels, regression)
 
     history, best, diverged = [], None, None
@@ -127,7 +142,10 @@ def distill(
             on_epoch_start=lambda epoch, epochs=stage_hp.epochs: method.start_epoch(epoch, epochs),
             checkpoint=checkpoint, run=f"stage{number}", precision=precision,
         )
-        history += [{"stage": number, **record} for record in result.history]
+        # a resumed stage recorded the terms of its evaluations since the checkpoint only: they are the last ones
+        segments = [{}] * (len(result.history) - len(term_segments)) + term_segments[-len(result.history):]
+        history += [{"stage": number, **record, **terms} for record, terms in zip(result.history, segments)]
+        term_segments.clear()
         if result.diverged:
             diverged = {"stage": number, **result.diverged}
             best = {"stage": number, "epoch": result.best_epoch, "state": result.best_state}
