@@ -39,10 +39,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from quality_real_data import benchmark_config, prepare, read_json, seconds, write_if_changed  # noqa: E402
 
-from kdflow.reporting.claims import claims_document  # noqa: E402
+from kdflow.reporting.claims import claims_document, searched_points  # noqa: E402
+from kdflow.workflow.config_files import load_config_file  # noqa: E402
 from kdflow.workflow.config import grid_points  # noqa: E402
 
 EXPERIMENTS = ("claims_alp", "claims_universal")
+INVESTIGATIONS = ("claims_universal_long",)  # every point and seed of these runs in phase `long`
 TASKS = ("sst2", "stsb", "mrpc")
 STUDENT = "bert_3"
 RECORD = REPO / "benchmarks" / "quality" / "claims_runs.jsonl"
@@ -77,6 +79,17 @@ def search_runs(config: dict, tasks: list[str]) -> list[dict]:
                 for point in grid_points(spec, method):
                     runs.append(dict(experiment=experiment, task=task, student=STUDENT, method=method, config=point,
                                      seed=spec["seeds"][0]))
+    return runs
+
+
+def investigation_runs(config: dict, tasks: list[str]) -> list[dict]:
+    """Every run of the investigations (a longer schedule at a fixed point, one seed)."""
+    runs = []
+    for experiment in INVESTIGATIONS:
+        spec = config["experiments"][experiment]
+        runs += [dict(experiment=experiment, task=task, student=STUDENT, method=method, config=point, seed=seed)
+                 for task in spec["tasks"] if task in tasks for method in spec["methods"]
+                 for point in grid_points(spec, method) for seed in spec["seeds"]]
     return runs
 
 
@@ -182,7 +195,7 @@ def dev_labels(workdir: Path, tasks: list[str]) -> None:
     write_if_changed(LABELS, json.dumps(labels, separators=(",", ":")) + "\n")
 
 
-def run_workflow(workdir: Path, runs: list[dict], cores: int, label: str) -> None:
+def run_workflow(workdir: Path, runs: list[dict], cores: int, label: str, nolock: bool = False) -> None:
     """Ask the workflow for ``runs`` (those the record lacks) and record each as its job ends."""
     known = {record_key(r) for r in read_record()}
     runs = [run for run in runs if record_key(run) not in known]
@@ -192,7 +205,8 @@ def run_workflow(workdir: Path, runs: list[dict], cores: int, label: str) -> Non
     targets = [str(run_dir(workdir, run).relative_to(workdir) / "metrics.json") for run in runs]
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
                str(workdir), "--configfile", str(workdir / "config.yaml"), "--replace-workflow-config", "--cores",
-               str(cores), "--rerun-incomplete", "--keep-going", "--rerun-triggers", "mtime", "input", "--",
+               str(cores), "--rerun-incomplete", "--keep-going", "--rerun-triggers", "mtime", "input",
+               *(["--nolock"] if nolock else []), "--",
                *targets]
     shown = " ".join(["python", *sys.argv]) + f" ({label}: {len(targets)} student runs in one Snakemake call)"
     code = commit()
@@ -222,7 +236,9 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     parser.add_argument("--seeds", nargs="+", default=[f"{t}={n}" for t, n in SEEDS.items()],
                         help="seeds per task at the selected points, e.g. sst2=5 stsb=3")
-    parser.add_argument("--phases", nargs="+", choices=("search", "seeds"), default=["search", "seeds"])
+    parser.add_argument("--phases", nargs="+", choices=("search", "seeds", "long"), default=["search", "seeds"],
+                        help="long: the investigations' runs (INVESTIGATIONS), beside a running search or seeds "
+                             "phase (Snakemake without its lock: their outputs are their own, and what they need is built)")
     parser.add_argument("--cores", type=int, default=1)
     parser.add_argument("--report-only", action="store_true", help="only the verdicts, from the committed record")
     args = parser.parse_args()
@@ -232,6 +248,8 @@ def main() -> None:
         config = prepare(workdir, args.data, args.teacher_checkpoint, tasks=args.tasks)
         config_tasks = config["experiments"][EXPERIMENTS[0]]["tasks"]
         tasks = [task for task in args.tasks if task in config_tasks]
+        if "long" in args.phases:
+            run_workflow(workdir, investigation_runs(config, tasks), args.cores, "investigations", nolock=True)
         # a task's search and its first three seeds, task by task (verdicts early), then every task's other seeds
         for task in tasks:
             if "search" in args.phases:
@@ -243,7 +261,8 @@ def main() -> None:
         for task in tasks if "seeds" in args.phases else []:
             run_workflow(workdir, seed_runs(read_record(), config, [task], seeds), args.cores,
                          f"{task} seeds 1-{seeds[task]}")
-    document = claims_document(read_record() + read_record(THESIS_RECORD), read_json(LABELS) or {})
+    grids = searched_points(load_config_file(REPO / "benchmarks" / "quality" / "config.yaml"))
+    document = claims_document(read_record() + read_record(THESIS_RECORD), read_json(LABELS) or {}, grids)
     document.write(VERDICTS)
     print(VERDICTS.read_text())
 

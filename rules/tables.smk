@@ -41,6 +41,7 @@ rule claims_table:
     input:
         runs=config.get("evidence", {}).get("runs", []),
         dev_labels=config.get("evidence", {}).get("dev_labels", []),
+        config=config.get("evidence", {}).get("config", []),
     output:
         markdown="results/tables/claims.md",
         html=report(

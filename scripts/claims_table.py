@@ -4,9 +4,11 @@ import json
 from pathlib import Path
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.claims import claims_document, read_runs
+from kdflow.reporting.claims import claims_document, read_runs, searched_points
+from kdflow.workflow.config_files import load_config_file
 
 with rule_job(snakemake):
     runs = [run for path in snakemake.input.runs for run in read_runs(path)]
     labels = json.loads(Path(snakemake.input.dev_labels).read_text())
-    claims_document(runs, labels).write(snakemake.output.markdown, snakemake.output.html)
+    grids = searched_points(load_config_file(snakemake.input.config))
+    claims_document(runs, labels, grids).write(snakemake.output.markdown, snakemake.output.html)

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from kdflow.reporting.claims import claims_document, read_runs, verdict, verdicts
+from kdflow.reporting.claims import claims_document, read_runs, searched_points, verdict, verdicts
 
 
 def runs_of(method, experiment, dev_by_seed, config="default", fixed=0, task="sst2"):
@@ -70,5 +70,17 @@ def test_the_committed_record_reads_and_renders(tmp_path):
     assert [run["dev"] for run in runs] == [80]
     assert read_runs(tmp_path / "none.jsonl") == []
     html = claims_document(runs, LABELS).html()
-    assert "No runs of this claim in the record yet." in html and "<td>80.00</td>" in html
+    assert "No link of this claim has both sides&#x27; searches complete" in html and "<td>80.00</td>" in html
     assert np.isclose(runs[0]["cpu_seconds"], 60.0)
+
+
+def test_a_search_that_has_not_run_every_point_yet_takes_no_part_in_a_verdict():
+    config = {"experiments": {"claims_alp": {"methods": {"kd": None, "no_kd": None}, "grid": {"beta": [0.2, 0.5]}}}}
+    grids = searched_points(config)
+    assert grids == {("claims_alp", "kd"): {"beta0.2", "beta0.5"}, ("claims_alp", "no_kd"): {"default"}}
+    runs = runs_of("kd", "claims_alp", {1: 80, 2: 81, 3: 79}, config="beta0.2") + runs_of("no_kd", "claims_alp",
+                                                                                           {1: 70, 2: 72, 3: 71})
+    assert verdicts(runs, LABELS, grids).empty  # beta0.5 may still win KD's search
+    assert "| beta0.2 (search 1 of 2) |" in claims_document(runs, LABELS, grids).markdown()
+    runs += runs_of("kd", "claims_alp", {1: 60}, config="beta0.5")
+    assert verdicts(runs, LABELS, grids).set_index("link").loc["KD > no KD", "verdict"] == "holds"

@@ -27,6 +27,7 @@ import pandas as pd
 from kdflow.core import metrics, statistics
 from kdflow.core.documents import Document, Heading, Paragraph, Table
 from kdflow.distillation.selection import select
+from kdflow.workflow.config import grid_points
 
 # The experiments of benchmarks/quality/config.yaml. A link's side is (experiment, method), or a tuple of them of
 # which the best mean counts (ALP-KD's CKD is the better of its NO and PO bucketings).
@@ -61,9 +62,16 @@ def read_runs(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def cells(runs: list[dict]) -> dict[tuple, dict]:
+def searched_points(config: dict) -> dict[tuple[str, str], set[str]]:
+    """(experiment, method entry) -> the grid points a benchmark's config searches (kdflow's own expansion)."""
+    return {(name, entry): set(grid_points(spec, entry))
+            for name, spec in config.get("experiments", {}).items() for entry in spec["methods"]}
+
+
+def cells(runs: list[dict], grids: dict | None = None) -> dict[tuple, dict]:
     """(task, experiment, method) -> the point chosen on the first seed's dev scores, that point's runs (by seed)
-    and the first seed's score of every point."""
+    and the first seed's score of every point. With ``grids`` (:func:`searched_points`), a cell whose search has
+    not run every point yet is marked incomplete: its choice may still change."""
     groups = defaultdict(list)
     for run in runs:
         groups[run["task"], run["experiment"], run["method"]].append(run)
@@ -72,17 +80,21 @@ def cells(runs: list[dict]) -> dict[tuple, dict]:
         first = min(run["seed"] for run in group)
         search = [{**run, "scores": {"dev": {run["metric"]: run["dev"]}}} for run in group if run["seed"] == first]
         point = select(search, group[0]["metric"])["selected"]
+        expected = (grids or {}).get(key[1:], set())
+        missing = expected - {run["config"] for run in search}
         result[key] = {"point": point, "metric": group[0]["metric"],
                        "runs": sorted((run for run in group if run["config"] == point), key=lambda run: run["seed"]),
-                       "grid": {run["config"]: run["dev"] for run in search}}
+                       "grid": {run["config"]: run["dev"] for run in search},
+                       "searched": None if not missing else f"{len(expected) - len(missing)} of {len(expected)}"}
     return result
 
 
 def side(table: dict, task: str, name) -> tuple[str, dict] | None:
-    """A link's side on ``task``: its label and cell, the best on mean dev of several; None if any is missing."""
+    """A link's side on ``task``: its label and cell, the best on mean dev of several; None if any is missing or
+    its search is incomplete."""
     options = [name] if isinstance(name[0], str) else list(name)
     found = [(NAMES.get((e, m)) or METHOD_NAMES.get(m, m), table[task, e, m]) for e, m in options
-             if (task, e, m) in table]
+             if (task, e, m) in table and table[task, e, m]["searched"] is None]
     if len(found) < len(options):
         return None
     return max(found, key=lambda item: np.mean([run["dev"] for run in item[1]["runs"]]))
@@ -113,9 +125,9 @@ def verdict(result: dict, relation: str) -> str:
     return "within noise" + (" (agrees with >=)" if relation == ">=" else "")
 
 
-def verdicts(runs: list[dict], labels: dict) -> pd.DataFrame:
-    """One row per claim, task and link that the runs cover."""
-    table = cells(runs)
+def verdicts(runs: list[dict], labels: dict, grids: dict | None = None) -> pd.DataFrame:
+    """One row per claim, task and link that the runs cover (with complete searches)."""
+    table = cells(runs, grids)
     tasks = list(dict.fromkeys(run["task"] for run in runs))
     rows = []
     for claim, _, links in CLAIMS:
@@ -131,8 +143,8 @@ def verdicts(runs: list[dict], labels: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def claims_document(runs: list[dict], labels: dict) -> Document:
-    found = verdicts(runs, labels)
+def claims_document(runs: list[dict], labels: dict, grids: dict | None = None) -> Document:
+    found = verdicts(runs, labels, grids)
     document = Document("The papers' claims on real data", [Paragraph(
         "From the committed record of benchmarks/quality_claims.py (benchmarks/quality/claims_runs.jsonl; README, "
         "Real-data evidence): a shallow BERT student (MiniLM-L6's first 3 layers) distilled from MiniLM-L6 "
@@ -142,7 +154,8 @@ def claims_document(runs: list[dict], labels: dict) -> Document:
         rows = found[found["claim"] == claim] if len(found) else found
         document.blocks += [Heading(claim), Paragraph(f"Paper: {paper}.")]
         if not len(rows):
-            document.blocks.append(Paragraph("No runs of this claim in the record yet."))
+            document.blocks.append(Paragraph("No link of this claim has both sides' searches complete in the record "
+                                             "yet."))
             continue
         document.blocks.append(Table(pd.DataFrame({
             "task": rows["task"], "link": rows["link"], "difference": [f"{d:+.2f}" for d in rows["difference"]],
@@ -151,7 +164,7 @@ def claims_document(runs: list[dict], labels: dict) -> Document:
             "95% CI (dev examples)": ["—" if math.isnan(low) else f"[{low:+.2f}, {high:+.2f}]"
                                       for low, high in zip(rows["low"], rows["high"])],
             "verdict": rows["verdict"]})))
-    table = cells(runs)
+    table = cells(runs, grids)
     tasks = list(dict.fromkeys(run["task"] for run in runs))
     lines = []
     for (task, experiment, method), cell in sorted(table.items(), key=lambda item: (tasks.index(item[0][0]),
@@ -161,7 +174,9 @@ def claims_document(runs: list[dict], labels: dict) -> Document:
         cpu = [run["cpu_seconds"] for run in cell["runs"] if run.get("cpu_seconds")]
         lines.append({"task": task, "experiment": experiment,
                       "method": NAMES.get((experiment, method)) or METHOD_NAMES.get(method, method),
-                      "metric": cell["metric"], "chosen point": cell["point"], "seeds": len(values),
+                      "metric": cell["metric"],
+                      "chosen point": cell["point"] + (f" (search {cell['searched']})" if cell["searched"] else ""),
+                      "seeds": len(values),
                       "dev mean ± std": f"{np.mean(values):.2f}" + (f" ± {spread:.2f}" if math.isfinite(spread) else ""),
                       "grid, first seed": ", ".join(f"{p} {v:.2f}" for p, v in sorted(cell["grid"].items())),
                       "CPU-min per run": f"{np.mean(cpu) / 60:.1f}" if cpu else "—"})
