@@ -41,6 +41,9 @@ CLAIMS = [
      "Universal-KD Tables 2 and 4; their PKD and ALP-KD rows come from ALP-KD Table 1, as here",
      [((UKD, method), other, ">") for method in ("universal_kd_il", "universal_kd_cg")
       for other in ((ALP, "alp"), (ALP, "pkd"), (UKD, "kd"))] + [((UKD, "kd"), (UKD, "no_kd"), ">")]),
+    ("Investigation: Universal-KD (IL) against KD with a three times longer schedule (6 + 3 epochs)",
+     "not a paper table: is the scaled 2 + 1 schedule what holds Universal-KD back? Both at beta 0.5",
+     [((UKD + "_long", "universal_kd_il"), (UKD + "_long", "kd"), ">")]),
     ("The thesis: KD over a large transfer set > KD on the labelled set > no KD",
      "Sučík (2020) Table 5.2; LSTM_S from MiniLM-L6 on 4,000 labelled examples, the runs of the README's thesis "
      "check (no predictions kept: the seed test alone)",
