@@ -57,10 +57,13 @@ def test_the_best_of_ckds_bucketings_stands_for_ckd():
     assert found.loc["ALP-KD >= CKD-PO", "verdict"] == "within noise (agrees with >=)"
 
 
-def test_runs_without_predictions_are_judged_by_the_seed_test_alone():
+def test_where_one_test_cannot_be_made_the_other_decides_and_the_verdict_says_so():
     result = {"difference": 2.0, "pairs": 3, "p_seeds": 0.01, "low": math.nan, "high": math.nan}
-    assert verdict(result, ">") == "holds"
+    assert verdict(result, ">") == "holds (seeds only)"  # no predictions kept
     assert verdict({**result, "low": -0.5, "high": 3.0}, ">") == "within noise"
+    one_seed = {"difference": -2.0, "pairs": 1, "p_seeds": math.nan, "low": -4.0, "high": -0.5}
+    assert verdict(one_seed, ">") == "contradicted (dev examples only: one seed)"
+    assert verdict({**one_seed, "high": 0.5}, ">=") == "within noise (agrees with >=) (dev examples only: one seed)"
 
 
 def test_the_committed_record_reads_and_renders(tmp_path):

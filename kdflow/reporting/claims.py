@@ -11,7 +11,8 @@ examples. Its verdict:
 - **holds**: A is ahead and both tests reject "no difference";
 - **contradicted**: A is behind and both tests reject it;
 - **within noise**: otherwise; for a link the paper writes "A >= B", that agrees with the paper.
-Runs without predictions (the thesis's) are judged by the seed test alone.
+Where one test cannot be made, the other decides, and the verdict says so: runs without predictions (the thesis's)
+by the seed test alone, a single seed by the bootstrap alone (provisional: a seed's luck is not in it).
 """
 
 from __future__ import annotations
@@ -119,13 +120,22 @@ def compare_sides(better: dict, worse: dict, gold) -> dict:
 
 
 def verdict(result: dict, relation: str) -> str:
-    """holds, contradicted or within noise (see the module); the seed test alone where no interval exists."""
-    interval = math.isfinite(result["low"]) and (result["low"] > 0 or result["high"] < 0)
-    significant = (math.isfinite(result["p_seeds"]) and result["p_seeds"] < statistics.SIGNIFICANCE
-                   and (interval or math.isnan(result["low"])))
+    """holds, contradicted or within noise (see the module). Where one test cannot be made, the other decides and
+    the verdict says so: the seed test alone for runs without predictions, the bootstrap alone for one seed."""
+    seed_test, example_test = math.isfinite(result["p_seeds"]), math.isfinite(result["low"])
+    by_seeds = seed_test and result["p_seeds"] < statistics.SIGNIFICANCE
+    by_examples = example_test and (result["low"] > 0 or result["high"] < 0)
+    if seed_test and example_test:
+        significant, basis = by_seeds and by_examples, ""
+    elif seed_test:
+        significant, basis = by_seeds, " (seeds only)"
+    elif example_test and result["pairs"] < 2:
+        significant, basis = by_examples, " (dev examples only: one seed)"
+    else:
+        significant, basis = False, ""
     if significant:
-        return "holds" if result["difference"] > 0 else "contradicted"
-    return "within noise" + (" (agrees with >=)" if relation == ">=" else "")
+        return ("holds" if result["difference"] > 0 else "contradicted") + basis
+    return "within noise" + (" (agrees with >=)" if relation == ">=" else "") + basis
 
 
 def verdicts(runs: list[dict], labels: dict, grids: dict | None = None) -> pd.DataFrame:
