@@ -104,7 +104,8 @@ def main() -> None:
         if "attention" in result:
             for row, values in enumerate(result["attention"], start=1):
                 peak = int(np.argmax(values)) + 1
-                print(f"  student row {row}: " + " ".join(f"{v:.2f}" for v in values) + f"  (peak: teacher layer {peak})")
+                weights = " ".join(f"{v:.2f}" for v in values)
+                print(f"  student row {row}: {weights}  (peak: teacher layer {peak})")
     heads = args.workdir / "results/pseudo_heads/minilm"
     for path in sorted(heads.glob("*/metrics.json")):
         layers = json.loads(path.read_text())["layers"]

@@ -1,5 +1,6 @@
 """The papers' central claims on real data, through the workflow itself: ALP-KD (Table 1) and Universal-KD
-(Tables 2 and 4) with a shallow BERT student cut from a real pre-trained teacher, on SST-2 and STS-B (MRPC where CPU time allows).
+(Tables 2 and 4) with a shallow BERT student cut from a real pre-trained teacher, on SST-2 and STS-B (MRPC where
+CPU time allows).
 
     python benchmarks/quality_claims.py --cores 2            # run what is missing, then write the verdicts
     python benchmarks/quality_claims.py --report-only        # the verdicts from the committed runs alone
