@@ -83,6 +83,21 @@ def paired_bootstrap(predictions: Sequence[np.ndarray], baseline: Sequence[np.nd
     return {"difference": observed, "low": float(interval.low), "high": float(interval.high)}
 
 
+def compare(scores: dict, baseline: dict, metric: Callable[[np.ndarray, np.ndarray], float],
+            predictions: Sequence[np.ndarray] | None = None, baseline_predictions: Sequence[np.ndarray] | None = None,
+            gold: np.ndarray | None = None) -> dict:
+    """One side's runs against another's ({seed: score} each): the difference of their means over all their seeds,
+    the paired t-test over the seeds both ran and, given each side's per-example predictions (by seed) and the gold
+    labels, the paired-bootstrap interval of the difference (NaN without them)."""
+    seeds = paired_seed_test(scores, baseline)
+    low = high = math.nan
+    if predictions is not None and baseline_predictions is not None and gold is not None:
+        interval = paired_bootstrap(predictions, baseline_predictions, gold, metric)
+        low, high = interval["low"], interval["high"]
+    return {"difference": float(np.mean(list(scores.values())) - np.mean(list(baseline.values()))),
+            "pairs": seeds["pairs"], "p_seeds": seeds["p_seeds"], "low": low, "high": high}
+
+
 def seed_interval(mean: float, std: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Where one more run would fall with probability ``confidence``, from the mean, sample std and number of
     runs of a setting (a normal prediction interval: mean ± t_{n-1} s sqrt(1 + 1/n)); (NaN, NaN) below two runs."""

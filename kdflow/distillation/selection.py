@@ -100,13 +100,11 @@ def compare(runs: list[dict], baseline: list[dict], metric: str, name: str) -> d
     """A selected point's runs against the baseline's on the dev ``metric``: the difference of their means over
     seeds, a paired t-test over the seeds both ran, and the paired-bootstrap interval over the dev examples."""
     by_seed = lambda group: {r["seed"]: r["scores"]["dev"][metric] for r in group}  # noqa: E731
-    seeds = statistics.paired_seed_test(by_seed(runs), by_seed(baseline))
     gold, ours = _dev_predictions(runs)
     _, theirs = _dev_predictions(baseline)
-    interval = statistics.paired_bootstrap(ours, theirs, gold, metrics.METRICS[metric])
-    return {"baseline": name, "metric": metric, "difference": float(np.mean(list(by_seed(runs).values()))
-                                                                    - np.mean(list(by_seed(baseline).values()))),
-            "pairs": seeds["pairs"], "p_seeds": seeds["p_seeds"], "bootstrap_low": interval["low"], "bootstrap_high": interval["high"],
+    result = statistics.compare(by_seed(runs), by_seed(baseline), metrics.METRICS[metric], ours, theirs, gold)
+    return {"baseline": name, "metric": metric, "difference": result["difference"], "pairs": result["pairs"],
+            "p_seeds": result["p_seeds"], "bootstrap_low": result["low"], "bootstrap_high": result["high"],
             "confidence": statistics.CONFIDENCE, "resamples": statistics.RESAMPLES}
 
 

@@ -108,15 +108,12 @@ def compare_sides(better: dict, worse: dict, gold) -> dict:
     """The difference of the mean dev scores (x100), the paired t-test over the common seeds and the paired
     bootstrap over the dev examples (where both sides kept their predictions and ``gold`` is known)."""
     by_seed = lambda cell: {run["seed"]: run["dev"] for run in cell["runs"]}  # noqa: E731
-    seeds = statistics.paired_seed_test(by_seed(better), by_seed(worse))
-    difference = float(np.mean(list(by_seed(better).values())) - np.mean(list(by_seed(worse).values())))
-    low = high = math.nan
-    if gold is not None and all("dev_predictions" in run for run in better["runs"] + worse["runs"]):
-        interval = statistics.paired_bootstrap([np.asarray(r["dev_predictions"]) for r in better["runs"]],
-                                               [np.asarray(r["dev_predictions"]) for r in worse["runs"]],
-                                               np.asarray(gold), metrics.METRICS[better["metric"]])
-        low, high = 100 * interval["low"], 100 * interval["high"]
-    return {"difference": difference, "pairs": seeds["pairs"], "p_seeds": seeds["p_seeds"], "low": low, "high": high}
+    kept = all("dev_predictions" in run for run in better["runs"] + worse["runs"]) and gold is not None
+    predictions = [[np.asarray(run["dev_predictions"]) for run in cell["runs"]] if kept else None
+                   for cell in (better, worse)]
+    result = statistics.compare(by_seed(better), by_seed(worse), metrics.METRICS[better["metric"]], *predictions,
+                                np.asarray(gold) if kept else None)
+    return {**result, "low": 100 * result["low"], "high": 100 * result["high"]}
 
 
 def verdict(result: dict, relation: str) -> str:
