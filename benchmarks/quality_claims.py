@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from quality_real_data import benchmark_config, prepare, read_json, seconds, write_if_changed  # noqa: E402
 
-from kdflow.reporting.claims import claims_document, searched_points  # noqa: E402
+from kdflow.reporting.claims import cells, claims_document, searched_points  # noqa: E402
 from kdflow.workflow.config_files import load_config_file  # noqa: E402
 from kdflow.workflow.config import grid_points  # noqa: E402
 
@@ -96,21 +96,10 @@ def investigation_runs(config: dict, tasks: list[str]) -> list[dict]:
 
 def selected_points(record: list[dict], config: dict) -> dict[tuple, str]:
     """(experiment, task, method) -> the grid point kdflow's selection keeps on the first seed's dev scores, for
-    every method whose search is complete in the record."""
-    from kdflow.distillation.selection import select
-
-    chosen = {}
-    for experiment in EXPERIMENTS:
-        spec = config["experiments"][experiment]
-        first = spec["seeds"][0]
-        for task in spec["tasks"]:
-            for method in spec["methods"]:
-                points = set(grid_points(spec, method))
-                runs = [r for r in record if (r["experiment"], r["task"], r["method"], r["seed"]) ==
-                        (experiment, task, method, first) and r["config"] in points]
-                if {r["config"] for r in runs} == points:
-                    chosen[experiment, task, method] = select(runs, runs[0]["metric"])["selected"]
-    return chosen
+    every method whose search is complete in the record: the cells the verdicts use (kdflow.reporting.claims)."""
+    return {(experiment, task, method): cell["point"]
+            for (task, experiment, method), cell in cells(record, searched_points(config)).items()
+            if experiment in EXPERIMENTS and cell["searched"] is None}
 
 
 def seed_runs(record: list[dict], config: dict, tasks: list[str], seeds: dict[str, int]) -> list[dict]:
