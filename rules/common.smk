@@ -7,6 +7,7 @@ from kdflow.workflow.config import (
     assistant_run,
     augmented_jobs,
     canonical,
+    class_distribution_tasks,
     embedding_settings,
     generator_settings,
     generator_tasks,
@@ -663,6 +664,11 @@ def all_targets():
             task=config.get("sentence_probes", {}),
         ),
         "results/figures/pseudo_heads.png",
+        *(
+            ["results/figures/class_distribution.png"]
+            if class_distribution_tasks(config)
+            else []
+        ),
         *expand(
             "results/figures/teacher_curves_{teacher}.png", teacher=config["teachers"]
         ),

@@ -1,7 +1,7 @@
 # The papers' figures: Universal-KD Fig. 3 (pseudo-head distance to the gold label per teacher layer; a student
 # layer's attention over the teacher's layers), ALP-KD Figs. 3-4 (the first student layer's attention; layer
 # outputs' principal components and cosine distances), thesis Fig. 4.2 (teachers' fine-tuning), Figs. 6.1-6.2
-# (probing per layer; and 6.1-6.3, C.1 beside the thesis's numbers), 6.5, 6.6 and C.2.
+# (probing per layer; and 6.1-6.3, C.1 beside the thesis's numbers), 6.5, 6.6, C.2 and A.1 (class distribution).
 
 
 rule figure_teacher_curves:
@@ -40,6 +40,37 @@ rule figure_teacher_curves:
         code=code_of("figure_teacher_curves.py"),
     script:
         "../scripts/figure_teacher_curves.py"
+
+
+rule figure_class_distribution:
+    """Thesis Fig. A.1: the class distribution of every labelled split of each classification task the workflow
+    prepares (regression tasks have no classes), and the counts behind it."""
+    input:
+        expand("results/data/{task}", task=class_distribution_tasks(config)),
+    output:
+        data="results/figures/class_distribution.csv",
+        figure=report(
+            "results/figures/class_distribution.png",
+            caption="../report/figure_class_distribution.rst",
+            category="Sučík (2020)",
+            subcategory="Data (Fig. A.1)",
+            labels={"figure": "class distribution per task and split"},
+        ),
+    log:
+        "logs/figure_class_distribution.log",
+    benchmark:
+        "results/benchmarks/figure_class_distribution.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        tasks=class_distribution_tasks(config),
+        code=code_of("figure_class_distribution.py"),
+    script:
+        "../scripts/figure_class_distribution.py"
 
 
 rule figure_pseudo_heads:
@@ -107,10 +138,11 @@ rule figure_probing:
 
 rule figure_probing_thesis:
     """Thesis Figs. 6.1, 6.2, 6.3 and C.1 as the thesis drew them, with kdflow's probing results beside the
-    thesis's."""
+    thesis's and the thesis's reference lines (probing.thesis.baselines)."""
     input:
         comparison="results/tables/probing_thesis.csv",
         probing="results/tables/probing.csv",
+        baselines=THESIS_PROBING.get("baselines", []),
     output:
         fig6_1=report(
             "results/figures/probing_thesis_6_1.png",

@@ -115,6 +115,20 @@ def test_thesis_students_follow_the_thesis_code_and_are_larger_on_cola():
     assert (teacher["weight_decay"], teacher["keep"], teacher["batch_size"]) == (0.0, "final", 36)
 
 
+def test_the_earlier_cola_bert_s_of_the_thesis_authors_probing_results_is_w2_d2():
+    """BERT_S-s[CoLA] (thesis-original-code.md, "Student size scaling"): W=2, D=2 (L=10, d_h=408, A=6, d_I=1500) at
+    lr 8e-5 with batch 128 as 2 x 64, dev every 100 mini-batches of 64, otherwise Table 5.2's BERT_S; one seed."""
+    config = full_config()
+    small = student_settings(config, "thesis_bert_s_w2d2", "cola", "bert_s", "kd", "default", 1)
+    table52 = student_settings(config, "thesis_table52_bert_s", "cola", "bert_s", "kd", "default", 1)
+    assert small["student"] == {"type": "bert_s", "num_hidden_layers": 10, "hidden_size": 408,
+                                "num_attention_heads": 6, "intermediate_size": 1500}
+    assert small["hyperparameters"] == {**table52["hyperparameters"], "learning_rate": 8e-5,
+                                        "gradient_accumulation_steps": 2, "evaluate_every_steps": 50}  # batch 128
+    assert (small["method"], small["method_options"], small["transfer"]) == ("kd", table52["method_options"], "augmented")
+    assert config["experiments"]["thesis_bert_s_w2d2"]["seeds"] == [1]
+
+
 def test_run_values_give_every_grid_point_the_settings_it_trains_with():
     """What a table of selected hyperparameters (Universal-KD Table 9) reads for the point kdflow selected."""
     config = full_config()

@@ -131,8 +131,13 @@ def check_demo_evidence(workdir, config):
     check_thesis_teacher_curves_and_runtimes(workdir, config)
     for figure in ["pseudo_heads", "probing", "probing_relative_depth", "confidence_correlation_sst2",
                    "mistake_overlap_sst2", "average_confidence_sst2", "attention_universal_kd_figure3",
-                   "attention_alp_kd_figure3", "layer_outputs_sst2", "teacher_curves_tiny_bert"]:
+                   "attention_alp_kd_figure3", "layer_outputs_sst2", "teacher_curves_tiny_bert", "class_distribution"]:
         assert (workdir / f"results/figures/{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
+    classes = pd.read_csv(workdir / "results/figures/class_distribution.csv")  # thesis Fig. A.1
+    assert list(dict.fromkeys(classes.task)) == ["cola", "sst2", "mrpc", "rte", "sara"]  # STS-B has no classes
+    for (task, split), rows in classes.groupby(["task", "split"]):
+        meta = json.loads((workdir / f"results/data/{task}/meta.json").read_text())
+        assert rows["count"].sum() == meta["splits"][split] and split in meta["labelled_splits"]
     attention = json.loads((workdir / "results/figures/attention_universal_kd_figure3.json").read_text())
     assert [record["method"] for record in attention] == ["universal_kd_il", "alp"]
     assert {record["student_layer"] for record in attention} == {2}  # the penultimate of 3 layers
@@ -142,7 +147,7 @@ def check_demo_evidence(workdir, config):
     for category in ["Paper tables", "Evidence on real data", "Universal-KD (Wu et al. 2021)", "ALP-KD (Passban et al. 2021)", "Teachers",
                      "Experiments", "Figure 3", "Figure 4", "sentence_probes_cola.html", "sentence_probes_sst2.html",
                      "average_confidence_sst2.png",
-                     "Teacher fine-tuning (Fig. 4.2)", "thesis_table45 (runtimes)",
+                     "Teacher fine-tuning (Fig. 4.2)", "Data (Fig. A.1)", "thesis_table45 (runtimes)",
                      "Hyperparameter exploration (", "Student size (App. B.2.2)"]:  # the report escapes "§"
         assert category in report, category
 
@@ -329,9 +334,9 @@ def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, edited):
 
 @pytest.mark.slow
 def test_changing_the_precision_reruns_every_job_that_runs_a_model_and_what_follows(demo_run, demo_config):
-    """Everything downstream of the prepared data runs a model or reads what one computed; only the data stays, and
-    the demo's Universal-KD Table 3, which runs no experiment (the paper's numbers alone), and the claims' page, which
-    reads the committed real-data runs."""
+    """Everything downstream of the prepared data runs a model or reads what one computed; only the data and its
+    class distribution (thesis Fig. A.1) stay, and the demo's Universal-KD Table 3, which runs no experiment (the
+    paper's numbers alone), and the claims' page, which reads the committed real-data runs."""
     workdir, _ = demo_run
     config, save = demo_config
     everything = planned_jobs(*DEMO, "--forceall", cwd=workdir)
@@ -339,7 +344,7 @@ def test_changing_the_precision_reruns_every_job_that_runs_a_model_and_what_foll
     save(config)
     result = snakemake("-n", *DEMO, cwd=workdir).stdout
     assert job_stats(result) == everything - Counter(prepare_task=everything["prepare_task"],
-                                                                    paper_table=1, claims_table=1)
+                                                     figure_class_distribution=1, paper_table=1, claims_table=1)
     assert "Params have changed since last execution" in result
 
 
@@ -350,7 +355,7 @@ def test_editing_raw_data_reruns_that_task_only(demo_run):
     raw.write_text(raw.read_text().rstrip("\n") + "\nxx00\t1\t\tThe cat sat on the mat.\n")
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # and the CoLA teacher's sentence list (Table C.1), and
         prepare_task=1, finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1,
-        figure_pseudo_heads=1, all=1, classify_sentences=1, figure_teacher_curves=1,
+        figure_pseudo_heads=1, all=1, classify_sentences=1, figure_teacher_curves=1, figure_class_distribution=1,
         plan=1,  # the cost plan, which counts the raw rows
     )
     snakemake(*DEMO, "--touch", "--cores", "1", cwd=workdir)

@@ -96,6 +96,26 @@ def test_teacher_curves_keep_each_tasks_main_metric_and_the_learning_rate(tmp_pa
         figures.teacher_curves_figure(data.iloc[:0], tmp_path / "none.png", "bert_large")
 
 
+def test_class_distribution_counts_every_class_of_every_labelled_split(tmp_path):
+    """Thesis Fig. A.1's data, hand-counted on a tiny task; a class a split lacks counts 0. Then the figure, with a
+    binary task beside it."""
+    data = figures.class_distribution("sara", ["affirm", "greet", "thank"],
+                                      {"train": pd.Series([0, 2, 0, 0]), "dev": pd.Series([1, 0])})
+    assert data[["split", "label", "class", "count", "proportion"]].to_dict("records") == [
+        {"split": "train", "label": 0, "class": "affirm", "count": 3, "proportion": 0.75},
+        {"split": "train", "label": 1, "class": "greet", "count": 0, "proportion": 0.0},
+        {"split": "train", "label": 2, "class": "thank", "count": 1, "proportion": 0.25},
+        {"split": "dev", "label": 0, "class": "affirm", "count": 1, "proportion": 0.5},
+        {"split": "dev", "label": 1, "class": "greet", "count": 1, "proportion": 0.5},
+        {"split": "dev", "label": 2, "class": "thank", "count": 0, "proportion": 0.0},
+    ]
+    assert set(data.task) == {"sara"}
+    cola = figures.class_distribution("cola", ["unacceptable", "acceptable"],
+                                      {"train": pd.Series([1, 1, 0]), "dev": pd.Series([1])})
+    both = pd.concat([cola, data], ignore_index=True)
+    assert is_png(figures.class_distribution_figure(both, tmp_path / "out" / "class_distribution.png"))
+
+
 def probing_rows(model, layers, tasks):
     return [dict(model=model, task=task, layer=layer, kind="probe", test_accuracy=50 + layer, dev_accuracy=50 + layer,
                  hidden_size=50, dropout=0.1) for task in tasks for layer in layers]

@@ -15,6 +15,7 @@ from conftest import DEMO, REPO, copy_repo, planned_jobs
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.workflow import plan
 from kdflow.workflow.catalog import load_catalog
+from kdflow.workflow.config import class_distribution_tasks
 from kdflow.workflow.config_files import load_config_file, validate_config
 from kdflow.workflow.exploration import with_exploration
 
@@ -53,9 +54,9 @@ def toy_jobs(config=None) -> pd.DataFrame:
 def test_the_toy_config_plans_every_job_of_its_dag_with_its_work():
     jobs = toy_jobs()
     assert Counter(jobs.rule) == Counter(
-        prepare_task=1, finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1,
-        teacher_table=1, figure_pseudo_heads=1, figure_teacher_curves=1, compute_teacher_signals=1, distill_student=2,
-        select_students=1, glue_submission=1, plan=1)
+        prepare_task=1, figure_class_distribution=1, finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1,
+        evaluate_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, figure_teacher_curves=1,
+        compute_teacher_signals=1, distill_student=2, select_students=1, glue_submission=1, plan=1)
     teacher = jobs[jobs.rule == "finetune_teacher"].iloc[0]
     # 2 epochs of 640 examples in 20 batches; dev (200) after each epoch: 400 examples in 2 x 2 batches of 100
     assert (teacher.train_examples, teacher.train_batches) == (1280, 40)
@@ -69,6 +70,15 @@ def test_the_toy_config_plans_every_job_of_its_dag_with_its_work():
     assert list(students.section) == ["e", "e"]  # one per beta
     assert (students.parameters == TOY_PARAMETERS / 2).all()  # bert_k with 1 of the teacher's 2 layers
     assert (students.train_examples == 640).all() and (students.infer_examples == 200 + 300).all()
+
+
+def test_the_class_distribution_draws_every_prepared_task_with_classes():
+    """Thesis Fig. A.1: the teachers' tasks once each, in config order, but the regression tasks; none: no job."""
+    assert class_distribution_tasks({"teachers": {"a": {"tasks": ["stsb", "cola"]}, "b": {"tasks": ["sara", "cola"]}}}
+                                    ) == ["cola", "sara"]
+    config = toy_config()
+    config["teachers"]["t"]["tasks"] = config["experiments"]["e"]["tasks"] = ["stsb"]
+    assert "figure_class_distribution" not in set(toy_jobs(config).rule)
 
 
 def test_evaluations_every_n_steps_accumulation_stages_and_subsets_count_in_the_work():
@@ -183,7 +193,7 @@ def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):
                              f"PLAN_ARGS={options}"], cwd=workdir, capture_output=True, text=True)
     assert result.returncode == 0 and "1 of 1 steps (100%) done" in result.stderr, result.stdout + result.stderr
     table = pd.read_csv(workdir / "results/plan.csv")
-    assert table.jobs.sum() == 157 - 1  # every job of the demo's DAG but `all`
+    assert table.jobs.sum() == 158 - 1  # every job of the demo's DAG but `all`
     assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
     students = table[table.rule == "distill_student"]
     assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])

@@ -9,6 +9,8 @@
 * :func:`thesis_probing_figure`: thesis Figs. 6.1, 6.2, 6.3 and C.1 as the thesis drew them, its values beside kdflow's;
 * :func:`confidence_heatmap` and :func:`mistake_overlap_heatmap`: thesis Figs. 6.5 and C.2;
 * :func:`average_confidence_figure`: thesis Fig. 6.6;
+* :func:`class_distribution` and :func:`class_distribution_figure`: thesis Fig. A.1, the class distribution of each
+  task's labelled splits;
 * :func:`exploration_curves_figure`, :func:`explosion_figure`, :func:`learning_rate_figure` and
   :func:`size_heatmaps`: thesis Figs. B.1-B.7, B.8, B.9 and B.10-B.12 (data: :mod:`kdflow.reporting.exploration`).
 
@@ -32,6 +34,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from kdflow.probing.senteval import PROBING_TASKS
@@ -293,16 +296,26 @@ def probing_figure(table: pd.DataFrame, path, model_names: Mapping[str, str] | N
 THESIS_FIGURES = ("6.1", "6.2", "6.3", "C.1")  # the thesis's probing figures (reference/thesis_probing_scores.csv)
 DOWNSTREAM_TASKS = ("CoLA", "SST-2", "Sara")  # the thesis's rows; pre-trained models ("none") are drawn in each
 NUMBERED_LAYER = r"E|\d+"  # a thesis layer drawn at a position; others (last (BiLSTM), embed.) are one value
+# The thesis's reference lines (reference/thesis_probing_baselines.csv), dashed as its other values: majority and
+# morphology in the colours of kdflow's own, human and Conneau et al.'s best in palette colours no family takes
+# (a thesis figure has at most 4 families).
+REFERENCE_STYLES = {"majority": ("majority class (thesis: Conneau et al. 2018)", "#7f7f7f"),
+                    "human": ("human (thesis: Conneau et al. 2018)", "#56B4E9"),
+                    "conneau_best": ("best model (thesis: Conneau et al. 2018)", "#E69F00"),
+                    "morphology": ("morphology guess (thesis)", "#000000")}
 
 
-def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figure_id: str, path) -> Path:
+def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figure_id: str, path,
+                          reference: pd.DataFrame | None = None) -> Path:
     """Thesis Fig. ``figure_id`` (6.1, 6.2, 6.3 or C.1) with kdflow's results beside the thesis's: the thesis models
     the figure shows (``thesis_figures`` of ``comparison``, :func:`kdflow.reporting.probing_reference.thesis_comparison`),
     one row of panels per downstream task (pre-trained models in every row) and one column per probing task. Per
     model, in the colour of its family: the thesis's test accuracy per layer (dashed, open markers) and kdflow's
     (solid) over every layer kdflow probed of its counterpart (``probing``: results/tables/probing.csv); a model
     compared at one layer that has no position among encoder layers (LSTM_S's top BiLSTM layer, "embed.") is a
-    horizontal line. Majority and morphology baselines as in :func:`probing_figure`."""
+    horizontal line. Majority and morphology baselines as in :func:`probing_figure`; ``reference``
+    (:func:`kdflow.reporting.probing_reference.read_reference_lines`): the lines the thesis draws in the figure
+    (human performance, majority class, Conneau et al.'s best model, the morphology guess), dashed."""
     if figure_id not in THESIS_FIGURES:
         raise ValueError(f"the thesis's probing figures are {', '.join(THESIS_FIGURES)}, not {figure_id!r}")
     rows = comparison[comparison["thesis_figures"].fillna("").str.split().map(lambda figures: figure_id in figures)]
@@ -316,6 +329,8 @@ def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figur
     colours = {family: OKABE_ITO[number % len(OKABE_ITO)] for number, family in enumerate(families)}
     probes = probing[probing["kind"] == "probe"]
     baselines = probing[probing["kind"] != "probe"].groupby(["task", "kind"], sort=False)["test_accuracy"].mean()
+    lines = {} if reference is None else {(line.task, line.baseline): line.score for line in reference.itertuples()
+                                          if figure_id in line.thesis_figures.split()}
 
     figure = new_figure(max(2.5 * len(tasks) + 0.6, 7.5), 2.2 * len(downstream) + 1.6)
     grid = figure.subplots(len(downstream), len(tasks), squeeze=False)
@@ -344,6 +359,10 @@ def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figur
                 if (task, kind) in baselines.index:  # dotted, not dashed: dashes are the thesis's here
                     handles[label] = axes.axhline(baselines[task, kind], color=colour, linewidth=0.8, label=label,
                                                   linestyle=":" if dashes == "--" else dashes)
+            for baseline, (label, colour) in REFERENCE_STYLES.items():
+                if (task, baseline) in lines:
+                    handles[label] = axes.axhline(lines[task, baseline], color=colour, linewidth=0.8, label=label,
+                                                  linestyle="--")
             axes.grid(alpha=0.3)
             left, right = axes.get_xlim()
             axes.set_xlim(min(left, -0.5), max(right, 1.5))  # a panel of one layer keeps whole-layer ticks
@@ -443,6 +462,52 @@ def average_confidence_figure(table: pd.DataFrame, path, task: str | None = None
     axes.set_axisbelow(True)
     legend_below(figure, handles)
     figure.suptitle(f"{task + ': ' if task else ''}average confidence (dev; error bars: std)", fontsize="medium")
+    return save(figure, path)
+
+
+# --- thesis Fig. A.1 (Appendix A) -------------------------------------------------------------------------------
+
+
+def class_distribution(task: str, labels: Sequence[str], splits: Mapping[str, pd.Series]) -> pd.DataFrame:
+    """Thesis Fig. A.1's data for one task: per labelled split (``splits``: name -> its label ids) and class
+    (``labels``: the names, in id order), the examples of the class and their share of the split; a class that a
+    split lacks counts 0."""
+    frames = []
+    for split, ids in splits.items():
+        counts = ids.value_counts().reindex(range(len(labels)), fill_value=0).to_numpy()
+        frames.append(pd.DataFrame({"task": task, "split": split, "label": range(len(labels)), "class": labels,
+                                    "count": counts, "proportion": counts / len(ids)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def class_distribution_figure(data: pd.DataFrame, path, bars: str = "dev") -> Path:
+    """Thesis Fig. A.1: every class of every task side by side, its share of the ``bars`` split as a bar in the
+    task's colour, classes in descending order of it within each task (the thesis drew its dev sets so); its share
+    of each other labelled split (train, and test where labelled) a black marker, which shows how closely the
+    splits agree. ``data``: :func:`class_distribution` of each task."""
+    tasks = list(dict.fromkeys(data["task"]))
+    shown = data[data["split"] == bars]
+    shown = pd.concat([shown[shown["task"] == task].sort_values("proportion", ascending=False, kind="stable")
+                       for task in tasks])
+    position = {key: x for x, key in enumerate(zip(shown["task"], shown["label"]))}
+    figure = new_figure(2 + 0.2 * len(shown), 6)
+    axes = figure.subplots()
+    colours = [colour for colour in OKABE_ITO if colour != "#000000"]  # black is the markers'
+    axes.bar(range(len(shown)), 100 * shown["proportion"],
+             color=[colours[tasks.index(task) % len(colours)] for task in shown["task"]])
+    handles = [Patch(color=colours[number % len(colours)], label=f"{task} ({bars})")
+               for number, task in enumerate(tasks)]
+    for number, split in enumerate(dict.fromkeys(data.loc[data["split"] != bars, "split"])):
+        rows = data[data["split"] == split]
+        handles += axes.plot([position[key] for key in zip(rows["task"], rows["label"])], 100 * rows["proportion"],
+                             linestyle="none", marker=("_", "x", "+", "1")[number % 4], markersize=7,
+                             markeredgewidth=1.5, color="black", label=split)
+    axes.set_xticks(range(len(shown)), shown["class"], rotation=90, fontsize="small" if len(shown) < 30 else "x-small")
+    axes.set(xlim=(-1, len(shown)), ylabel="% of the split's examples")
+    axes.grid(axis="y", alpha=0.3)
+    axes.set_axisbelow(True)
+    legend_below(figure, handles, columns=6)
+    figure.suptitle(f"Class distribution per task: bars {bars}, markers the other labelled splits", fontsize="medium")
     return save(figure, path)
 
 

@@ -12,6 +12,9 @@ Layers: the thesis's ``E`` is the embedding output, kdflow's layer 0; a number i
 numbers second highest (:class:`kdflow.students.recurrent.ThesisBiLSTM` gives its BiLSTM layers, then its FC layer).
 Pooling: the thesis's ``avg``, ``max`` and ``single`` ([CLS]) are kdflow's ``mean``, ``max`` and ``cls``; kdflow
 probes with one pooling (``probing.pooling``), so the thesis's rows of another have no kdflow value.
+
+``reference/thesis_probing_baselines.csv`` holds the reference lines the thesis draws in those figures
+(:func:`read_reference_lines`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,26 @@ def read_thesis_scores(path) -> pd.DataFrame:
     if unknown:
         raise UserError(f"{path}: unknown pooling {unknown}; expected one of {sorted(POOLINGS)}")
     return scores
+
+
+REFERENCE_LINES = ("majority", "human", "conneau_best", "morphology")
+REFERENCE_COLUMNS = ("baseline", "task", "score", "thesis_figures", "paper", "table", "read_in")
+
+
+def read_reference_lines(path) -> pd.DataFrame:
+    """The reference lines of the thesis's probing figures, per ``baseline`` and SentEval task: the majority class and
+    human performance "as reported by Conneau et al. (2018)" (Figs. 6.1-6.3, C.1), Conneau et al.'s best model per
+    task (Fig. 6.1, "Conneau") and the thesis's morphology guess (Fig. 6.3, Tense, SubjNumber, ObjNumber);
+    ``thesis_figures`` says where each is drawn, ``paper``/``table``/``read_in`` where its number comes from."""
+    lines = pd.read_csv(path, keep_default_na=False)
+    missing = [column for column in REFERENCE_COLUMNS if column not in lines.columns]
+    if missing:
+        raise UserError(f"{path}: missing columns {missing}")
+    for column, known in (("baseline", REFERENCE_LINES), ("task", PROBING_TASKS)):
+        unknown = sorted(set(lines[column]) - set(known))
+        if unknown:
+            raise UserError(f"{path}: unknown {column} {unknown}; expected one of {list(known)}")
+    return lines.astype({"score": float})
 
 
 def kdflow_layer(name: str, layers: list[int]) -> int | None:

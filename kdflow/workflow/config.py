@@ -53,6 +53,12 @@ def teacher_jobs(config: dict) -> list[tuple[str, str]]:
     return [(name, task) for name, spec in config["teachers"].items() for task in spec["tasks"]]
 
 
+def class_distribution_tasks(config: dict) -> list[str]:
+    """The tasks of thesis Fig. A.1 (rule figure_class_distribution): every task the workflow prepares (the teachers'),
+    in config order, but the regression tasks (STS-B), which have no classes to count."""
+    tasks = dict.fromkeys(task for _, task in teacher_jobs(config))
+    return [task for task in tasks if not get_task(task).regression]
+
 
 # Students: experiments x tasks x students x methods x grid points x seeds.
 

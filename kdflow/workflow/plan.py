@@ -45,6 +45,7 @@ from kdflow.workflow.config import (
     TRANSFER_SOURCES,
     assistant_run,
     augmented_jobs,
+    class_distribution_tasks,
     embedding_settings,
     generator_settings,
     generator_tasks,
@@ -90,7 +91,7 @@ SENTEVAL_TOKENS = 24.0
 PROBE_CLASSES = {"Length": 6, "WordContent": 1000, "Depth": 8, "TopConstituents": 20}  # the others: 2
 # The sections of the plan that are not experiments, by rule.
 SECTIONS = {
-    "prepare_task": "data",
+    **dict.fromkeys(["prepare_task", "figure_class_distribution"], "data"),
     **dict.fromkeys(["finetune_teacher", "evaluate_teacher", "train_pseudo_heads", "evaluate_pseudo_heads",
                      "compute_teacher_signals", "teacher_table", "figure_teacher_curves", "figure_pseudo_heads"],
                     "teachers"),
@@ -310,6 +311,7 @@ def planned_jobs(config: dict, sizes: dict, catalog: dict, probing_files: dict[s
     teachers = {name: teacher_model(config, name) for name in config["teachers"]}
     tasks = list(dict.fromkeys(task for _, task in teacher_jobs(config)))
     jobs += [job("prepare_task", task=task) for task in tasks]
+    jobs += [job("figure_class_distribution")] if class_distribution_tasks(config) else []
     for teacher, task in teacher_jobs(config):
         settings = teacher_settings(config, teacher, task)
         hp, size = settings["hyperparameters"], sizes[task]
