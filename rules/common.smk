@@ -626,6 +626,7 @@ def all_targets():
     return [
         "results/plan.csv",
         *(["results/tables/claims.md"] if "evidence" in config else []),
+        *(["results/tables/ledger.md"] if PAPER_TABLES.get("deviations") else []),
         "results/tables/teachers.csv",
         "results/tables/teachers.md",
         *expand(

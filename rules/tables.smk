@@ -64,3 +64,34 @@ rule claims_table:
         code=code_of("claims_table.py"),
     script:
         "../scripts/claims_table.py"
+
+
+rule ledger_table:
+    """The deviation ledger as a page of its own: every difference from the papers' protocols and every setting
+    they leave silent, with the paper's value, kdflow's, why and the effect (kdflow.reporting.ledger).
+    """
+    input:
+        ledger=PAPER_TABLES.get("deviations", []),
+    output:
+        table="results/tables/ledger.csv",
+        markdown="results/tables/ledger.md",
+        html=report(
+            "results/report/ledger.html",
+            caption="../report/ledger.rst",
+            category="Deviation ledger",
+            labels={"table": "kdflow against the papers' protocols"},
+        ),
+    log:
+        "logs/ledger_table.log",
+    benchmark:
+        "results/benchmarks/ledger_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        code=code_of("ledger_table.py"),
+    script:
+        "../scripts/ledger_table.py"

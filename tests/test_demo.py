@@ -75,6 +75,9 @@ def test_demo_runs_the_whole_dag(demo_run):
     assert tested["p_seeds"].isna().all() and (tested["ci_low"] <= tested["ci_high"]).all()
     assert "## Against kd (dev)" in (workdir / "results/tables/experiments/universal_kd_table2.md").read_text()
     assert "## ALP-KD: ALP-KD" in (workdir / "results/tables/claims.md").read_text()  # the committed evidence
+    ledger = pd.read_csv(workdir / "results/tables/ledger.csv", keep_default_na=False)  # the deviation ledger
+    assert len(ledger) == len(yaml.safe_load((REPO / "reference/deviations.yaml").read_text()))
+    assert (ledger.paper != "").all() and (ledger.kdflow != "").all()
     hygiene = json.loads((workdir / "results/transfer/sst2/augmented.hygiene.json").read_text())["sources"]
     assert hygiene["generated"]["read"] == config["generation"]["sampling"]["sentences"]
     assert hygiene["generated"]["kept"] > 0
@@ -144,7 +147,7 @@ def check_demo_evidence(workdir, config):
     check_demo_exploration(workdir, config)
     snakemake(*DEMO, "--report", "report.html", cwd=workdir)
     report = (workdir / "report.html").read_text()
-    for category in ["Paper tables", "Evidence on real data", "Universal-KD (Wu et al. 2021)", "ALP-KD (Passban et al. 2021)", "Teachers",
+    for category in ["Paper tables", "Evidence on real data", "Deviation ledger", "Universal-KD (Wu et al. 2021)", "ALP-KD (Passban et al. 2021)", "Teachers",
                      "Experiments", "Figure 3", "Figure 4", "sentence_probes_cola.html", "sentence_probes_sst2.html",
                      "average_confidence_sst2.png",
                      "Teacher fine-tuning (Fig. 4.2)", "Data (Fig. A.1)", "thesis_table45 (runtimes)",
@@ -336,7 +339,7 @@ def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, edited):
 def test_changing_the_precision_reruns_every_job_that_runs_a_model_and_what_follows(demo_run, demo_config):
     """Everything downstream of the prepared data runs a model or reads what one computed; only the data and its
     class distribution (thesis Fig. A.1) stay, and the demo's Universal-KD Table 3, which runs no experiment (the
-    paper's numbers alone), and the claims' page, which reads the committed real-data runs."""
+    paper's numbers alone), the claims' page, which reads the committed real-data runs, and the ledger's page."""
     workdir, _ = demo_run
     config, save = demo_config
     everything = planned_jobs(*DEMO, "--forceall", cwd=workdir)
@@ -344,7 +347,8 @@ def test_changing_the_precision_reruns_every_job_that_runs_a_model_and_what_foll
     save(config)
     result = snakemake("-n", *DEMO, cwd=workdir).stdout
     assert job_stats(result) == everything - Counter(prepare_task=everything["prepare_task"],
-                                                     figure_class_distribution=1, paper_table=1, claims_table=1)
+                                                     figure_class_distribution=1, paper_table=1, claims_table=1,
+                                                     ledger_table=1)
     assert "Params have changed since last execution" in result
 
 

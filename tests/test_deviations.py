@@ -1,13 +1,16 @@
-"""The deviation ledger: every difference between config.yaml and a paper's stated protocol has an entry, and every
-entry with a setting covers one (reference/protocols.yaml, reference/deviations.yaml, kdflow.workflow.protocols)."""
+"""The deviation ledger is complete by construction: every setting of every job of every paper result is stated in
+reference/protocols.yaml (the paper's value or `silent`), and every difference and silent setting has an entry in
+reference/deviations.yaml (kdflow.reporting.protocols)."""
 
 import copy
+import re
 
 import pytest
 import yaml
 from conftest import REPO
 
-from kdflow.workflow.protocols import differences, ledger_problems
+from kdflow.reporting import protocols as protocols_module
+from kdflow.reporting.protocols import DIFFERS, EQUAL, KINDS, SILENT_SETTING, UNSTATED, account, ledger_problems
 
 
 def load(name):
@@ -24,50 +27,91 @@ def protocols():
     return load("reference/protocols.yaml")
 
 
-def test_every_paper_table_states_its_papers_protocol(config, protocols):
-    assert set(protocols) == set(config["paper_tables"]["tables"])
-
-
-def test_every_difference_from_the_papers_protocol_is_in_the_ledger(config, protocols):
-    found = differences(config, protocols)
-    assert ledger_problems(load("reference/deviations.yaml"), found, set(config["paper_tables"]["tables"])) == []
+@pytest.fixture(scope="module")
+def ledger():
+    return load("reference/deviations.yaml")
 
 
 def problems_of(ledger, config, protocols):
-    return ledger_problems(ledger, differences(config, protocols), set(config["paper_tables"]["tables"]))
+    return ledger_problems(ledger, account(config, protocols), set(config["paper_tables"]["tables"]))
 
 
-def test_a_new_difference_without_an_entry_fails(config, protocols):
-    ledger = load("reference/deviations.yaml")
+def test_every_paper_result_states_its_papers_protocol(config, protocols):
+    assert set(protocols["tables"]) == set(config["paper_tables"]["tables"]) | {"probing"}
+
+
+def test_every_setting_is_stated_and_every_difference_and_silence_is_in_the_ledger(config, protocols, ledger):
+    assert problems_of(ledger, config, protocols) == []
+
+
+def test_the_ledger_has_structured_entries_of_the_kinds_its_header_lists(ledger):
+    header = (REPO / "reference/deviations.yaml").read_text().split("\n- ", 1)[0]
+    listed = re.search(r"^# kinds: (.+)$", header, re.MULTILINE).group(1).split(" | ")
+    assert listed == list(KINDS)
+    assert {entry["kind"] for entry in ledger} == set(KINDS)
+    assert all(str(entry["paper"]).strip() and str(entry["kdflow"]).strip() for entry in ledger)
+
+
+def test_a_new_difference_without_an_entry_fails(config, protocols, ledger):
     edited = copy.deepcopy(config)
     edited["experiments"]["alp_kd_table2"]["hyperparameters"]["batch_size"] = 64
     before = problems_of(ledger, config, protocols)
     problems = [problem for problem in problems_of(ledger, edited, protocols) if problem not in before]
-    assert problems == ["alp_kd_table2: experiments.alp_kd_table2.cola.hyperparameters.batch_size is 64 in the "
-                        "config, 32 in the paper, and the ledger has no entry for it"] + [
+    assert problems == [
         f"alp_kd_table2: experiments.alp_kd_table2.{task}.hyperparameters.batch_size is 64 in the config, 32 in the "
-        "paper, and the ledger has no entry for it" for task in ["sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte"]]
+        "paper, and the ledger has no entry for it" for task in ["cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli",
+                                                               "rte"]]
 
 
-def test_a_stale_or_malformed_entry_fails(config, protocols):
-    ledger = load("reference/deviations.yaml") + [
+def test_a_new_training_option_fails_until_the_protocols_state_it(config, protocols, ledger, monkeypatch):
+    """An option added to the training loop reaches every job; until protocols.yaml says where each paper stands on
+    it, the suite fails for every paper result."""
+    monkeypatch.setitem(protocols_module.HYPERPARAMETER_DEFAULTS, "label_smoothing", 0.0)
+    problems = problems_of(ledger, config, protocols)
+    assert ("alp_kd_table1: experiments.alp_kd_table1.cola.hyperparameters.label_smoothing (0.0 in kdflow) is not in "
+            "reference/protocols.yaml: state the paper's value with its citation, or silent") in problems
+    tables = {problem.split(":")[0] for problem in problems}
+    assert tables == set(config["paper_tables"]["tables"])  # every result with student or teacher jobs
+
+
+def test_a_silent_setting_without_an_entry_fails(config, protocols, ledger):
+    without = [entry for entry in ledger if entry.get("setting") != "precision"]
+    problems = problems_of(without, config, protocols)
+    assert "probing: precision is 'auto' in the config, the paper leaves it silent, and the ledger has no entry for " \
+           "it" in problems
+    assert len(problems) == len(protocols["tables"])
+
+
+def test_a_stale_or_malformed_entry_fails(config, protocols, ledger):
+    extra = [
         {"tables": ["alp_kd_table2"], "setting": "experiments.alp_kd_table2.*.hyperparameters.batch_size",
-         "kind": "cost", "what": "a stale entry", "why": "-", "effect": "-"},
-        {"tables": ["no_such_table"], "kind": "guess", "what": "malformed", "why": "-", "effect": "-"},
-        {"tables": ["alp_kd_table2"], "what": "no kind"},
+         "kind": "cost", "paper": "32", "kdflow": "a stale entry", "why": "-", "effect": "-"},
+        {"tables": ["no_such_table"], "kind": "guess", "paper": "-", "kdflow": "malformed", "why": "-", "effect": "-"},
+        {"tables": ["alp_kd_table2"], "kdflow": "no kind", "what": "an old field"},
     ]
-    before = problems_of(load("reference/deviations.yaml"), config, protocols)
-    problems = [problem for problem in problems_of(ledger, config, protocols) if problem not in before]
+    problems = problems_of(ledger + extra, config, protocols)
     assert [problem.split(": ", 1)[1].split(" ")[0] for problem in problems] == ["setting", "kind", "unknown", "needs"]
 
 
-def test_settings_a_config_leaves_out_compare_as_the_job_runs_them(protocols):
-    """A paper's value is compared with what the job uses, defaults included (the method's complement weights)."""
+def test_settings_compare_as_the_job_runs_them():
+    """Defaults the config leaves out, a weight stated as the complement of another ("1 - beta"), a value with its
+    own citation and a silent section each classify as the job runs them."""
     config = load("config.yaml")
-    found = differences(config, {"t": {"experiments": {"alp_kd_table2": {
-        "hyperparameters": {"optimizer": "adamw", "max_grad_norm": 1.0},
-        "method_options": {"kd": {"temperature": 1.0}, "pkd": {"alpha": 1.0}}}}}})["t"]  # alpha = 1 - beta = 1 - 0
-    assert found == []
-    found = differences(config, {"t": {"experiments": {"alp_kd_table2": {
-        "method_options": {"kd": {"temperature": 2.0}}}}}})["t"]
-    assert [path for path, *_ in found][:1] == ["experiments.alp_kd_table2.cola.method_options.kd.temperature"]
+    stated = {"tables": {"t": {"experiments": {"alp_kd_table2": {
+        "grid": {"beta": [0.7, 0.5, 0.2, 0.0]},
+        "hyperparameters": {"optimizer": "adamw", "max_grad_norm": {"paper": 1.0, "cite": "somewhere"},
+                            "batch_size": 64, "warmup_ratio": "silent"},
+        "method_options": {"kd": {"alpha": "1 - beta", "temperature": 2.0}, "pkd": "silent"}}}}}}
+    rows = {path: status for path, status, *_ in account(config, stated)["t"]}
+    prefix = "experiments.alp_kd_table2.cola"
+    assert rows[f"{prefix}.hyperparameters.optimizer"] == EQUAL
+    assert rows[f"{prefix}.hyperparameters.max_grad_norm"] == EQUAL
+    assert rows[f"{prefix}.hyperparameters.batch_size"] == DIFFERS  # 32
+    assert rows[f"{prefix}.hyperparameters.warmup_ratio"] == SILENT_SETTING
+    assert rows[f"{prefix}.method_options.kd.alpha"] == EQUAL  # alpha = 1 - beta at every grid point
+    assert rows[f"{prefix}.method_options.kd.temperature"] == DIFFERS  # 1.0
+    assert rows[f"{prefix}.method_options.pkd.mapping"] == SILENT_SETTING
+    assert f"{prefix}.method_options.pkd.beta" not in rows  # a grid axis: compared with the grid
+    assert rows[f"{prefix}.hyperparameters.eps"] == UNSTATED
+    assert "experiments.alp_kd_table2.grid.beta" not in rows  # the same values, in another order
+    assert rows["experiments.alp_kd_table2.grid.learning_rate"] == DIFFERS  # an axis the paper does not search

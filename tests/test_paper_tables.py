@@ -264,7 +264,7 @@ def test_the_ledgers_entries_of_a_table_are_listed_under_it():
     assert deviations_of(REPO / "reference" / "deviations.yaml", "no_such_table") == deviations_of(None, "x") == []
     page = paper_document(table_of("universal_kd_table4"), "Table 4", deviations=entries)
     assert "## Differences from the paper's protocol" in page.markdown()
-    assert f"- *{entries[0]['kind']}*: {entries[0]['what'][:30]}" in page.markdown()
+    assert f"- *{entries[0]['kind']}*: kdflow: {' '.join(entries[0]['kdflow'].split())[:30]}" in page.markdown()
     assert f"<li><em>{entries[0]['kind']}</em>: " in page.html()
 
 

@@ -6,6 +6,7 @@ import io
 import pandas as pd
 import pytest
 from conftest import REPO
+from matplotlib.axes import Axes
 from test_figures import is_png
 
 from kdflow.core.errors import UserError
@@ -13,6 +14,7 @@ from kdflow.reporting import figures
 from kdflow.reporting.probing_reference import (
     comparison_document,
     kdflow_layer,
+    read_reference_lines,
     read_thesis_scores,
     thesis_comparison,
 )
@@ -102,7 +104,8 @@ def test_a_misspelt_mapping_or_an_unprobed_model_is_a_clear_error(probing, thesi
 
 def test_the_page_lists_every_thesis_model_and_shows_kdflow_beside_the_thesis(probing, thesis):
     table = thesis_comparison(probing, thesis, MODELS, MISSING, pooling="mean")
-    text = comparison_document(table, [{"kind": "choice", "what": "W.", "why": "Y.", "effect": "E."}]).markdown()
+    text = comparison_document(table, [{"kind": "choice", "paper": "P.", "kdflow": "K.", "why": "Y.",
+                                                 "effect": "E."}]).markdown()
     summary = text[text.index("| thesis model |"):]
     assert ("| BERT_T\\[SST-2\\] | avg | teacher | 5 | 2 | -0.25 | 1.75 | 6.1 | teacher has no layer that is the "
             "thesis's 6; kdflow does not probe Tense, Depth (probing.tasks) |") in summary  # (-2 + 1.5) / 2, (2 + 1.5) / 2
@@ -114,7 +117,7 @@ def test_the_page_lists_every_thesis_model_and_shows_kdflow_beside_the_thesis(pr
             "| 6 | — | — (80.0) | — | — |") in text
     assert "| last (BiLSTM) | 2 | 62.5 (60.0) |" in text and "| embed. | 0 | 47.0 (50.0) |" in text
     assert "hard-logits" not in text.split("## ")[-2]  # a model without kdflow values gets no per-layer table
-    assert "Differences from the paper's protocol" in text and "W. Why: Y. Effect: E." in text
+    assert "Differences from the paper's protocol" in text and "kdflow: K. Paper: P. Why: Y. Effect: E." in text
 
 
 def test_the_shipped_reference_is_the_thesis_figures_numbers():
@@ -126,6 +129,50 @@ def test_the_shipped_reference_is_the_thesis_figures_numbers():
                                                                  "embed.wordpiece[Sara]"}
     cola_top = scores.query("model == 'BERT_S[CoLA]' and task == 'WordContent' and layer == '5'")
     assert cola_top["score"].tolist() == [0.82]  # the collapse of the top layer's WordContent (Fig. 6.2)
+
+
+def test_the_shipped_reference_lines_are_those_the_thesis_draws():
+    """Figs. 6.1-6.3 and C.1: human performance and the majority class (Conneau et al. 2018) in all four, Conneau et
+    al.'s best model in Fig. 6.1, the morphology guess on Tense, SubjNumber and ObjNumber in Fig. 6.3; the numbers
+    of the thesis author's plotting code."""
+    lines = read_reference_lines(REPO / "reference/thesis_probing_baselines.csv")
+    figures_of = lines.groupby("baseline")["thesis_figures"].agg(set).to_dict()
+    assert figures_of == {"majority": {"6.1 6.2 6.3 C.1"}, "human": {"6.1 6.2 6.3 C.1"}, "conneau_best": {"6.1"},
+                          "morphology": {"6.3"}}
+    assert lines.groupby("baseline").size().to_dict() == {"conneau_best": 10, "human": 10, "majority": 10,
+                                                          "morphology": 3}
+    score = lines.set_index(["baseline", "task"])["score"]
+    assert (score["human", "Depth"], score["majority", "TopConstituents"], score["conneau_best", "Length"],
+            score["morphology", "SubjNumber"]) == (84.0, 5.0, 99.3, 62.52)
+    assert (lines["paper"] != "").all() and lines["read_in"].str.startswith("samsucik/knowledge-distil-bert@").all()
+
+
+def test_a_reference_line_of_an_unknown_baseline_or_task_is_a_clear_error():
+    header = "baseline,task,score,thesis_figures,paper,table,read_in\n"
+    with pytest.raises(UserError, match=r"unknown baseline \['chance'\]"):
+        read_reference_lines(io.StringIO(header + "chance,Length,20.0,6.1,P,T,R\n"))
+    with pytest.raises(UserError, match=r"unknown task \['SentLen'\]"):
+        read_reference_lines(io.StringIO(header + "human,SentLen,100,6.1,P,T,R\n"))
+    with pytest.raises(UserError, match=r"missing columns \['read_in'\]"):
+        read_reference_lines(io.StringIO("baseline,task,score,thesis_figures,paper,table\n"))
+
+
+@pytest.mark.parametrize("figure_id, expected", [
+    ("6.1", {("human", 100.0), ("human", 85.0), ("human", 84.0), ("majority", 20.0), ("majority", 50.0),
+             ("majority", 17.9), ("conneau_best", 99.3), ("conneau_best", 91.5), ("conneau_best", 63.8)}),
+    ("C.1", {("human", 100.0), ("majority", 20.0)}),  # Length alone; Conneau et al.'s best is Fig. 6.1's
+])
+def test_thesis_figures_draw_the_thesis_reference_lines_where_the_thesis_does(probing, thesis, figure_id, expected,
+                                                                              tmp_path, monkeypatch):
+    drawn, axhline = [], Axes.axhline
+    monkeypatch.setattr(Axes, "axhline", lambda axes, y=0, **style: drawn.append((style.get("label"), y))
+                        or axhline(axes, y, **style))
+    table = thesis_comparison(probing, thesis, MODELS, MISSING, pooling="mean")
+    reference = read_reference_lines(REPO / "reference/thesis_probing_baselines.csv")
+    assert is_png(figures.thesis_probing_figure(table, probing, figure_id, tmp_path / "figure.png", reference))
+    labels = {label: baseline for baseline, (label, _) in figures.REFERENCE_STYLES.items()}
+    assert {(labels[label], y) for label, y in drawn if label in labels} == expected
+    assert ("majority class", 20.0) in drawn  # kdflow's own majority baseline stays beside the thesis's
 
 
 @pytest.mark.parametrize("figure_id", ["6.1", "6.2", "C.1"])

@@ -26,6 +26,9 @@ from kdflow.core import metrics, statistics
 from kdflow.core.errors import UserError
 from kdflow.core.model_references import reference_kind
 
+# What :func:`select` does, in the words the papers' protocols are compared with (reference/protocols.yaml).
+SELECTION_RULE = "the grid point with the best mean dev score over seeds"
+
 
 def select(runs: list[dict], main_metric: str) -> dict:
     """``runs``: one dict per trained student with ``config``, ``seed`` and ``scores`` (split -> metric -> value)."""

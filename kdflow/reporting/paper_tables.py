@@ -312,8 +312,8 @@ def deviation_blocks(deviations: list[dict]) -> list:
     return [Heading("Differences from the paper's protocol"),
             Paragraph("From the ledger (reference/deviations.yaml): every known difference between what config.yaml, "
                       "the full reproduction, runs and what the paper did."),
-            Bullets([[Emphasis(entry["kind"]), f": {entry['what']} Why: {entry['why']} Effect: {entry['effect']}"]
-                     for entry in deviations])]
+            Bullets([[Emphasis(entry["kind"]), f": kdflow: {entry['kdflow']} Paper: {entry['paper']} "
+                      f"Why: {entry['why']} Effect: {entry['effect']}"] for entry in deviations])]
 
 
 SPREAD_MARKS = {True: " ✓", False: " ✗", pd.NA: ""}

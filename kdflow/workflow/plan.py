@@ -101,7 +101,7 @@ SECTIONS = {
                      "probing_thesis_table", "figure_probing_thesis"], "probing"),
     **dict.fromkeys(["analyse_predictions", "figure_analysis", "classify_sentences"], "prediction analysis"),
     **dict.fromkeys(["measure_inference", "paper_table", "runtime_table", "attention_maps", "layer_outputs",
-                     "claims_table"], "paper tables and figures"),
+                     "claims_table", "ledger_table"], "paper tables and figures"),
     **dict.fromkeys(["exploration_table", "figure_exploration_curves", "figure_gradient_explosion",
                      "figure_student_sizes"], "exploration figures"),
     "plan": "plan",
@@ -505,6 +505,7 @@ def evidence_jobs(config: dict, sizes: dict, catalog: dict, teachers: dict, prob
                         **inference_work(sizes[task]["dev"], 256)))
     jobs += [job("paper_table") for _ in tables]
     jobs += [job("claims_table")] if config.get("evidence") else []
+    jobs += [job("ledger_table")] if config.get("paper_tables", {}).get("deviations") else []
     jobs += [job("attention_maps") for _ in config.get("attention_maps", {})]
     jobs += [job("layer_outputs", task=task) for task in config.get("layer_outputs", {})]
     if config.get("runtime_table"):

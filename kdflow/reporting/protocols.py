@@ -1,0 +1,274 @@
+"""The papers' protocols beside the config, and the ledger that accounts for every setting kdflow runs them with.
+
+``reference/protocols.yaml`` says, per paper result (a key of the config's ``paper_tables.tables``, or one of the
+thesis's :data:`OTHER_RESULTS`), what its paper ran, in the terms of kdflow's resolved job settings
+(:mod:`kdflow.workflow.config`). Each setting is the paper's value (cited by the section's ``source``, or written
+``{paper: value, cite: where}``) or ``silent``:
+
+* ``precision``: the number format of the jobs' forward passes;
+* ``teachers.<teacher>``: the teacher's ``spec`` and ``hyperparameters`` on every task it is trained on;
+* ``pseudo_heads``: the settings of the teacher's pseudo classifiers (Universal-KD);
+* ``generation``: the generator's ``spec`` and ``hyperparameters``, the ``sampling`` of the augmented transfer
+  sets and their ``hygiene``;
+* ``experiments.<experiment>``: ``grid`` (axis -> values, compared as sets), and every student job's ``student.
+  <student>`` (its resolved spec), ``transfer``, ``stages``, ``hyperparameters``, ``selection`` and
+  ``method_options.<entry>`` (``method_options.*`` for the options every entry shares; ``"1 - beta"`` is a weight
+  that complements another);
+* ``probing``: the encodings' and the probe's settings;
+
+and any of them with a ``task_settings.<task>`` override.
+
+:func:`account` resolves every job of every paper result as the rules do (the first grid point and seed stand for
+the rest, whose grid is compared on its own) and classifies each of its settings: the paper's value, a value that
+differs from it, a setting the paper leaves ``silent``, or one ``protocols.yaml`` does not state. The ledger,
+``reference/deviations.yaml``, must name each difference and each silent setting (an entry's ``setting`` is a
+pattern over the setting paths, ``*`` matching any part, or a list of them); :func:`ledger_problems` lists what it
+misses, the settings nobody has stated, and the entries that name nothing. So a new option of a student, a method
+or the training loop fails the test suite until someone says where the papers stand on it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import MISSING, fields
+from fnmatch import fnmatchcase
+
+from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.distillation.selection import SELECTION_RULE
+from kdflow.probing.probe import ProbeSettings
+from kdflow.workflow.catalog import load_catalog
+from kdflow.workflow.config import (
+    generator_settings,
+    grid_points,
+    hygiene_settings,
+    method_entry,
+    probing_settings,
+    pseudo_head_settings,
+    sampling_settings,
+    student_settings,
+    teacher_settings,
+    transfer_of,
+)
+
+# What a run uses for a hyperparameter the config leaves out: a paper's value is compared with this.
+HYPERPARAMETER_DEFAULTS = {f.name: f.default for f in fields(Hyperparameters) if f.default is not MISSING}
+SILENT = "silent"
+_UNSTATED = object()  # a setting protocols.yaml does not state
+
+# Why a difference exists: a resource kdflow cannot have, a setting the paper leaves open (the config chooses), a
+# bug of the original code not reproduced, a leak of evaluation data kdflow refuses, compute kdflow saves, a
+# deliberate choice (said why), or something kdflow does not implement yet.
+KINDS = ("unavailable", "paper silent", "original bug", "leak", "cost", "choice", "not implemented")
+# The thesis's results that are not paper tables: its probing and prediction analysis (Chapter 6), its hyperparameter
+# exploration (Table 5.1, Figs. B.1-B.7) and student sizes (Figs. B.8-B.12), config.yaml's `exploration`, and its
+# data's class distribution (Fig. A.1).
+OTHER_RESULTS = {"probing", "prediction_analysis", "hyperparameter_exploration", "student_sizes",
+                 "class_distribution"}
+ENTRY_KEYS = {"tables", "setting", "kind", "paper", "kdflow", "why", "effect"}
+REQUIRED_KEYS = ENTRY_KEYS - {"setting"}
+# What a resolved job setting is, against its paper.
+EQUAL, DIFFERS, SILENT_SETTING, UNSTATED = "equal", "differs", "silent", "unstated"
+_COMPLEMENT = re.compile(r"^1 - (\w+)$")
+
+
+def account(config: dict, protocols: dict) -> dict[str, list[tuple[str, str, object, object]]]:
+    """Per paper result, every resolved setting as ``(path, status, the paper's value, kdflow's value)``; the
+    status is :data:`EQUAL`, :data:`DIFFERS`, :data:`SILENT_SETTING` or :data:`UNSTATED`. Settings that change no
+    score (``protocols["without_effect"]``, by name) are left out. One row per setting path, not per job."""
+    inert = set(protocols.get("without_effect", {}))
+    found = {}
+    for table, protocol in protocols["tables"].items():
+        rows = list(_table_rows(config, protocol))
+        unique = {path: (path, status, paper, actual) for path, status, paper, actual in rows
+                  if path.rsplit(".", 1)[-1] not in inert}
+        found[table] = list(unique.values())
+    return found
+
+
+def _table_rows(config: dict, protocol: dict):
+    methods = load_catalog()["methods"]
+    yield from _compare(protocol.get("precision", _UNSTATED), config.get("precision", "auto"), "precision")
+    for teacher, expected in protocol.get("teachers", {}).items():
+        for task in config["teachers"][teacher]["tasks"]:
+            actual = teacher_settings(config, teacher, task)
+            actual["hyperparameters"] = {**HYPERPARAMETER_DEFAULTS, **actual["hyperparameters"]}
+            yield from _compare(_with_task(expected, task), actual, f"teachers.{teacher}.{task}")
+    experiments = [config["experiments"][name] for name in protocol.get("experiments", {})]
+    if any("head_logits" in methods[method_entry(experiment, entry)[0]]["needs"]
+           for experiment in experiments for entry in experiment["methods"]):
+        for teacher in {experiment["teacher"] for experiment in experiments}:
+            yield from _compare(protocol.get("pseudo_heads", _UNSTATED), pseudo_head_settings(config, teacher),
+                                f"pseudo_heads.{teacher}")
+    if any(transfer_of(experiment) == "augmented" for experiment in experiments):
+        actual = {**generator_settings(config), "sampling": sampling_settings(config),
+                  "hygiene": hygiene_settings(config, "augmented")}
+        actual["hyperparameters"] = {**HYPERPARAMETER_DEFAULTS, **actual["hyperparameters"]}
+        yield from _compare(protocol.get("generation", _UNSTATED), actual, "generation")
+    if "probing" in protocol:
+        actual = probing_settings(config)
+        defaults = {f.name: list(f.default) if isinstance(f.default, tuple) else f.default
+                    for f in fields(ProbeSettings) if f.name not in ("device", "precision")}
+        actual["probe"] = {**defaults, **actual["probe"]}
+        yield from _compare(protocol["probing"], actual, "probing")
+    for name, expected in protocol.get("experiments", {}).items():
+        experiment = config["experiments"][name]
+        grid = experiment.get("grid") or {}
+        stated = expected.get("grid", {})
+        for axis in sorted(set(stated) | set(grid)):
+            if sorted(map(repr, grid.get(axis, []))) != sorted(map(repr, stated.get(axis, []))):
+                yield f"experiments.{name}.grid.{axis}", DIFFERS, stated.get(axis), grid.get(axis)
+        for task in experiment["tasks"]:
+            yield from _job_rows(config, name, task, _with_task(expected, task), set(stated))
+
+
+def _job_rows(config: dict, name: str, task: str, expected: dict, searched: set[str]):
+    """The settings of the student jobs of one experiment and task: one job per student and method entry (the
+    first grid point and seed stand for the rest; the grid's axes are compared on their own)."""
+    experiment = config["experiments"][name]
+    prefix = f"experiments.{name}.{task}"
+    yield from _compare(expected.get("transfer", _UNSTATED), transfer_of(experiment), f"{prefix}.transfer")
+    yield from _compare(expected.get("selection", _UNSTATED), SELECTION_RULE, f"{prefix}.selection")
+    for student in experiment["students"]:
+        for entry in experiment["methods"]:
+            point = next(iter(grid_points(experiment, entry)))
+            settings = effective_settings(student_settings(config, name, task, student, entry, point,
+                                                           experiment["seeds"][0]))
+            student_axes = {axis.removeprefix("student.") for axis in searched}
+            yield from _compare(expected.get("student", {}).get(student, _UNSTATED), settings["student"],
+                                f"{prefix}.student.{student}", searched=student_axes)
+            yield from _compare(expected.get("stages", _UNSTATED), settings["stages"], f"{prefix}.stages")
+            yield from _compare(expected.get("hyperparameters", {}), settings["hyperparameters"],
+                                f"{prefix}.hyperparameters", searched=searched)
+            stated = expected.get("method_options", {})
+            options = settings["method_options"]
+            shared = {key: value for key, value in stated.get("*", {}).items() if key in options}
+            own = stated.get(entry, {})
+            wanted = own if own == SILENT else {key: _complement(value, options)
+                                                for key, value in {**shared, **own}.items()}
+            yield from _compare(wanted, options, f"{prefix}.method_options.{entry}", searched=searched)
+
+
+
+def _complement(value, options: dict):
+    """A paper's weight written ``"1 - beta"``: 1 minus the job's beta."""
+    match = _COMPLEMENT.match(value) if isinstance(value, str) else None
+    return 1.0 - options[match.group(1)] if match and match.group(1) in options else value
+
+
+def _compare(expected, actual, path: str, searched: set[str] = frozenset()):
+    """``(path, status, paper, actual)`` for every leaf of ``actual`` and every setting ``expected`` states that
+    ``actual`` lacks; a leaf named in ``searched`` is a grid axis, compared with the grid."""
+    if isinstance(expected, dict) and set(expected) == {"paper", "cite"}:
+        expected = expected["paper"]
+    if expected is _UNSTATED:
+        for leaf, value in _leaves(actual, path):
+            yield leaf, UNSTATED, None, value
+    elif expected == SILENT:
+        for leaf, value in _leaves(actual, path):
+            if leaf.removeprefix(f"{path}.").split(".")[0] not in searched:
+                yield leaf, SILENT_SETTING, SILENT, value
+    elif isinstance(expected, dict) and (isinstance(actual, dict) or actual is None):
+        actual = actual or {}
+        for key in sorted(set(actual) | set(expected)):
+            if key in searched:
+                continue
+            yield from _compare(expected.get(key, _UNSTATED), actual.get(key), f"{path}.{key}")
+    else:
+        yield path, EQUAL if _equal(expected, actual) else DIFFERS, expected, actual
+
+
+def _leaves(value, path: str):
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            yield from _leaves(item, f"{path}.{key}")
+    else:
+        yield path, value
+
+
+def _equal(expected, actual) -> bool:
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool) and isinstance(actual, (int, float)):
+        return abs(expected - actual) <= 1e-12 * max(1.0, abs(expected))
+    if isinstance(expected, list) and isinstance(actual, list):
+        return len(expected) == len(actual) and all(_equal(e, a) for e, a in zip(expected, actual))
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        return set(expected) == set(actual) and all(_equal(expected[k], actual[k]) for k in expected)
+    return expected == actual
+
+
+def _with_task(section: dict, task: str) -> dict:
+    """``section`` with its ``task_settings.<task>`` merged in, mapping by mapping."""
+    return _merge({key: value for key, value in section.items() if key != "task_settings"},
+                  section.get("task_settings", {}).get(task, {}))
+
+
+def _merge(base, override: dict) -> dict:
+    merged = dict(base) if isinstance(base, dict) else {}
+    for key, value in override.items():
+        merged[key] = _merge(merged.get(key, {}), value) if isinstance(value, dict) else value
+    return merged
+
+
+def effective_settings(settings: dict) -> dict:
+    """A student job's settings with what the config leaves out filled in as the job will run it: the defaults
+    of the hyperparameters, of the student and of the method (with its complement weights, e.g. alpha = 1 - beta),
+    and every stage's epochs (the one place a job's epochs are stated)."""
+    catalog = load_catalog()
+    method = catalog["methods"][settings["method"]]
+    options = {**method["defaults"], **settings["method_options"]}
+    for weight, other in method["complement"].items():
+        if options.get(weight) is None:
+            options[weight] = 1.0 - options[other]
+    student = {**catalog["students"][settings["student"]["type"]]["defaults"], **settings["student"]}
+    hyperparameters = {**HYPERPARAMETER_DEFAULTS, **settings["hyperparameters"]}
+    epochs = hyperparameters.pop("epochs")  # a stage's own epochs override it (kdflow.distillation.distill)
+    stages = [{"epochs": epochs, **stage} for stage in settings["stages"]]
+    return {**settings, "hyperparameters": hyperparameters, "method_options": options, "student": student,
+            "stages": stages}
+
+
+def _patterns(entry: dict) -> list[str]:
+    setting = entry.get("setting", [])
+    return [setting] if isinstance(setting, str) else list(setting)
+
+
+def _names(entry: dict, table: str, path: str, status: str) -> bool:
+    """Whether ``entry`` accounts for setting ``path`` of ``table``: a difference needs an entry that says why kdflow
+    differs (any kind but paper silent), a silent setting any entry. So a broad pattern over settings a paper leaves
+    silent cannot swallow a later difference from a value the paper states."""
+    return (status in (DIFFERS, SILENT_SETTING) and table in entry.get("tables", [])
+            and not (status == DIFFERS and entry.get("kind") == "paper silent")
+            and any(fnmatchcase(path, pattern) for pattern in _patterns(entry)))
+
+
+def ledger_problems(ledger: list[dict], found: dict[str, list[tuple]], tables: set[str]) -> list[str]:
+    """What keeps the ledger from being complete and exact: malformed entries, settings no paper protocol states,
+    differences and silent settings no entry names (:func:`_names`), and entries whose ``setting`` names none
+    (stale)."""
+    problems = []
+    for number, entry in enumerate(ledger, 1):
+        where = f"deviations entry {number} ({str(entry.get('kdflow', '?'))[:50]!r})"
+        missing = REQUIRED_KEYS - set(entry)
+        if missing or set(entry) - ENTRY_KEYS:
+            problems.append(f"{where}: needs {sorted(missing)}, allows only {sorted(ENTRY_KEYS)}")
+            continue
+        if entry["kind"] not in KINDS:
+            problems.append(f"{where}: kind {entry['kind']!r} is not one of {', '.join(KINDS)}")
+        unknown = set(entry["tables"]) - tables - OTHER_RESULTS
+        if unknown:
+            problems.append(f"{where}: unknown paper tables {sorted(unknown)}")
+        for pattern in _patterns(entry):
+            if not any(_names({**entry, "setting": pattern}, table, path, status) for table in entry["tables"]
+                       for path, status, *_ in found.get(table, [])):
+                problems.append(f"{where}: setting {pattern!r} names no difference from a paper and no setting it "
+                                "leaves silent (stale entry)")
+    for table, rows in found.items():
+        for path, status, paper, actual in rows:
+            if status == UNSTATED:
+                problems.append(f"{table}: {path} ({actual!r} in kdflow) is not in reference/protocols.yaml: state "
+                                "the paper's value with its citation, or silent")
+            elif status in (DIFFERS, SILENT_SETTING) and not any(
+                    _names(entry, table, path, status) for entry in ledger):
+                said = "the paper leaves it silent" if status == SILENT_SETTING else f"{paper!r} in the paper"
+                problems.append(f"{table}: {path} is {actual!r} in the config, {said}, and the ledger has no entry "
+                                "for it")
+    return problems
