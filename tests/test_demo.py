@@ -305,11 +305,11 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
     save(config)
     seeds = len(config["experiments"]["thesis_table52"]["seeds"])
     # the augmented set and the set of unlabelled + generated sentences, the students learning from each (also
-    # the two students from scratch, one seed), and the input vectors of the word-level LSTM_S (its vocabulary is
+    # the two students from scratch by two methods, one seed), and the input vectors of the word-level LSTM_S (its vocabulary is
     # the transfer set's words), each probed on 3 tasks
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
         sample_transfer_shard=2, build_transfer_set=2, compute_teacher_signals=2, transfer_statistics=1,
-        distill_student=2 * seeds + 2 + 1, select_students=3, glue_submission=3, plan=1, all=1,
+        distill_student=2 * seeds + 2 * 2 + 1, select_students=3, glue_submission=3, plan=1, all=1,
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM) + Counter(encode_probing_tasks=2 + 1, probe_model=(2 + 1) * 3)
 
 
@@ -379,7 +379,8 @@ def test_demo_probes_input_embeddings_and_students_from_scratch_beside_the_thesi
     with safe_open(str(workdir / "results/probing/encodings/embed_words_sst2/Length.safetensors"), "pt") as cache:
         assert cache.get_tensor("layer0.dev").shape[1] == 50  # the word vectors' width, one channel
     scratch = json.loads((workdir / "results/selection/thesis_scratch.json").read_text())
-    assert {s["student"] for s in scratch["selections"]} == {"lstm_s_scratch", "bert_s_scratch"}
+    assert {(s["student"], s["method"]) for s in scratch["selections"]} == {
+        (student, method) for student in ["lstm_s_scratch", "bert_s_scratch"] for method in ["mse_logits", "hard_logits"]}
 
     comparison = pd.read_csv(workdir / "results/tables/probing_thesis.csv", dtype={"thesis_layer": str})
     reference = pd.read_csv(REPO / "reference/thesis_probing_scores.csv")
@@ -395,7 +396,7 @@ def test_demo_probes_input_embeddings_and_students_from_scratch_beside_the_thesi
     teacher = comparison[comparison.thesis_model == "BERT_T[SST-2]"]
     assert set(teacher[teacher.kdflow.notna()].thesis_layer) == {"E", "1"}  # the tiny teacher has 4 layers
     notes = set(comparison.note.dropna())
-    assert "no kdflow counterpart: students distilled from the teacher's hard (argmax) logits are not run" in notes
+    assert "no kdflow counterpart: the demo trains hard-logit students (thesis_scratch) but does not probe them" in notes
     assert "pooled by cls in the thesis; kdflow probes with mean pooling" in notes
     page = (workdir / "results/tables/probing_thesis.md").read_text()
     assert "| embed.word\\[SST-2\\] | avg | embed_words_sst2 | 10 | 3 |" in page

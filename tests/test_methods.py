@@ -97,6 +97,16 @@ def test_no_kd_kd_and_mse_logits():
     assert mse["loss"].item() == pytest.approx((1 + (4 + 1)) / 2)  # summed over classes, mean over examples
 
 
+def test_hard_logits_is_cross_entropy_against_the_teachers_argmax_class():
+    batch = out([[0.0, 0.0], [2.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]])
+    teachers = TeacherSignals(torch.tensor([[0.2, 0.1], [1.0, 3.0]]))  # argmax: class 0, class 1
+    gold = torch.tensor([1, 0])  # ignored: no gold-label term
+    loss = build_method("hard_logits", shapes())(batch, teachers, gold)["loss"].item()
+    assert loss == pytest.approx((math.log(2) + math.log(1 + math.exp(2.0))) / 2)  # -log softmax of the argmax
+    with pytest.raises(ValueError, match="hard_logits needs classes"):
+        build_method("hard_logits", shapes(num_labels=1, regression=True))
+
+
 def test_annealing_kd_scales_teacher_logits_in_steps():
     method = build_method("annealing_kd", shapes(), {"max_temperature": 4})
     factors = []
@@ -306,7 +316,7 @@ def test_complementary_weights_follow_the_papers():
 def test_method_registry_and_errors():
     expected = {"no_kd", "kd", "mse_logits", "pkd", "ckd_no", "ckd_po", "alp_no", "alp_po", "alp", "mhkd",
                 "universal_kd_il", "universal_kd_cg", "universal_kd_ca", "universal_kd_att_on_losses", "dih",
-                "annealing_kd", "takd"}
+                "annealing_kd", "takd", "hard_logits"}
     assert expected <= set(available_methods())
     with pytest.raises(KeyError, match="unknown method 'fitnet'"):
         build_method("fitnet", shapes())

@@ -66,9 +66,9 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
     ukd4 = 8 * (6 + 6 + 5 * 18)  # no_kd, annealing_kd (beta fixed), kd, takd, dih, cg, att_on_losses
     assistants = 8 * 18  # TAKD's RoBERTa-base assistant, one per grid point
     ukd5 = 8 * 2 * 4 * (20 + 2 * 60)  # bilstm, gated_cnn x 4 dropouts: no_kd (20) + kd, universal_kd_ca (60)
-    # two students on CoLA, SST-2, Sara, three seeds; both from scratch, one seed; the earlier CoLA BERT_S (W=2,
-    # D=2) of the thesis author's probing results, one seed
-    thesis = 2 * 3 * 3 + 2 * 3 + 1
+    # two students on CoLA, SST-2, Sara, three seeds; both from scratch, and both from hard logits, one seed; the
+    # earlier CoLA BERT_S (W=2, D=2) of the thesis author's probing results, one seed
+    thesis = 2 * 3 * 3 + 2 * 3 + 2 * 3 + 1
     exploration = 267  # thesis Chapter 5 / Appendix B without the word2vec vectors: 19 studies (test_exploration.py)
     augmented = 3  # the thesis's students learn from BERT-large's augmented sets of CoLA, SST-2 and Sara
     assert planned_jobs() == Counter(
@@ -81,12 +81,12 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         compute_assistant_signals=assistants,
         select_students=len(config["experiments"]),
         glue_submission=len(config["experiments"]),  # every experiment has a GLUE task
-        # evidence: 21 models probed on SentEval's 10 tasks (files downloaded once: the teachers, the thesis's
-        # students, from the teacher and from scratch, the earlier CoLA BERT_S, and 4 "embed." baselines), the
-        # thesis's scores beside them,
+        # evidence: 27 models probed on SentEval's 10 tasks (files downloaded once: the teachers, the thesis's
+        # students, from the teacher, from scratch and from hard logits, the earlier CoLA BERT_S, and 4 "embed."
+        # baselines), the thesis's scores beside them,
         # 3 analyses, 9 paper tables of scores and 3 of selected hyperparameters, thesis Table 5.2's 9 measured
         # models, the figures
-        download_probing_task=10, encode_probing_tasks=21, probe_model=21 * 10, probing_table=1, figure_probing=1,
+        download_probing_task=10, encode_probing_tasks=27, probe_model=27 * 10, probing_table=1, figure_probing=1,
         probing_thesis_table=1, figure_probing_thesis=1,
         analyse_predictions=3, figure_analysis=3, paper_table=9 + 3, measure_inference=9, figure_pseudo_heads=1,
         attention_maps=2, layer_outputs=1,  # Universal-KD Fig. 3 and ALP-KD Fig. 3; ALP-KD Fig. 4

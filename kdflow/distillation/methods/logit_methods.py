@@ -57,6 +57,24 @@ class MSELogits(Method):
         return {"kd": (student.logits - teacher.logits).pow(2).sum(-1).mean()}
 
 
+@register("hard_logits")
+class HardLogits(Method):
+    """The thesis author's students distilled from the teacher's hard logits (``use_hard_logits`` in their code,
+    probed as BERT_S-hard-logits and LSTM_S-hard-logits in reference/thesis_probing_scores.csv): cross-entropy
+    against the teacher's argmax class, the teacher's one-hot decision in place of its logits, no gold-label term.
+    Classification only: a regression teacher has no class to take."""
+
+    defaults = {"alpha": 0.0, "beta": 1.0}
+
+    def __init__(self, shapes, **options):
+        super().__init__(shapes, **options)
+        if shapes.regression:
+            raise ValueError("hard_logits needs classes: a regression teacher's output has no argmax class")
+
+    def terms(self, student, teacher, labels):
+        return {"kd": F.cross_entropy(student.logits, teacher.logits.argmax(-1))}
+
+
 @register("annealing_kd")
 class AnnealingKD(Method):
     """Annealing KD (Jafari et al. 2021). Phase 1 (the first stage of the schedule, ``beta = 1``): MSE between
