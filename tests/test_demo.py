@@ -396,7 +396,8 @@ def test_demo_probes_input_embeddings_and_students_from_scratch_beside_the_thesi
     teacher = comparison[comparison.thesis_model == "BERT_T[SST-2]"]
     assert set(teacher[teacher.kdflow.notna()].thesis_layer) == {"E", "1"}  # the tiny teacher has 4 layers
     notes = set(comparison.note.dropna())
-    assert "no kdflow counterpart: the demo trains hard-logit students (thesis_scratch) but does not probe them" in notes
+    assert ("no kdflow counterpart: the demo trains hard-logit students (thesis_scratch) but does not probe them; "
+            "config.yaml does") in notes
     assert "pooled by cls in the thesis; kdflow probes with mean pooling" in notes
     page = (workdir / "results/tables/probing_thesis.md").read_text()
     assert "| embed.word\\[SST-2\\] | avg | embed_words_sst2 | 10 | 3 |" in page
