@@ -147,9 +147,16 @@ def finished_run(workdir: Path, run: dict, invocation: str, code: str) -> dict |
             "scores": {name: 100 * value for name, value in metrics["scores"]["dev"].items()},
             "best_epoch": metrics["best"]["epoch"], "epochs": sum(stage["epochs"] for stage in metrics["stages"]),
             "cpu_seconds": seconds(benchmark, "cpu_time"), "wall_seconds": seconds(benchmark),
+            "resumed": resumed(workdir, relative),
             "commit": code, "command": run_command(run), "invocation": invocation,
             "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "dev_predictions": [round(p, 5) if isinstance(p, float) else p for p in dev["prediction"].tolist()]}
+
+
+def resumed(workdir: Path, relative: Path) -> bool:
+    """Whether the run's job resumed from a checkpoint: its benchmark file times the last attempt alone."""
+    log = workdir / "logs/distill_student" / f"{relative}.log"
+    return log.exists() and "resuming run" in log.read_text()
 
 
 def harvest(workdir: Path, runs: list[dict], invocation: str, code: str) -> int:

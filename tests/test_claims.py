@@ -87,3 +87,11 @@ def test_a_search_that_has_not_run_every_point_yet_takes_no_part_in_a_verdict():
     assert "| beta0.2 (search 1 of 2) |" in claims_document(runs, LABELS, grids).markdown()
     runs += runs_of("kd", "claims_alp", {1: 60}, config="beta0.5")
     assert verdicts(runs, LABELS, grids).set_index("link").loc["KD > no KD", "verdict"] == "holds"
+
+
+def test_a_resumed_runs_partial_cpu_time_is_left_out_of_the_mean_and_said():
+    runs = runs_of("kd", "claims_alp", {1: 80, 2: 81})
+    runs[1] |= {"cpu_seconds": 6.0, "resumed": True}  # its last attempt alone
+    text = claims_document(runs, LABELS, {}).markdown()
+    assert "| 2 | 80.50 ± 0.71 |" in text and "| 1.0 |" in text  # 60 s: the resumed run left out of the mean
+    assert "1 of them resumed from a checkpoint" in text and "0.0 CPU-hours" in text

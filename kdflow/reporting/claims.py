@@ -181,7 +181,7 @@ def claims_document(runs: list[dict], labels: dict, grids: dict | None = None) -
                                                                                    item[0][1], item[0][2])):
         values = [run["dev"] for run in cell["runs"]]
         spread = statistics.sample_std(values)
-        cpu = [run["cpu_seconds"] for run in cell["runs"] if run.get("cpu_seconds")]
+        cpu = [run["cpu_seconds"] for run in cell["runs"] if run.get("cpu_seconds") and not run.get("resumed")]
         lines.append({"task": task, "experiment": experiment,
                       "method": NAMES.get((experiment, method)) or METHOD_NAMES.get(method, method),
                       "metric": cell["metric"],
@@ -191,7 +191,11 @@ def claims_document(runs: list[dict], labels: dict, grids: dict | None = None) -
                       "grid, first seed": ", ".join(f"{p} {v:.2f}" for p, v in sorted(cell["grid"].items())),
                       "CPU-min per run": f"{np.mean(cpu) / 60:.1f}" if cpu else "—"})
     hours = sum(run.get("cpu_seconds") or 0 for run in runs) / 3600
+    resumed = sum(bool(run.get("resumed")) for run in runs)
     document.blocks += [Heading("Every cell"), Table(pd.DataFrame(lines)),
                         Paragraph(f"{len(runs)} runs; {hours:.1f} CPU-hours of student training in the record (the "
-                                  "teachers, pseudo-heads and teacher signals not included).")]
+                                  "teachers, pseudo-heads and teacher signals not included)."
+                                  + (f" {resumed} of them resumed from a checkpoint after an interruption: their CPU "
+                                     "time is their last attempt's alone, so the total is a lower bound and the "
+                                     "CPU-min per run leaves them out." if resumed else ""))]
     return document
