@@ -10,7 +10,8 @@ thesis's :data:`OTHER_RESULTS`), what its paper ran, in the terms of kdflow's re
 * ``pseudo_heads``: the settings of the teacher's pseudo classifiers (Universal-KD);
 * ``generation``: the generator's ``spec`` and ``hyperparameters``, the ``sampling`` of the augmented transfer
   sets and their ``hygiene``;
-* ``experiments.<experiment>``: ``grid`` (axis -> values, compared as sets), and every student job's ``student.
+* ``experiments.<experiment>``: ``grid`` (axis -> values, compared as sets) or, for the thesis's exploration
+  studies, ``points`` (every setting its named points set -> the values they take, compared as sets), and every student job's ``student.
   <student>`` (its resolved spec), ``transfer``, ``stages``, ``hyperparameters``, ``selection`` and
   ``method_options.<entry>`` (``method_options.*`` for the options every entry shares; ``"1 - beta"`` is a weight
   that complements another);
@@ -38,6 +39,7 @@ from kdflow.distillation.selection import SELECTION_RULE
 from kdflow.probing.probe import ProbeSettings
 from kdflow.workflow.catalog import load_catalog
 from kdflow.workflow.config import (
+    canonical,
     generator_settings,
     grid_points,
     hygiene_settings,
@@ -49,6 +51,7 @@ from kdflow.workflow.config import (
     teacher_settings,
     transfer_of,
 )
+from kdflow.workflow.exploration import with_exploration
 
 # What a run uses for a hyperparameter the config leaves out: a paper's value is compared with this.
 HYPERPARAMETER_DEFAULTS = {f.name: f.default for f in fields(Hyperparameters) if f.default is not MISSING}
@@ -76,6 +79,7 @@ def account(config: dict, protocols: dict) -> dict[str, list[tuple[str, str, obj
     status is :data:`EQUAL`, :data:`DIFFERS`, :data:`SILENT_SETTING` or :data:`UNSTATED`. Settings that change no
     score (``protocols["without_effect"]``, by name) are left out. One row per setting path, not per job."""
     inert = set(protocols.get("without_effect", {}))
+    config = with_exploration(config)  # the thesis's exploration studies are experiments too
     found = {}
     for table, protocol in protocols["tables"].items():
         rows = list(_table_rows(config, protocol))
@@ -112,13 +116,30 @@ def _table_rows(config: dict, protocol: dict):
         yield from _compare(protocol["probing"], actual, "probing")
     for name, expected in protocol.get("experiments", {}).items():
         experiment = config["experiments"][name]
-        grid = experiment.get("grid") or {}
-        stated = expected.get("grid", {})
-        for axis in sorted(set(stated) | set(grid)):
-            if sorted(map(repr, grid.get(axis, []))) != sorted(map(repr, stated.get(axis, []))):
-                yield f"experiments.{name}.grid.{axis}", DIFFERS, stated.get(axis), grid.get(axis)
+        searched = set()
+        for kind, axes in (("grid", experiment.get("grid") or {}), ("points", _point_axes(experiment))):
+            stated = expected.get(kind, {})
+            searched |= set(stated)
+            for axis in sorted(set(stated) | set(axes)):
+                if _as_set(axes.get(axis, [])) != _as_set(stated.get(axis, [])):
+                    yield f"experiments.{name}.{kind}.{axis}", DIFFERS, stated.get(axis), axes.get(axis)
         for task in experiment["tasks"]:
-            yield from _job_rows(config, name, task, _with_task(expected, task), set(stated))
+            yield from _job_rows(config, name, task, _with_task(expected, task), searched)
+
+
+def _as_set(values: list) -> list[str]:
+    return sorted(repr(canonical(value)) for value in values)
+
+
+def _point_axes(experiment: dict) -> dict[str, list]:
+    """An experiment of named points (the thesis's exploration): every setting its points set, with the values
+    they take (each once), compared with the paper's as a set like a grid's axis."""
+    axes = {}
+    for point in experiment.get("points", {}).values():
+        for name, value in point.items():
+            if value not in axes.setdefault(name, []):
+                axes[name].append(value)
+    return axes
 
 
 def _job_rows(config: dict, name: str, task: str, expected: dict, searched: set[str]):
