@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from quality_real_data import benchmark_config, prepare, read_json, seconds, write_if_changed  # noqa: E402
+from quality_real_data import prepare, read_json, seconds, write_if_changed  # noqa: E402
 
 from kdflow.reporting.claims import cells, claims_document, searched_points  # noqa: E402
 from kdflow.workflow.config_files import load_config_file  # noqa: E402

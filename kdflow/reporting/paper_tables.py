@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from kdflow.core import statistics
 from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Paragraph, Table
 from kdflow.core.tasks import GLUE_FILES
+from kdflow.reporting.ledger import read_ledger
 
 TEACHER_METHOD = "teacher"
 AVERAGE_TASK = "average"
@@ -302,7 +302,7 @@ def deviations_of(ledger_path, paper_table: str) -> list[dict]:
     """The ledger entries (reference/deviations.yaml) of one paper table; none without a ledger."""
     if not ledger_path:
         return []
-    return [entry for entry in yaml.safe_load(Path(ledger_path).read_text()) or [] if paper_table in entry["tables"]]
+    return [entry for entry in read_ledger(ledger_path) if paper_table in entry["tables"]]
 
 
 def deviation_blocks(deviations: list[dict]) -> list:

@@ -11,10 +11,10 @@ thesis's :data:`OTHER_RESULTS`), what its paper ran, in the terms of kdflow's re
 * ``generation``: the generator's ``spec`` and ``hyperparameters``, the ``sampling`` of the augmented transfer
   sets and their ``hygiene``;
 * ``experiments.<experiment>``: ``grid`` (axis -> values, compared as sets) or, for the thesis's exploration
-  studies, ``points`` (every setting its named points set -> the values they take, compared as sets), and every student job's ``student.
-  <student>`` (its resolved spec), ``transfer``, ``stages``, ``hyperparameters``, ``selection`` and
-  ``method_options.<entry>`` (``method_options.*`` for the options every entry shares; ``"1 - beta"`` is a weight
-  that complements another);
+  studies, ``points`` (every setting its named points set -> the values they take, compared as sets), and every
+  student job's ``student.<student>`` (its resolved spec), ``transfer``, ``stages``, ``hyperparameters``,
+  ``selection`` and ``method_options.<entry>`` (``method_options.*`` for the options every entry shares;
+  ``"1 - beta"`` is a weight that complements another);
 * ``probing``: the encodings' and the probe's settings;
 
 and any of them with a ``task_settings.<task>`` override.
@@ -80,22 +80,23 @@ def account(config: dict, protocols: dict) -> dict[str, list[tuple[str, str, obj
     score (``protocols["without_effect"]``, by name) are left out. One row per setting path, not per job."""
     inert = set(protocols.get("without_effect", {}))
     config = with_exploration(config)  # the thesis's exploration studies are experiments too
+    catalog = load_catalog()
     found = {}
     for table, protocol in protocols["tables"].items():
-        rows = list(_table_rows(config, protocol))
+        rows = list(_table_rows(config, protocol, catalog))
         unique = {path: (path, status, paper, actual) for path, status, paper, actual in rows
                   if path.rsplit(".", 1)[-1] not in inert}
         found[table] = list(unique.values())
     return found
 
 
-def _table_rows(config: dict, protocol: dict):
-    methods = load_catalog()["methods"]
+def _table_rows(config: dict, protocol: dict, catalog: dict):
+    methods = catalog["methods"]
     yield from _compare(protocol.get("precision", _UNSTATED), config.get("precision", "auto"), "precision")
     for teacher, expected in protocol.get("teachers", {}).items():
         for task in config["teachers"][teacher]["tasks"]:
             actual = teacher_settings(config, teacher, task)
-            actual["hyperparameters"] = {**HYPERPARAMETER_DEFAULTS, **actual["hyperparameters"]}
+            actual["hyperparameters"] = _with_defaults(actual["hyperparameters"])
             yield from _compare(_with_task(expected, task), actual, f"teachers.{teacher}.{task}")
     experiments = [config["experiments"][name] for name in protocol.get("experiments", {})]
     if any("head_logits" in methods[method_entry(experiment, entry)[0]]["needs"]
@@ -106,7 +107,7 @@ def _table_rows(config: dict, protocol: dict):
     if any(transfer_of(experiment) == "augmented" for experiment in experiments):
         actual = {**generator_settings(config), "sampling": sampling_settings(config),
                   "hygiene": hygiene_settings(config, "augmented")}
-        actual["hyperparameters"] = {**HYPERPARAMETER_DEFAULTS, **actual["hyperparameters"]}
+        actual["hyperparameters"] = _with_defaults(actual["hyperparameters"])
         yield from _compare(protocol.get("generation", _UNSTATED), actual, "generation")
     if "probing" in protocol:
         actual = probing_settings(config)
@@ -124,7 +125,7 @@ def _table_rows(config: dict, protocol: dict):
                 if _as_set(axes.get(axis, [])) != _as_set(stated.get(axis, [])):
                     yield f"experiments.{name}.{kind}.{axis}", DIFFERS, stated.get(axis), axes.get(axis)
         for task in experiment["tasks"]:
-            yield from _job_rows(config, name, task, _with_task(expected, task), searched)
+            yield from _job_rows(config, name, task, _with_task(expected, task), searched, catalog)
 
 
 def _as_set(values: list) -> list[str]:
@@ -142,19 +143,19 @@ def _point_axes(experiment: dict) -> dict[str, list]:
     return axes
 
 
-def _job_rows(config: dict, name: str, task: str, expected: dict, searched: set[str]):
+def _job_rows(config: dict, name: str, task: str, expected: dict, searched: set[str], catalog: dict):
     """The settings of the student jobs of one experiment and task: one job per student and method entry (the
     first grid point and seed stand for the rest; the grid's axes are compared on their own)."""
     experiment = config["experiments"][name]
     prefix = f"experiments.{name}.{task}"
     yield from _compare(expected.get("transfer", _UNSTATED), transfer_of(experiment), f"{prefix}.transfer")
     yield from _compare(expected.get("selection", _UNSTATED), SELECTION_RULE, f"{prefix}.selection")
+    student_axes = {axis.removeprefix("student.") for axis in searched}
     for student in experiment["students"]:
         for entry in experiment["methods"]:
             point = next(iter(grid_points(experiment, entry)))
             settings = effective_settings(student_settings(config, name, task, student, entry, point,
-                                                           experiment["seeds"][0]))
-            student_axes = {axis.removeprefix("student.") for axis in searched}
+                                                           experiment["seeds"][0]), catalog)
             yield from _compare(expected.get("student", {}).get(student, _UNSTATED), settings["student"],
                                 f"{prefix}.student.{student}", searched=student_axes)
             yield from _compare(expected.get("stages", _UNSTATED), settings["stages"], f"{prefix}.stages")
@@ -167,7 +168,6 @@ def _job_rows(config: dict, name: str, task: str, expected: dict, searched: set[
             wanted = own if own == SILENT else {key: _complement(value, options)
                                                 for key, value in {**shared, **own}.items()}
             yield from _compare(wanted, options, f"{prefix}.method_options.{entry}", searched=searched)
-
 
 
 def _complement(value, options: dict):
@@ -229,18 +229,22 @@ def _merge(base, override: dict) -> dict:
     return merged
 
 
-def effective_settings(settings: dict) -> dict:
+def _with_defaults(hyperparameters: dict) -> dict:
+    """A run's hyperparameters with the ones the config leaves out as the run uses them."""
+    return {**HYPERPARAMETER_DEFAULTS, **hyperparameters}
+
+
+def effective_settings(settings: dict, catalog: dict) -> dict:
     """A student job's settings with what the config leaves out filled in as the job will run it: the defaults
-    of the hyperparameters, of the student and of the method (with its complement weights, e.g. alpha = 1 - beta),
-    and every stage's epochs (the one place a job's epochs are stated)."""
-    catalog = load_catalog()
+    of the hyperparameters, of the student and of the method (``catalog``: :func:`load_catalog`, with its complement
+    weights, e.g. alpha = 1 - beta), and every stage's epochs (the one place a job's epochs are stated)."""
     method = catalog["methods"][settings["method"]]
     options = {**method["defaults"], **settings["method_options"]}
     for weight, other in method["complement"].items():
         if options.get(weight) is None:
             options[weight] = 1.0 - options[other]
     student = {**catalog["students"][settings["student"]["type"]]["defaults"], **settings["student"]}
-    hyperparameters = {**HYPERPARAMETER_DEFAULTS, **settings["hyperparameters"]}
+    hyperparameters = _with_defaults(settings["hyperparameters"])
     epochs = hyperparameters.pop("epochs")  # a stage's own epochs override it (kdflow.distillation.distill)
     stages = [{"epochs": epochs, **stage} for stage in settings["stages"]]
     return {**settings, "hyperparameters": hyperparameters, "method_options": options, "student": student,
