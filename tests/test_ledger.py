@@ -7,7 +7,7 @@ from kdflow.reporting.ledger import ledger_document, ledger_frame, read_ledger
 
 ENTRIES = [
     {"tables": ["alp_kd_table1", "alp_kd_table2"], "setting": ["a.*.stages", "b.*"], "kind": "paper silent",
-     "paper": "silent (§4)", "kdflow": "5 epochs,\n  every task", "why": "W1.", "effect": "Not measured."},
+     "values": {"stages": [[{"epochs": 5}]], "lr": [1e-5, 2e-5]}, "paper": "silent (§4)", "kdflow": "5 epochs,\n  every task", "why": "W1.", "effect": "Not measured."},
     {"tables": ["alp_kd_table2"], "kind": "unavailable", "paper": "Table 1's numbers", "kdflow": "an em dash",
      "why": "W2.", "effect": "E2."},
 ]
@@ -15,11 +15,12 @@ ENTRIES = [
 
 def test_a_row_per_entry_with_its_settings_and_fields_on_one_line():
     frame = ledger_frame(ENTRIES)
-    assert list(frame.columns) == ["results", "kind", "settings", "paper", "kdflow", "why", "effect"]
+    assert list(frame.columns) == ["results", "kind", "settings", "values", "paper", "kdflow", "why", "effect"]
     assert frame.iloc[0].to_dict() == {"results": "alp_kd_table1, alp_kd_table2", "kind": "paper silent",
-                                       "settings": "a.*.stages; b.*", "paper": "silent (§4)",
+                                       "settings": "a.*.stages; b.*", "values": 'stages = [{"epochs": 5}]; '
+                                       "lr = 1e-05 | 2e-05", "paper": "silent (§4)",
                                        "kdflow": "5 epochs, every task", "why": "W1.", "effect": "Not measured."}
-    assert frame.iloc[1].settings == ""  # a difference no setting shows
+    assert frame.iloc[1].settings == frame.iloc[1]["values"] == ""  # a difference no setting shows
 
 
 def test_the_page_counts_the_kinds_and_lists_each_results_entries():

@@ -4,6 +4,7 @@ difference, why and its effect. :mod:`kdflow.reporting.protocols` keeps the ledg
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +12,7 @@ import yaml
 
 from kdflow.core.documents import Code, Document, Heading, Paragraph, Table
 
-COLUMNS = ["results", "kind", "settings", "paper", "kdflow", "why", "effect"]
+COLUMNS = ["results", "kind", "settings", "values", "paper", "kdflow", "why", "effect"]
 
 
 def read_ledger(path) -> list[dict]:
@@ -20,12 +21,15 @@ def read_ledger(path) -> list[dict]:
 
 def ledger_frame(entries: list[dict]) -> pd.DataFrame:
     """One row per entry: the paper results it concerns, its kind, the setting paths it names (empty for a
-    difference no setting shows), the paper's value, kdflow's, why and the effect."""
+    difference no setting shows) and the values kdflow runs there, the paper's value, kdflow's, why and the
+    effect."""
     rows = []
     for entry in entries:
         setting = entry.get("setting", [])
         rows.append({"results": ", ".join(entry["tables"]), "kind": entry["kind"],
                      "settings": "; ".join([setting] if isinstance(setting, str) else setting),
+                     "values": "; ".join(f"{name} = {' | '.join(json.dumps(value) for value in values)}"
+                                         for name, values in (entry.get("values") or {}).items()),
                      **{key: " ".join(str(entry[key]).split()) for key in ("paper", "kdflow", "why", "effect")}})
     return pd.DataFrame(rows, columns=COLUMNS)
 

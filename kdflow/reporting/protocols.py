@@ -25,12 +25,16 @@ differs from it, a setting the paper leaves ``silent``, or one ``protocols.yaml`
 ``reference/deviations.yaml``, must name each difference and each silent setting (an entry's ``setting`` is a
 pattern over the setting paths, ``*`` matching any part, or a list of them); :func:`ledger_problems` lists what it
 misses, the settings nobody has stated, and the entries that name nothing. So a new option of a student, a method
-or the training loop fails the test suite until someone says where the papers stand on it.
+or the training loop fails the test suite until someone says where the papers stand on it. An entry with a
+``setting`` also pins the ``values`` kdflow runs there (:func:`entry_values`), so that its prose cannot go stale
+when the config changes a value it explains.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections import defaultdict
 from dataclasses import MISSING, fields
 from fnmatch import fnmatchcase
 
@@ -67,8 +71,8 @@ KINDS = ("unavailable", "paper silent", "original bug", "leak", "cost", "choice"
 # data's class distribution (Fig. A.1).
 OTHER_RESULTS = {"probing", "prediction_analysis", "hyperparameter_exploration", "student_sizes",
                  "class_distribution"}
-ENTRY_KEYS = {"tables", "setting", "kind", "paper", "kdflow", "why", "effect"}
-REQUIRED_KEYS = ENTRY_KEYS - {"setting"}
+ENTRY_KEYS = {"tables", "setting", "values", "kind", "paper", "kdflow", "why", "effect"}
+REQUIRED_KEYS = ENTRY_KEYS - {"setting", "values"}
 # What a resolved job setting is, against its paper.
 EQUAL, DIFFERS, SILENT_SETTING, UNSTATED = "equal", "differs", "silent", "unstated"
 _COMPLEMENT = re.compile(r"^1 - (\w+)$")
@@ -251,6 +255,19 @@ def effective_settings(settings: dict, catalog: dict) -> dict:
             "stages": stages}
 
 
+def _setting_name(path: str) -> str:
+    """A setting path less its experiment (or teacher) and task: ``experiments.x.cola.hyperparameters.seed`` ->
+    ``hyperparameters.seed``, ``experiments.x.grid.beta`` -> ``grid.beta``."""
+    parts = path.split(".")
+    if parts[0] in ("experiments", "teachers") and len(parts) > 3:
+        return ".".join(parts[2:] if parts[2] in ("grid", "points") else parts[3:])
+    return path
+
+
+def _canonical(values) -> str:
+    return json.dumps(values, sort_keys=True)
+
+
 def _patterns(entry: dict) -> list[str]:
     setting = entry.get("setting", [])
     return [setting] if isinstance(setting, str) else list(setting)
@@ -265,10 +282,22 @@ def _names(entry: dict, table: str, path: str, status: str) -> bool:
             and any(fnmatchcase(path, pattern) for pattern in _patterns(entry)))
 
 
+def entry_values(entry: dict, found: dict[str, list[tuple]]) -> dict[str, list]:
+    """Every value kdflow runs at the settings ``entry`` names: setting (its path within a job, e.g.
+    ``hyperparameters.learning_rate``, or within an experiment, e.g. ``grid.beta``) -> its distinct values, sorted.
+    This is what the entry's ``values`` pins."""
+    values = defaultdict(set)
+    for table in entry.get("tables", []):
+        for path, status, _, actual in found.get(table, []):
+            if _names(entry, table, path, status):
+                values[_setting_name(path)].add(json.dumps(actual, sort_keys=True))
+    return {name: [json.loads(value) for value in sorted(values[name])] for name in sorted(values)}
+
+
 def ledger_problems(ledger: list[dict], found: dict[str, list[tuple]], tables: set[str]) -> list[str]:
     """What keeps the ledger from being complete and exact: malformed entries, settings no paper protocol states,
-    differences and silent settings no entry names (:func:`_names`), and entries whose ``setting`` names none
-    (stale)."""
+    differences and silent settings no entry names (:func:`_names`), entries whose ``setting`` names none (stale),
+    and entries whose pinned ``values`` are no longer what kdflow runs."""
     problems = []
     for number, entry in enumerate(ledger, 1):
         where = f"deviations entry {number} ({str(entry.get('kdflow', '?'))[:50]!r})"
@@ -276,6 +305,8 @@ def ledger_problems(ledger: list[dict], found: dict[str, list[tuple]], tables: s
         if missing or set(entry) - ENTRY_KEYS:
             problems.append(f"{where}: needs {sorted(missing)}, allows only {sorted(ENTRY_KEYS)}")
             continue
+        if "values" in entry and "setting" not in entry:
+            problems.append(f"{where}: pins values but names no setting")
         if entry["kind"] not in KINDS:
             problems.append(f"{where}: kind {entry['kind']!r} is not one of {', '.join(KINDS)}")
         unknown = set(entry["tables"]) - tables - OTHER_RESULTS
@@ -286,6 +317,10 @@ def ledger_problems(ledger: list[dict], found: dict[str, list[tuple]], tables: s
                        for path, status, *_ in found.get(table, [])):
                 problems.append(f"{where}: setting {pattern!r} names no difference from a paper and no setting it "
                                 "leaves silent (stale entry)")
+        running = entry_values(entry, found) if "setting" in entry else None
+        if running and _canonical(entry.get("values")) != _canonical(running):
+            problems.append(f"{where}: kdflow runs values: {json.dumps(running)} where the entry pins "
+                            f"{json.dumps(entry.get('values'))}; check its kdflow, why and effect, then pin these")
     for table, rows in found.items():
         for path, status, paper, actual in rows:
             if status == UNSTATED:
