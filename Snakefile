@@ -18,14 +18,10 @@ include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/teachers.smk"
 include: "rules/transfer.smk"
-include: "rules/students.smk"
-include: "rules/tables.smk"
+include: "rules/distillation.smk"
 include: "rules/probing.smk"
 include: "rules/analysis.smk"
-include: "rules/papers.smk"
-include: "rules/figures.smk"
-include: "rules/exploration.smk"
-include: "rules/plan.smk"
+include: "rules/reporting.smk"
 
 
 rule all:

@@ -1,6 +1,7 @@
-# Prediction analysis (thesis §6.2, Tables 6.1-6.2, Figs. 6.5, 6.6 and C.2): per task, the teacher and its
-# students on dev: confidences, extreme hits and mistakes, the examples of P4, P5, P7 and P8, mistake overlap,
-# confidence correlations.
+# Stage analysis (kdflow.analysis): prediction analysis (thesis §6.2, Tables 6.1-6.2, Figs. 6.5, 6.6 and
+# C.2): per task, the teacher and its students on dev: confidences, extreme hits and mistakes, the examples
+# of P4, P5, P7 and P8, mistake overlap, confidence correlations; the sentence probes of Table C.1; the
+# model sizes and CPU speeds of thesis Table 5.2.
 
 
 rule analyse_predictions:
@@ -77,3 +78,28 @@ rule classify_sentences:
         code=code_of("classify_sentences.py"),
     script:
         "../scripts/classify_sentences.py"
+
+
+rule measure_inference:
+    """Non-embedding parameters and CPU milliseconds per example of a named model on its task's dev split, in
+    batches of 256 (thesis Table 5.2)."""
+    input:
+        unpack(lambda w: model_files(w.model)),
+    output:
+        "results/inference/{model}.json",
+    log:
+        "logs/measure_inference/{model}.log",
+    benchmark:
+        "results/benchmarks/measure_inference/{model}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 4
+    resources:
+        mem_mb=16000,
+        runtime=60,
+    params:
+        model=lambda w: model_params(w.model),
+        batch_size=256,
+        code=code_of("measure_inference.py"),
+    script:
+        "../scripts/measure_inference.py"

@@ -1,7 +1,7 @@
-# Wildcard constraints and the helpers that turn the config (rules/config.smk) into job settings.
+# The helpers of the rule files, kept apart from the rules as Snakemake's linter asks. First those that several
+# files share, then, under a `# rules/<file>.smk` line, those of one file (tests/test_layout.py).
 import os
 import re
-
 from kdflow.workflow.config import (
     TRANSFER_SOURCES,
     assistant_run,
@@ -78,13 +78,6 @@ wildcard_constraints:
     probing_task="|".join(PROBING_TASKS),
 
 
-def raw_task_files(wildcards):
-    """The raw files of a task that exist, so that editing them reruns ingestion. Missing files are
-    reported by the ingestion script itself, with the path it looked for (dry runs stay possible).
-    """
-    return raw_files_of(wildcards.task)
-
-
 def raw_files_of(task):
     directory = task_source_dir(task)
     if directory is None or not os.path.isdir(directory):
@@ -104,21 +97,8 @@ def task_source_dir(task):
     return None if root is None else os.path.join(root, TASKS[task].tsv_dir)
 
 
-def source_dir_param(wildcards):
-    return task_source_dir(wildcards.task)
-
-
 def teacher_params(wildcards):
     return teacher_settings(config, wildcards.teacher, wildcards.task)
-
-
-def heads_params(wildcards):
-    return {
-        **pseudo_head_settings(config, wildcards.teacher),
-        "max_seq_length": teacher_params(wildcards)["hyperparameters"].get(
-            "max_seq_length", Hyperparameters.max_seq_length
-        ),
-    }
 
 
 def configured_resource(section, name):
@@ -148,49 +128,11 @@ def one_process_gpu(resource):
     return capped
 
 
-def generation_resource(name):
-    """Generator fine-tuning and sampling shards."""
-    return configured_resource(lambda w: config["generation"], name)
-
-
-def probing_resource(name):
-    """Encoding and probing jobs."""
-    return configured_resource(lambda w: config["probing"], name)
-
-
 def transfer_inputs(transfer, task):
     """The files a transfer set adds beyond the prepared task: the built set's merged examples."""
     if transfer != "train":
         return {"transfer": f"results/transfer/{task}/{transfer}.parquet"}
     return {}
-
-
-def transfer_set_inputs(wildcards):
-    """The prepared task and the sources of its transfer set (kdflow.workflow.config.TRANSFER_SOURCES)."""
-    sources = TRANSFER_SOURCES[wildcards.transfer]
-    inputs = {"data": f"results/data/{wildcards.task}"}
-    if "generated" in sources:
-        inputs["shards"] = expand(
-            "results/transfer/{task}/shards/{shard}.parquet",
-            task=wildcards.task,
-            shard=range(config["generation"]["sampling"]["shards"]),
-        )
-    if "unlabelled" in sources:
-        inputs["unlabelled"] = unlabelled_files(config, wildcards.task)
-    return inputs
-
-
-def teacher_signal_inputs(wildcards):
-    return {
-        "data": f"results/data/{wildcards.task}",
-        "model": f"results/teachers/{wildcards.teacher}/{wildcards.task}/model",
-        "heads": f"results/pseudo_heads/{wildcards.teacher}/{wildcards.task}/heads.safetensors",
-        **transfer_inputs(wildcards.transfer, wildcards.task),
-    }
-
-
-def experiment_transfer(wildcards):
-    return transfer_of(experiment_of(wildcards))
 
 
 def student_file(name, **run):
@@ -202,54 +144,6 @@ def student_file(name, **run):
 
 def experiment_of(wildcards):
     return config["experiments"][wildcards.experiment]
-
-
-def student_inputs(wildcards):
-    """Data, teacher, the signals the student learns from (the teacher's, or TAKD's assistant's) and the
-    word-vectors file it reads, if any: a missing file stops the plan, not a job."""
-    teacher = experiment_of(wildcards)["teacher"]
-    assistant = assistant_run(
-        config,
-        wildcards.experiment,
-        wildcards.task,
-        wildcards.method,
-        wildcards.config,
-        wildcards.seed,
-    )
-    transfer = experiment_transfer(wildcards)
-    vectors = (student_params(wildcards)["student"].get("embeddings") or {}).get("path")
-    if assistant is None:
-        signals = f"results/signals/{teacher}/{wildcards.task}/{transfer}.safetensors"
-    else:
-        signals = student_file(
-            "signals.safetensors",
-            experiment=wildcards.experiment,
-            task=wildcards.task,
-            **assistant,
-        )
-    return {
-        "data": f"results/data/{wildcards.task}",
-        "teacher": f"results/teachers/{teacher}/{wildcards.task}/model",
-        "signals": signals,
-        **transfer_inputs(transfer, wildcards.task),
-        **({"vectors": vectors} if vectors else {}),
-    }
-
-
-def student_params(wildcards):
-    return student_settings(
-        config,
-        wildcards.experiment,
-        wildcards.task,
-        wildcards.student,
-        wildcards.method,
-        wildcards.config,
-        wildcards.seed,
-    )
-
-
-def student_resource(name):
-    return configured_resource(experiment_of, name)
 
 
 RUN_KEYS = ("task", "student", "method", "config", "seed")
@@ -264,32 +158,6 @@ def experiment_run_list(experiment):
         if job["experiment"] == experiment
     ]
     return sorted(runs, key=lambda run: [run[key] for key in RUN_KEYS])
-
-
-def experiment_runs(wildcards, name="metrics.json"):
-    """A file (``name``) of every student run of the experiment."""
-    return [
-        student_file(name, experiment=wildcards.experiment, **run)
-        for run in experiment_run_list(wildcards.experiment)
-    ]
-
-
-def experiment_runs_param(wildcards):
-    runs = experiment_run_list(wildcards.experiment)
-    return {
-        "runs": runs,
-        "main_metrics": {run["task"]: TASKS[run["task"]].main_metric for run in runs},
-        "compare_to": experiment_of(wildcards).get("compare_to"),
-    }
-
-
-def selection_inputs(wildcards):
-    """Every run's metrics and, where the experiment tests its methods against a baseline (``compare_to``),
-    every run's predictions (the bootstrap over dev examples)."""
-    inputs = {"metrics": experiment_runs(wildcards)}
-    if experiment_of(wildcards).get("compare_to"):
-        inputs["predictions"] = experiment_runs(wildcards, "predictions.parquet")
-    return inputs
 
 
 def model_files(name, file="model.safetensors"):
@@ -370,14 +238,7 @@ def model_params(name):
     return canonical(params)
 
 
-def signal_layers_param(wildcards):
-    return signal_needs(config, wildcards.teacher, wildcards.task)
-
-
-# Probing, analysis, paper tables and figures.
-
 PROBING_CONFIG = config.get("probing", {})
-THESIS_PROBING = PROBING_CONFIG.get("thesis", {})
 
 
 THESIS_PROBING_FIGURES = [
@@ -389,237 +250,6 @@ THESIS_PROBING_FIGURES = [
 def probing_file(task):
     directory = PROBING_CONFIG["data_dir"] or "resources/senteval_probing"
     return os.path.join(directory, PROBING_TASKS[task])
-
-
-def analysis_models(task):
-    group = config["analysis"][task]
-    return [group["teacher"], *group["students"]]
-
-
-def analysis_inputs(wildcards):
-    """The dev data and, per model, what its predictions are read from (for a student: every run it is
-    selected among, since the selection decides which one)."""
-    inputs = {"data": f"results/data/{wildcards.task}"}
-    for name in analysis_models(wildcards.task):
-        files = model_files(name, "predictions.parquet")
-        inputs[f"{name}_teacher"] = files["teacher_model"]
-        if "selection" in files:
-            inputs[f"{name}_selection"] = files["selection"]
-            inputs[f"{name}_runs"] = files["runs"]
-        else:  # a teacher: evaluate_teacher's predictions beside its model
-            inputs[f"{name}_predictions"] = os.path.join(
-                os.path.dirname(files["teacher_model"]), "predictions.parquet"
-            )
-    return inputs
-
-
-THESIS_SENTENCES = "reference/thesis_table_c1_sentences.tsv"
-
-
-def sentence_probe_inputs(wildcards):
-    """The task's data (its label names), the sentence file, and the files each listed model is loaded from."""
-    probe = config["sentence_probes"][wildcards.task]
-    inputs = {
-        "data": f"results/data/{wildcards.task}",
-        "sentences": probe.get("sentences", THESIS_SENTENCES),
-    }
-    for name in probe["models"]:
-        files = model_files(name)
-        inputs[f"{name}_teacher"] = files["teacher_model"]
-        if "selection" in files:
-            inputs[f"{name}_selection"] = files["selection"]
-            inputs[f"{name}_runs"] = files["runs"]
-    return inputs
-
-
-PAPER_TABLES = config.get("paper_tables", {})
-REFERENCE = read_reference(PAPER_TABLES["reference"]) if PAPER_TABLES else None
-SELECTED = (
-    read_reference(PAPER_TABLES["selected_hyperparameters"])
-    if any(map(is_hyperparameter_table, PAPER_TABLES.get("tables", {}).values()))
-    else None
-)
-
-
-def paper_table_inputs(wildcards):
-    """The paper's numbers and the kdflow results its table reads: scores, or (Universal-KD Tables 7-9) the
-    experiments' selections."""
-    spec = PAPER_TABLES["tables"][wildcards.paper_table]
-    if is_hyperparameter_table(spec):
-        return {
-            "reference": PAPER_TABLES["selected_hyperparameters"],
-            "selections": [SELECTION.format(experiment=e) for e in spec["experiments"]],
-        }
-    return {"reference": PAPER_TABLES["reference"], **input_files(spec, REFERENCE)}
-
-
-def paper_table_values(wildcards):
-    """For a table of selected hyperparameters, the values every grid point of its runs trains with, per
-    experiment that has the run; nothing for a table of scores."""
-    spec = PAPER_TABLES["tables"][wildcards.paper_table]
-    if not is_hyperparameter_table(spec):
-        return {}
-    values = {}
-    for experiment in spec["experiments"]:
-        setup = config["experiments"][experiment]
-        for run in hyperparameter_runs(SELECTED, spec):
-            if (
-                run["task"] in setup["tasks"]
-                and run["student"] in setup["students"]
-                and run["method"] in setup["methods"]
-            ):
-                values.setdefault(experiment, {})[
-                    run_key(run["task"], run["student"], run["method"])
-                ] = run_values(
-                    config,
-                    experiment,
-                    run["task"],
-                    run["student"],
-                    run["method"],
-                    run["hyperparameters"],
-                )
-    return canonical(values)
-
-
-# Thesis Table 4.5: the jobs of the pipeline up to the thesis's students, whose benchmark files it sums.
-RUNTIME_TABLE = config.get("runtime_table", {})
-RUNTIME_JOBS = runtime_jobs(config) if RUNTIME_TABLE else []
-
-
-def recomputed_student_inputs(task, names):
-    """What a figure that recomputes students' layers on a task's examples reads: the students' shared teacher,
-    its pseudo-heads, and each student's selection and candidate runs."""
-    experiment = model_reference(config, names[0])["experiment"]
-    teacher = config["experiments"][experiment]["teacher"]
-    inputs = {
-        "data": f"results/data/{task}",
-        "teacher": f"results/teachers/{teacher}/{task}/model",
-        "heads": f"results/pseudo_heads/{teacher}/{task}/heads.safetensors",
-    }
-    for name in names:
-        files = model_files(name)
-        inputs[f"{name}_selection"] = files["selection"]
-        inputs[f"{name}_runs"] = files["runs"]
-    return inputs
-
-
-def attention_inputs(wildcards):
-    spec = config["attention_maps"][wildcards.figure]
-    return recomputed_student_inputs(spec["task"], spec["models"])
-
-
-def layer_output_inputs(wildcards):
-    return recomputed_student_inputs(
-        wildcards.task, config["layer_outputs"][wildcards.task]["models"]
-    )
-
-
-PAPER_CATEGORIES = {  # the report's category of each paper's figures
-    "universal_kd_wu2021": "Universal-KD (Wu et al. 2021)",
-    "alp_kd_passban2021": "ALP-KD (Passban et al. 2021)",
-}
-
-
-def attention_figure_meta(key):
-    """The report entry's ``key`` (category, subcategory or labels) of an attention figure: its paper and figure."""
-
-    def of(wildcards):
-        spec = config["attention_maps"][wildcards.figure]
-        layer = spec["student_layer"] or "top attending"
-        return {
-            "category": PAPER_CATEGORIES[spec["paper"]],
-            "subcategory": f"Figure {spec['figure']}",
-            "labels": {
-                "figure": "attention over teacher layers",
-                "task": spec["task"],
-                "student layer": str(layer),
-            },
-        }[key]
-
-    return of
-
-
-# The thesis's exploration (Chapter 5, Appendix B): what its figures and Table 5.1 read.
-
-EXPLORATION = config.get("exploration", {})
-
-
-def exploration_runs(wildcards):
-    """The runs a figure draws: every run of its studies, or (Figs. B.8-B.9) its first study's first run."""
-    runs = figure_runs(config, wildcards.figure)
-    one = figure_kind(config, wildcards.figure) in ("explosion", "learning_rate")
-    return runs[:1] if one else runs
-
-
-def run_files(runs):
-    """The learning curves and metrics of ``runs`` (exploration run records), in order."""
-    return {
-        name: [
-            student_file(
-                f"{name}.{extension}",
-                experiment=run["experiment"],
-                task=run["task"],
-                student=run["student"],
-                method=run["method"],
-                config=run["point"],
-                seed=run["seed"],
-            )
-            for run in runs
-        ]
-        for name, extension in (("curves", "parquet"), ("metrics", "json"))
-    }
-
-
-def run_records(runs):
-    keys = ("study", "task", "student_label", "point", "seed")
-    return [{key: run[key] for key in keys} for run in runs]
-
-
-def figure_title(wildcards):
-    title = EXPLORATION["figures"][wildcards.figure].get("title")
-    return f"Sučík (2020) Fig. {wildcards.figure}" + (f": {title}" if title else "")
-
-
-def study_labels(wildcards):
-    """Per study of the figure, point -> its value labels, in the study's order."""
-    return {
-        study: {
-            point: entry["labels"]
-            for point, entry in study_points(config, study).items()
-        }
-        for study in EXPLORATION["figures"][wildcards.figure]["studies"]
-    }
-
-
-def study_sizes(wildcards):
-    """Per study of the figure, point -> its size (Tables B.1-B.2: factors, student dimensions, learning rate)."""
-    return {
-        study: student_sizes(config, study)
-        for study in EXPLORATION["figures"][wildcards.figure]["studies"]
-    }
-
-
-def exploration_figure_constraint(*kinds):
-    return (
-        "|".join(re.escape(figure) for figure in figures_of_kind(config, *kinds))
-        or "no-figures"
-    )
-
-
-def plan_counted_files():
-    """The local files whose rows the plan counts: the raw task files, the probing files and the unlabelled text
-    that exist (editing them changes the plan)."""
-    tasks = dict.fromkeys(task for _, task in teacher_jobs(config))
-    files = [path for task in tasks for path in raw_files_of(task)]
-    files += [
-        path
-        for path in map(probing_file, PROBING_CONFIG.get("tasks", []))
-        if os.path.isfile(path)
-    ]
-    for transfer, task in transfer_sets(config):
-        if "unlabelled" in TRANSFER_SOURCES[transfer]:
-            files += unlabelled_files(config, task)
-    return sorted(set(files))
 
 
 def all_targets():
@@ -707,3 +337,387 @@ def all_targets():
             ],
         ),
     ]
+
+
+# rules/data.smk
+def raw_task_files(wildcards):
+    """The raw files of a task that exist, so that editing them reruns ingestion. Missing files are
+    reported by the ingestion script itself, with the path it looked for (dry runs stay possible).
+    """
+    return raw_files_of(wildcards.task)
+
+
+def source_dir_param(wildcards):
+    return task_source_dir(wildcards.task)
+
+
+# rules/teachers.smk
+def heads_params(wildcards):
+    return {
+        **pseudo_head_settings(config, wildcards.teacher),
+        "max_seq_length": teacher_params(wildcards)["hyperparameters"].get(
+            "max_seq_length", Hyperparameters.max_seq_length
+        ),
+    }
+
+
+# rules/transfer.smk
+def generation_resource(name):
+    """Generator fine-tuning and sampling shards."""
+    return configured_resource(lambda w: config["generation"], name)
+
+
+def transfer_set_inputs(wildcards):
+    """The prepared task and the sources of its transfer set (kdflow.workflow.config.TRANSFER_SOURCES)."""
+    sources = TRANSFER_SOURCES[wildcards.transfer]
+    inputs = {"data": f"results/data/{wildcards.task}"}
+    if "generated" in sources:
+        inputs["shards"] = expand(
+            "results/transfer/{task}/shards/{shard}.parquet",
+            task=wildcards.task,
+            shard=range(config["generation"]["sampling"]["shards"]),
+        )
+    if "unlabelled" in sources:
+        inputs["unlabelled"] = unlabelled_files(config, wildcards.task)
+    return inputs
+
+
+def teacher_signal_inputs(wildcards):
+    return {
+        "data": f"results/data/{wildcards.task}",
+        "model": f"results/teachers/{wildcards.teacher}/{wildcards.task}/model",
+        "heads": f"results/pseudo_heads/{wildcards.teacher}/{wildcards.task}/heads.safetensors",
+        **transfer_inputs(wildcards.transfer, wildcards.task),
+    }
+
+
+def signal_layers_param(wildcards):
+    return signal_needs(config, wildcards.teacher, wildcards.task)
+
+
+# rules/distillation.smk
+def experiment_transfer(wildcards):
+    return transfer_of(experiment_of(wildcards))
+
+
+def student_inputs(wildcards):
+    """Data, teacher, the signals the student learns from (the teacher's, or TAKD's assistant's) and the
+    word-vectors file it reads, if any: a missing file stops the plan, not a job."""
+    teacher = experiment_of(wildcards)["teacher"]
+    assistant = assistant_run(
+        config,
+        wildcards.experiment,
+        wildcards.task,
+        wildcards.method,
+        wildcards.config,
+        wildcards.seed,
+    )
+    transfer = experiment_transfer(wildcards)
+    vectors = (student_params(wildcards)["student"].get("embeddings") or {}).get("path")
+    if assistant is None:
+        signals = f"results/signals/{teacher}/{wildcards.task}/{transfer}.safetensors"
+    else:
+        signals = student_file(
+            "signals.safetensors",
+            experiment=wildcards.experiment,
+            task=wildcards.task,
+            **assistant,
+        )
+    return {
+        "data": f"results/data/{wildcards.task}",
+        "teacher": f"results/teachers/{teacher}/{wildcards.task}/model",
+        "signals": signals,
+        **transfer_inputs(transfer, wildcards.task),
+        **({"vectors": vectors} if vectors else {}),
+    }
+
+
+def student_params(wildcards):
+    return student_settings(
+        config,
+        wildcards.experiment,
+        wildcards.task,
+        wildcards.student,
+        wildcards.method,
+        wildcards.config,
+        wildcards.seed,
+    )
+
+
+def student_resource(name):
+    return configured_resource(experiment_of, name)
+
+
+# rules/probing.smk
+def probing_resource(name):
+    """Encoding and probing jobs."""
+    return configured_resource(lambda w: config["probing"], name)
+
+
+# rules/analysis.smk
+def analysis_models(task):
+    group = config["analysis"][task]
+    return [group["teacher"], *group["students"]]
+
+
+def analysis_inputs(wildcards):
+    """The dev data and, per model, what its predictions are read from (for a student: every run it is
+    selected among, since the selection decides which one)."""
+    inputs = {"data": f"results/data/{wildcards.task}"}
+    for name in analysis_models(wildcards.task):
+        files = model_files(name, "predictions.parquet")
+        inputs[f"{name}_teacher"] = files["teacher_model"]
+        if "selection" in files:
+            inputs[f"{name}_selection"] = files["selection"]
+            inputs[f"{name}_runs"] = files["runs"]
+        else:  # a teacher: evaluate_teacher's predictions beside its model
+            inputs[f"{name}_predictions"] = os.path.join(
+                os.path.dirname(files["teacher_model"]), "predictions.parquet"
+            )
+    return inputs
+
+
+THESIS_SENTENCES = "reference/thesis_table_c1_sentences.tsv"
+
+
+def sentence_probe_inputs(wildcards):
+    """The task's data (its label names), the sentence file, and the files each listed model is loaded from."""
+    probe = config["sentence_probes"][wildcards.task]
+    inputs = {
+        "data": f"results/data/{wildcards.task}",
+        "sentences": probe.get("sentences", THESIS_SENTENCES),
+    }
+    for name in probe["models"]:
+        files = model_files(name)
+        inputs[f"{name}_teacher"] = files["teacher_model"]
+        if "selection" in files:
+            inputs[f"{name}_selection"] = files["selection"]
+            inputs[f"{name}_runs"] = files["runs"]
+    return inputs
+
+
+# rules/reporting.smk
+def experiment_runs(wildcards, name="metrics.json"):
+    """A file (``name``) of every student run of the experiment."""
+    return [
+        student_file(name, experiment=wildcards.experiment, **run)
+        for run in experiment_run_list(wildcards.experiment)
+    ]
+
+
+def experiment_runs_param(wildcards):
+    runs = experiment_run_list(wildcards.experiment)
+    return {
+        "runs": runs,
+        "main_metrics": {run["task"]: TASKS[run["task"]].main_metric for run in runs},
+        "compare_to": experiment_of(wildcards).get("compare_to"),
+    }
+
+
+def selection_inputs(wildcards):
+    """Every run's metrics and, where the experiment tests its methods against a baseline (``compare_to``),
+    every run's predictions (the bootstrap over dev examples)."""
+    inputs = {"metrics": experiment_runs(wildcards)}
+    if experiment_of(wildcards).get("compare_to"):
+        inputs["predictions"] = experiment_runs(wildcards, "predictions.parquet")
+    return inputs
+
+
+THESIS_PROBING = PROBING_CONFIG.get("thesis", {})
+
+
+PAPER_TABLES = config.get("paper_tables", {})
+
+
+REFERENCE = read_reference(PAPER_TABLES["reference"]) if PAPER_TABLES else None
+
+
+SELECTED = (
+    read_reference(PAPER_TABLES["selected_hyperparameters"])
+    if any(map(is_hyperparameter_table, PAPER_TABLES.get("tables", {}).values()))
+    else None
+)
+
+
+def paper_table_inputs(wildcards):
+    """The paper's numbers and the kdflow results its table reads: scores, or (Universal-KD Tables 7-9) the
+    experiments' selections."""
+    spec = PAPER_TABLES["tables"][wildcards.paper_table]
+    if is_hyperparameter_table(spec):
+        return {
+            "reference": PAPER_TABLES["selected_hyperparameters"],
+            "selections": [SELECTION.format(experiment=e) for e in spec["experiments"]],
+        }
+    return {"reference": PAPER_TABLES["reference"], **input_files(spec, REFERENCE)}
+
+
+def paper_table_values(wildcards):
+    """For a table of selected hyperparameters, the values every grid point of its runs trains with, per
+    experiment that has the run; nothing for a table of scores."""
+    spec = PAPER_TABLES["tables"][wildcards.paper_table]
+    if not is_hyperparameter_table(spec):
+        return {}
+    values = {}
+    for experiment in spec["experiments"]:
+        setup = config["experiments"][experiment]
+        for run in hyperparameter_runs(SELECTED, spec):
+            if (
+                run["task"] in setup["tasks"]
+                and run["student"] in setup["students"]
+                and run["method"] in setup["methods"]
+            ):
+                values.setdefault(experiment, {})[
+                    run_key(run["task"], run["student"], run["method"])
+                ] = run_values(
+                    config,
+                    experiment,
+                    run["task"],
+                    run["student"],
+                    run["method"],
+                    run["hyperparameters"],
+                )
+    return canonical(values)
+
+
+# Thesis Table 4.5: the jobs of the pipeline up to the thesis's students, whose benchmark files it sums.
+RUNTIME_TABLE = config.get("runtime_table", {})
+
+
+RUNTIME_JOBS = runtime_jobs(config) if RUNTIME_TABLE else []
+
+
+def recomputed_student_inputs(task, names):
+    """What a figure that recomputes students' layers on a task's examples reads: the students' shared teacher,
+    its pseudo-heads, and each student's selection and candidate runs."""
+    experiment = model_reference(config, names[0])["experiment"]
+    teacher = config["experiments"][experiment]["teacher"]
+    inputs = {
+        "data": f"results/data/{task}",
+        "teacher": f"results/teachers/{teacher}/{task}/model",
+        "heads": f"results/pseudo_heads/{teacher}/{task}/heads.safetensors",
+    }
+    for name in names:
+        files = model_files(name)
+        inputs[f"{name}_selection"] = files["selection"]
+        inputs[f"{name}_runs"] = files["runs"]
+    return inputs
+
+
+def attention_inputs(wildcards):
+    spec = config["attention_maps"][wildcards.figure]
+    return recomputed_student_inputs(spec["task"], spec["models"])
+
+
+def layer_output_inputs(wildcards):
+    return recomputed_student_inputs(
+        wildcards.task, config["layer_outputs"][wildcards.task]["models"]
+    )
+
+
+PAPER_CATEGORIES = {  # the report's category of each paper's figures
+    "universal_kd_wu2021": "Universal-KD (Wu et al. 2021)",
+    "alp_kd_passban2021": "ALP-KD (Passban et al. 2021)",
+}
+
+
+def attention_figure_meta(key):
+    """The report entry's ``key`` (category, subcategory or labels) of an attention figure: its paper and figure."""
+
+    def of(wildcards):
+        spec = config["attention_maps"][wildcards.figure]
+        layer = spec["student_layer"] or "top attending"
+        return {
+            "category": PAPER_CATEGORIES[spec["paper"]],
+            "subcategory": f"Figure {spec['figure']}",
+            "labels": {
+                "figure": "attention over teacher layers",
+                "task": spec["task"],
+                "student layer": str(layer),
+            },
+        }[key]
+
+    return of
+
+
+# The thesis's exploration (Chapter 5, Appendix B): what its figures and Table 5.1 read.
+
+
+EXPLORATION = config.get("exploration", {})
+
+
+def exploration_runs(wildcards):
+    """The runs a figure draws: every run of its studies, or (Figs. B.8-B.9) its first study's first run."""
+    runs = figure_runs(config, wildcards.figure)
+    one = figure_kind(config, wildcards.figure) in ("explosion", "learning_rate")
+    return runs[:1] if one else runs
+
+
+def run_files(runs):
+    """The learning curves and metrics of ``runs`` (exploration run records), in order."""
+    return {
+        name: [
+            student_file(
+                f"{name}.{extension}",
+                experiment=run["experiment"],
+                task=run["task"],
+                student=run["student"],
+                method=run["method"],
+                config=run["point"],
+                seed=run["seed"],
+            )
+            for run in runs
+        ]
+        for name, extension in (("curves", "parquet"), ("metrics", "json"))
+    }
+
+
+def run_records(runs):
+    keys = ("study", "task", "student_label", "point", "seed")
+    return [{key: run[key] for key in keys} for run in runs]
+
+
+def figure_title(wildcards):
+    title = EXPLORATION["figures"][wildcards.figure].get("title")
+    return f"Sučík (2020) Fig. {wildcards.figure}" + (f": {title}" if title else "")
+
+
+def study_labels(wildcards):
+    """Per study of the figure, point -> its value labels, in the study's order."""
+    return {
+        study: {
+            point: entry["labels"]
+            for point, entry in study_points(config, study).items()
+        }
+        for study in EXPLORATION["figures"][wildcards.figure]["studies"]
+    }
+
+
+def study_sizes(wildcards):
+    """Per study of the figure, point -> its size (Tables B.1-B.2: factors, student dimensions, learning rate)."""
+    return {
+        study: student_sizes(config, study)
+        for study in EXPLORATION["figures"][wildcards.figure]["studies"]
+    }
+
+
+def exploration_figure_constraint(*kinds):
+    return (
+        "|".join(re.escape(figure) for figure in figures_of_kind(config, *kinds))
+        or "no-figures"
+    )
+
+
+def plan_counted_files():
+    """The local files whose rows the plan counts: the raw task files, the probing files and the unlabelled text
+    that exist (editing them changes the plan)."""
+    tasks = dict.fromkeys(task for _, task in teacher_jobs(config))
+    files = [path for task in tasks for path in raw_files_of(task)]
+    files += [
+        path
+        for path in map(probing_file, PROBING_CONFIG.get("tasks", []))
+        if os.path.isfile(path)
+    ]
+    for transfer, task in transfer_sets(config):
+        if "unlabelled" in TRANSFER_SOURCES[transfer]:
+            files += unlabelled_files(config, task)
+    return sorted(set(files))

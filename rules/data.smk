@@ -1,3 +1,7 @@
+# Stage data (kdflow.core.data): each task's raw GLUE or Sara files, or the hub's copy, become its prepared
+# splits.
+
+
 rule prepare_task:
     """Ingest one task (local GLUE TSV layout, Sara's thesis layout, or the hub) into the common schema."""
     input:

@@ -1,5 +1,6 @@
-# SentEval probing (thesis §3.3, §4.3.6, §6.1) of the models named in `probing.models`: every layer's
-# encodings are computed once per model and task, then the whole nhid x dropout x L2 grid probes each layer.
+# Stage probing (kdflow.probing): SentEval probing (thesis §3.3, §4.3.6, §6.1) of the models named in
+# `probing.models`: every layer's encodings are computed once per model and task, then the whole
+# nhid x dropout x L2 grid probes each layer.
 
 
 rule download_probing_task:
@@ -83,74 +84,3 @@ rule probe_model:
         code=code_of("probe_model.py"),
     script:
         "../scripts/probe_model.py"
-
-
-rule probing_table:
-    """Every probed model and layer, with baselines, as CSV and Markdown."""
-    input:
-        expand(
-            "results/probing/scores/{model}/{probing_task}.json",
-            model=PROBING_CONFIG.get("models", []),
-            probing_task=PROBING_CONFIG.get("tasks", []),
-        ),
-    output:
-        csv="results/tables/probing.csv",
-        markdown="results/tables/probing.md",
-        html=report(
-            "results/report/probing.html",
-            caption="../report/probing_table.rst",
-            category="Sučík (2020)",
-            subcategory="Probing (§6.1)",
-            labels={"result": "accuracy per model, task and layer (table)"},
-        ),
-    log:
-        "logs/probing_table.log",
-    benchmark:
-        "results/benchmarks/probing_table.tsv"
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    params:
-        models=PROBING_CONFIG.get("models", []),
-        code=code_of("probing_table.py"),
-    script:
-        "../scripts/probing_table.py"
-
-
-rule probing_thesis_table:
-    """The thesis's probing scores (reference/thesis_probing_scores.csv) beside kdflow's, per model, task and
-    layer, with the ledger's entries about probing."""
-    input:
-        probing="results/tables/probing.csv",
-        scores=THESIS_PROBING.get("scores", []),
-        deviations=PAPER_TABLES.get("deviations", []),
-    output:
-        csv="results/tables/probing_thesis.csv",
-        markdown="results/tables/probing_thesis.md",
-        html=report(
-            "results/report/probing_thesis.html",
-            caption="../report/probing_thesis.rst",
-            category="Sučík (2020)",
-            subcategory="Probing (§6.1)",
-            labels={"result": "kdflow beside the thesis (table)"},
-        ),
-    log:
-        "logs/probing_thesis_table.log",
-    benchmark:
-        "results/benchmarks/probing_thesis_table.tsv"
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    params:
-        models=canonical(THESIS_PROBING.get("models", {})),
-        missing=canonical(THESIS_PROBING.get("missing", {})),
-        pooling=probing_settings(config)["pooling"] if PROBING_CONFIG else None,
-        code=code_of("probing_thesis_table.py"),
-    script:
-        "../scripts/probing_thesis_table.py"

@@ -1,3 +1,7 @@
+# Stage teachers (kdflow.teachers): fine-tuned teachers and their pseudo classifiers on every layer
+# (Universal-KD §4.1).
+
+
 rule finetune_teacher:
     """Fine-tune a teacher on a task and keep the best dev epoch's model, with its training record
     (model/training.json). The model alone: what describes it is evaluate_teacher's, so that losing a

@@ -1,3 +1,8 @@
+# Stage transfer (kdflow.transfer): the thesis's generator and the augmented or unlabelled transfer sets
+# (§3.2), and the signals students learn from: the teacher's logits, hidden states and pseudo-head outputs
+# over each transfer set.
+
+
 rule finetune_generator:
     """Fine-tune the generator (a causal LM, GPT-2 medium in the thesis) on a task's training sentences; keep
     the best dev perplexity's model, with its training record (model/training.json)."""
@@ -141,3 +146,31 @@ rule transfer_statistics:
         code=code_of("transfer_statistics.py"),
     script:
         "../scripts/transfer_statistics.py"
+
+
+rule compute_teacher_signals:
+    """The frozen teacher's logits, pseudo-head outputs (and layers, if a method needs them) on the
+    transfer set, computed once and shared by every student distilled from it."""
+    input:
+        unpack(teacher_signal_inputs),
+    output:
+        "results/signals/{teacher}/{task}/{transfer}.safetensors",
+    log:
+        "logs/compute_teacher_signals/{teacher}/{task}/{transfer}.log",
+    benchmark:
+        "results/benchmarks/compute_teacher_signals/{teacher}/{task}/{transfer}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: teacher_resource("threads")
+    resources:
+        gpu=one_process_gpu(teacher_resource("gpu")),
+        mem_mb=teacher_resource("mem_mb"),
+        runtime=teacher_resource("runtime"),
+    params:
+        include_layers=signal_layers_param,
+        settings=teacher_params,
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("compute_teacher_signals.py"),
+    script:
+        "../scripts/compute_teacher_signals.py"

@@ -1,0 +1,61 @@
+# Stage distillation (kdflow.distillation): one job per student run (experiment, task, student, method,
+# grid point, seed), and the signals of TAKD's teacher assistant.
+
+
+rule distill_student:
+    """Train one student with one method at one grid point and seed, from cached teacher signals."""
+    input:
+        unpack(student_inputs),
+    output:
+        metrics="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/metrics.json",
+        model="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/model.safetensors",
+        predictions="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/predictions.parquet",
+        curves="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/curves.parquet",
+    log:
+        "logs/distill_student/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/distill_student/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: student_resource("threads")
+    resources:
+        gpu=student_resource("gpu"),
+        mem_mb=student_resource("mem_mb"),
+        runtime=student_resource("runtime"),
+    params:
+        settings=student_params,
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("distill_student.py"),
+    script:
+        "../scripts/distill_student.py"
+
+
+rule compute_assistant_signals:
+    """TAKD: a distilled teacher assistant's logits on the transfer set, which its student learns from."""
+    input:
+        unpack(lambda w: transfer_inputs(experiment_transfer(w), w.task)),
+        data="results/data/{task}",
+        teacher=lambda w: f"results/teachers/{experiment_of(w)['teacher']}/{w.task}/model",
+        metrics="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/metrics.json",
+        model="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/model.safetensors",
+    output:
+        "results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/signals.safetensors",
+    log:
+        "logs/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: student_resource("threads")
+    resources:
+        gpu=student_resource("gpu"),
+        mem_mb=student_resource("mem_mb"),
+        runtime=student_resource("runtime"),
+    params:
+        settings=student_params,
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("compute_assistant_signals.py"),
+    script:
+        "../scripts/compute_assistant_signals.py"

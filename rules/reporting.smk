@@ -1,0 +1,824 @@
+# Stage reporting (kdflow.reporting): each experiment's selection and table, GLUE submissions, the teacher,
+# claims, ledger, paper, runtime and probing tables, the papers' figures, the thesis's exploration and the
+# cost plan.
+
+
+rule select_students:
+    """Per task, student and method of an experiment, the grid point with the best mean dev score over
+    seeds (dev only, never test), recorded with the whole grid; and the experiment's table of the selected
+    students (mean ± sample std over seeds, and the tests against the experiment's ``compare_to``).
+    """
+    input:
+        unpack(selection_inputs),
+    output:
+        selection="results/selection/{experiment}.json",
+        csv="results/tables/experiments/{experiment}.csv",
+        markdown="results/tables/experiments/{experiment}.md",
+        html=report(
+            "results/report/experiment_{experiment}.html",
+            caption="../report/experiment.rst",
+            category="Experiments",
+            labels={"experiment": "{experiment}"},
+        ),
+    log:
+        "logs/select_students/{experiment}.log",
+    benchmark:
+        "results/benchmarks/select_students/{experiment}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        runs=experiment_runs_param,
+        code=code_of("select_students.py"),
+    script:
+        "../scripts/select_students.py"
+
+
+rule glue_submission:
+    """GLUE test-server files (index, prediction) of the selected students of an experiment: the selected
+    grid point's best-dev seed (Universal-KD Table 3 reports GLUE test scores)."""
+    input:
+        selection="results/selection/{experiment}.json",
+        predictions=lambda w: experiment_runs(w, "predictions.parquet"),
+    output:
+        directory("results/glue_submission/{experiment}"),
+    log:
+        "logs/glue_submission/{experiment}.log",
+    benchmark:
+        "results/benchmarks/glue_submission/{experiment}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        run_dir=lambda w: student_file(
+            "",
+            experiment=w.experiment,
+            task="{task}",
+            student="{student}",
+            method="{method}",
+            config="{config}",
+            seed="{seed}",
+        ),
+        code=code_of("glue_submission.py"),
+    script:
+        "../scripts/glue_submission.py"
+
+
+rule teacher_table:
+    """Teachers and their per-layer pseudo-heads, per task, as CSV and Markdown."""
+    input:
+        teachers=expand(
+            "results/teachers/{pair[0]}/{pair[1]}/metrics.json",
+            pair=teacher_jobs(config),
+        ),
+        heads=expand(
+            "results/pseudo_heads/{pair[0]}/{pair[1]}/metrics.json",
+            pair=teacher_jobs(config),
+        ),
+    output:
+        csv="results/tables/teachers.csv",
+        markdown="results/tables/teachers.md",
+        html=report(
+            "results/report/teachers.html",
+            caption="../report/teachers.rst",
+            category="Teachers",
+            labels={"table": "teachers and their per-layer pseudo-heads"},
+        ),
+    log:
+        "logs/teacher_table.log",
+    benchmark:
+        "results/benchmarks/teacher_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        jobs=teacher_jobs(config),
+        code=code_of("teacher_table.py"),
+    script:
+        "../scripts/teacher_table.py"
+
+
+rule claims_table:
+    """The papers' central claims on real data, a verdict per link, from the committed record of
+    benchmarks/quality_claims.py (config `evidence`; kdflow.reporting.claims)."""
+    input:
+        runs=config.get("evidence", {}).get("runs", []),
+        dev_labels=config.get("evidence", {}).get("dev_labels", []),
+        config=config.get("evidence", {}).get("config", []),
+    output:
+        markdown="results/tables/claims.md",
+        html=report(
+            "results/report/claims.html",
+            caption="../report/claims.rst",
+            category="Evidence on real data",
+            labels={"table": "the papers' claims, tested"},
+        ),
+    log:
+        "logs/claims_table.log",
+    benchmark:
+        "results/benchmarks/claims_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_of("claims_table.py"),
+    script:
+        "../scripts/claims_table.py"
+
+
+rule ledger_table:
+    """The deviation ledger as a page of its own: every difference from the papers' protocols and every setting
+    they leave silent, with the paper's value, kdflow's, why and the effect (kdflow.reporting.ledger).
+    """
+    input:
+        ledger=PAPER_TABLES.get("deviations", []),
+    output:
+        table="results/tables/ledger.csv",
+        markdown="results/tables/ledger.md",
+        html=report(
+            "results/report/ledger.html",
+            caption="../report/ledger.rst",
+            category="Deviation ledger",
+            labels={"table": "kdflow against the papers' protocols"},
+        ),
+    log:
+        "logs/ledger_table.log",
+    benchmark:
+        "results/benchmarks/ledger_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        code=code_of("ledger_table.py"),
+    script:
+        "../scripts/ledger_table.py"
+
+
+# The papers' tables with kdflow's numbers beside them (reference/paper_results.csv; kdflow.reporting.paper_tables),
+# the model sizes and CPU speeds thesis Table 5.2 reports, and the runtimes of thesis Table 4.5.
+
+
+rule paper_table:
+    """One paper table: every number the paper reports, kdflow's value and, for scores, the difference; or
+    the paper's selected hyperparameters beside kdflow's (CSV, Markdown, LaTeX)."""
+    input:
+        unpack(paper_table_inputs),
+        deviations=PAPER_TABLES.get("deviations", []),
+    output:
+        csv="results/tables/papers/{paper_table}.csv",
+        markdown="results/tables/papers/{paper_table}.md",
+        latex="results/tables/papers/{paper_table}.tex",
+        html=report(
+            "results/report/paper_{paper_table}.html",
+            caption="../report/paper_table.rst",
+            category="Paper tables",
+            labels={"table": "{paper_table}"},
+        ),
+    log:
+        "logs/paper_table/{paper_table}.log",
+    benchmark:
+        "results/benchmarks/paper_table/{paper_table}.tsv"
+    wildcard_constraints:
+        paper_table="|".join(PAPER_TABLES.get("tables", {})) or "no-tables",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        spec=lambda w: canonical(PAPER_TABLES["tables"][w.paper_table]),
+        title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
+        values=paper_table_values,
+        code=code_of("paper_table.py"),
+    script:
+        "../scripts/paper_table.py"
+
+
+rule runtime_table:
+    """Thesis Table 4.5: the wall-clock hours of every step of the pipeline up to the thesis's students, from the
+    benchmark files of their jobs, beside the thesis's (CSV, Markdown, LaTeX)."""
+    input:
+        reference=RUNTIME_TABLE.get("reference", []),
+        benchmarks=[job["benchmark"] for job in RUNTIME_JOBS],
+    output:
+        csv="results/tables/runtimes.csv",
+        markdown="results/tables/runtimes.md",
+        latex="results/tables/runtimes.tex",
+        html=report(
+            "results/report/runtimes.html",
+            caption="../report/runtime_table.rst",
+            category="Paper tables",
+            labels={"table": "thesis_table45 (runtimes)"},
+        ),
+    log:
+        "logs/runtime_table.log",
+    benchmark:
+        "results/benchmarks/runtime_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        jobs=RUNTIME_JOBS,
+        code=code_of("runtime_table.py"),
+    script:
+        "../scripts/runtime_table.py"
+
+
+rule probing_table:
+    """Every probed model and layer, with baselines, as CSV and Markdown."""
+    input:
+        expand(
+            "results/probing/scores/{model}/{probing_task}.json",
+            model=PROBING_CONFIG.get("models", []),
+            probing_task=PROBING_CONFIG.get("tasks", []),
+        ),
+    output:
+        csv="results/tables/probing.csv",
+        markdown="results/tables/probing.md",
+        html=report(
+            "results/report/probing.html",
+            caption="../report/probing_table.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "accuracy per model, task and layer (table)"},
+        ),
+    log:
+        "logs/probing_table.log",
+    benchmark:
+        "results/benchmarks/probing_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        models=PROBING_CONFIG.get("models", []),
+        code=code_of("probing_table.py"),
+    script:
+        "../scripts/probing_table.py"
+
+
+rule probing_thesis_table:
+    """The thesis's probing scores (reference/thesis_probing_scores.csv) beside kdflow's, per model, task and
+    layer, with the ledger's entries about probing."""
+    input:
+        probing="results/tables/probing.csv",
+        scores=THESIS_PROBING.get("scores", []),
+        deviations=PAPER_TABLES.get("deviations", []),
+    output:
+        csv="results/tables/probing_thesis.csv",
+        markdown="results/tables/probing_thesis.md",
+        html=report(
+            "results/report/probing_thesis.html",
+            caption="../report/probing_thesis.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "kdflow beside the thesis (table)"},
+        ),
+    log:
+        "logs/probing_thesis_table.log",
+    benchmark:
+        "results/benchmarks/probing_thesis_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        models=canonical(THESIS_PROBING.get("models", {})),
+        missing=canonical(THESIS_PROBING.get("missing", {})),
+        pooling=probing_settings(config)["pooling"] if PROBING_CONFIG else None,
+        code=code_of("probing_thesis_table.py"),
+    script:
+        "../scripts/probing_thesis_table.py"
+
+
+# The papers' figures: Universal-KD Fig. 3 (pseudo-head distance to the gold label per teacher layer; a student
+# layer's attention over the teacher's layers), ALP-KD Figs. 3-4 (the first student layer's attention; layer
+# outputs' principal components and cosine distances), thesis Fig. 4.2 (teachers' fine-tuning), Figs. 6.1-6.2
+# (probing per layer; and 6.1-6.3, C.1 beside the thesis's numbers), 6.5, 6.6, C.2 and A.1 (class distribution).
+
+
+rule figure_teacher_curves:
+    """Thesis Fig. 4.2: a teacher's dev score and learning rate over fine-tuning, one panel per task, and the
+    data behind it."""
+    input:
+        lambda w: expand(
+            "results/teachers/{teacher}/{task}/curves.parquet",
+            teacher=w.teacher,
+            task=config["teachers"][w.teacher]["tasks"],
+        ),
+    output:
+        data="results/figures/teacher_curves_{teacher}.csv",
+        figure=report(
+            "results/figures/teacher_curves_{teacher}.png",
+            caption="../report/figure_teacher_curves.rst",
+            category="Sučík (2020)",
+            subcategory="Teacher fine-tuning (Fig. 4.2)",
+            labels={
+                "teacher": "{teacher}",
+                "figure": "dev score and η over fine-tuning",
+            },
+        ),
+    log:
+        "logs/figure_teacher_curves/{teacher}.log",
+    benchmark:
+        "results/benchmarks/figure_teacher_curves/{teacher}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        tasks=lambda w: config["teachers"][w.teacher]["tasks"],
+        code=code_of("figure_teacher_curves.py"),
+    script:
+        "../scripts/figure_teacher_curves.py"
+
+
+rule figure_class_distribution:
+    """Thesis Fig. A.1: the class distribution of every labelled split of each classification task the workflow
+    prepares (regression tasks have no classes), and the counts behind it."""
+    input:
+        expand("results/data/{task}", task=class_distribution_tasks(config)),
+    output:
+        data="results/figures/class_distribution.csv",
+        figure=report(
+            "results/figures/class_distribution.png",
+            caption="../report/figure_class_distribution.rst",
+            category="Sučík (2020)",
+            subcategory="Data (Fig. A.1)",
+            labels={"figure": "class distribution per task and split"},
+        ),
+    log:
+        "logs/figure_class_distribution.log",
+    benchmark:
+        "results/benchmarks/figure_class_distribution.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        tasks=class_distribution_tasks(config),
+        code=code_of("figure_class_distribution.py"),
+    script:
+        "../scripts/figure_class_distribution.py"
+
+
+rule figure_pseudo_heads:
+    """Universal-KD Fig. 3 (left), per teacher and task."""
+    input:
+        "results/tables/teachers.csv",
+    output:
+        report(
+            "results/figures/pseudo_heads.png",
+            caption="../report/figure_pseudo_heads.rst",
+            category="Universal-KD (Wu et al. 2021)",
+            subcategory="Figure 3",
+            labels={"figure": "pseudo-heads' distance to the gold label (left)"},
+        ),
+    log:
+        "logs/figure_pseudo_heads.log",
+    benchmark:
+        "results/benchmarks/figure_pseudo_heads.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_of("figure_pseudo_heads.py"),
+    script:
+        "../scripts/figure_pseudo_heads.py"
+
+
+rule figure_probing:
+    """Thesis Figs. 6.1-6.2: probing accuracy per layer, by layer index and by relative depth."""
+    input:
+        "results/tables/probing.csv",
+    output:
+        layers=report(
+            "results/figures/probing.png",
+            caption="../report/figure_probing.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "accuracy per layer (Figs. 6.1-6.2)"},
+        ),
+        depth=report(
+            "results/figures/probing_relative_depth.png",
+            caption="../report/figure_probing.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "accuracy per relative depth (Figs. 6.1-6.2)"},
+        ),
+    log:
+        "logs/figure_probing.log",
+    benchmark:
+        "results/benchmarks/figure_probing.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_of("figure_probing.py"),
+    script:
+        "../scripts/figure_probing.py"
+
+
+rule figure_probing_thesis:
+    """Thesis Figs. 6.1, 6.2, 6.3 and C.1 as the thesis drew them, with kdflow's probing results beside the
+    thesis's and the thesis's reference lines (probing.thesis.baselines)."""
+    input:
+        comparison="results/tables/probing_thesis.csv",
+        probing="results/tables/probing.csv",
+        baselines=THESIS_PROBING.get("baselines", []),
+    output:
+        fig6_1=report(
+            "results/figures/probing_thesis_6_1.png",
+            caption="../report/figure_probing_thesis.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "teachers beside the thesis (Fig. 6.1)"},
+        ),
+        fig6_2=report(
+            "results/figures/probing_thesis_6_2.png",
+            caption="../report/figure_probing_thesis.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "students, embed. beside the thesis (Fig. 6.2)"},
+        ),
+        fig6_3=report(
+            "results/figures/probing_thesis_6_3.png",
+            caption="../report/figure_probing_thesis.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "from scratch beside the thesis (Fig. 6.3)"},
+        ),
+        figC_1=report(
+            "results/figures/probing_thesis_C_1.png",
+            caption="../report/figure_probing_thesis.rst",
+            category="Sučík (2020)",
+            subcategory="Probing (§6.1)",
+            labels={"result": "from scratch, all tasks, beside the thesis (Fig. C.1)"},
+        ),
+    log:
+        "logs/figure_probing_thesis.log",
+    benchmark:
+        "results/benchmarks/figure_probing_thesis.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        figures={"fig6_1": "6.1", "fig6_2": "6.2", "fig6_3": "6.3", "figC_1": "C.1"},
+        code=code_of("figure_probing_thesis.py"),
+    script:
+        "../scripts/figure_probing_thesis.py"
+
+
+rule figure_analysis:
+    """Thesis Fig. 6.5 (confidence correlations), Fig. 6.6 (average confidence overall, on hits and on
+    mistakes; with its numbers as CSV) and Fig. C.2 (mistake overlap) of one task."""
+    input:
+        "results/analysis/{task}.json",
+    output:
+        confidence=report(
+            "results/figures/confidence_correlation_{task}.png",
+            caption="../report/figure_confidence.rst",
+            category="Sučík (2020)",
+            subcategory="Prediction analysis (§6.2)",
+            labels={"task": "{task}", "result": "confidence correlation (Fig. 6.5)"},
+        ),
+        mistakes=report(
+            "results/figures/mistake_overlap_{task}.png",
+            caption="../report/figure_mistakes.rst",
+            category="Sučík (2020)",
+            subcategory="Prediction analysis (§6.2)",
+            labels={"task": "{task}", "result": "mistake overlap (Fig. C.2)"},
+        ),
+        average=report(
+            "results/figures/average_confidence_{task}.png",
+            caption="../report/figure_average_confidence.rst",
+            category="Sučík (2020)",
+            subcategory="Prediction analysis (§6.2)",
+            labels={"task": "{task}", "result": "average confidence (Fig. 6.6)"},
+        ),
+        average_data="results/figures/average_confidence_{task}.csv",
+    log:
+        "logs/figure_analysis/{task}.log",
+    benchmark:
+        "results/benchmarks/figure_analysis/{task}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_of("figure_analysis.py"),
+    script:
+        "../scripts/figure_analysis.py"
+
+
+rule attention_maps:
+    """Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3: one student layer's attention over the teacher's
+    layers on random dev examples, for each of the figure's students (e.g. Universal-KD(IL) and ALP, or ALP
+    students of 2, 4 and 6 layers), optionally beside the pseudo-heads' distance to the gold label on the same
+    examples (Universal-KD Fig. 3, left)."""
+    input:
+        unpack(attention_inputs),
+    output:
+        json="results/figures/attention_{figure}.json",
+        figure=report(
+            "results/figures/attention_{figure}.png",
+            caption="../report/figure_attention.rst",
+            category=attention_figure_meta("category"),
+            subcategory=attention_figure_meta("subcategory"),
+            labels=attention_figure_meta("labels"),
+        ),
+    log:
+        "logs/attention_maps/{figure}.log",
+    benchmark:
+        "results/benchmarks/attention_maps/{figure}.tsv"
+    wildcard_constraints:
+        figure="|".join(config.get("attention_maps", {})) or "no-figures",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    params:
+        spec=lambda w: canonical(config["attention_maps"][w.figure]),
+        models=lambda w: {
+            name: model_params(name)
+            for name in config["attention_maps"][w.figure]["models"]
+        },
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("attention_maps.py"),
+    script:
+        "../scripts/attention_maps.py"
+
+
+rule layer_outputs:
+    """ALP-KD Fig. 4: the first two principal components of student layers' outputs fitted jointly with the
+    teacher layer each is compared with (4a, 4b), and every example's cosine distance to it (4c, 4d).
+    """
+    input:
+        unpack(layer_output_inputs),
+    output:
+        json="results/figures/layer_outputs_{task}.json",
+        csv="results/figures/layer_outputs_{task}.csv",
+        figure=report(
+            "results/figures/layer_outputs_{task}.png",
+            caption="../report/figure_layer_outputs.rst",
+            category="ALP-KD (Passban et al. 2021)",
+            subcategory="Figure 4",
+            labels={
+                "figure": "layer outputs: principal components, cosine distance",
+                "task": "{task}",
+            },
+        ),
+    log:
+        "logs/layer_outputs/{task}.log",
+    benchmark:
+        "results/benchmarks/layer_outputs/{task}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    params:
+        spec=lambda w: canonical(config["layer_outputs"][w.task]),
+        models=lambda w: {
+            name: model_params(name)
+            for name in config["layer_outputs"][w.task]["models"]
+        },
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("layer_outputs.py"),
+    script:
+        "../scripts/layer_outputs.py"
+
+
+# Sučík (2020) Chapter 5 and Appendix B: the students' hyperparameter exploration (Table 5.1, Figs. B.1-B.7) and
+# student sizes (Figs. B.8-B.12), drawn from the learning curves of the exploration's runs. The runs themselves are
+# distill_student jobs of the experiments the `exploration` section expands into (kdflow.workflow.exploration).
+
+
+rule figure_exploration_curves:
+    """Thesis Figs. B.1-B.7: per explored value, the mean dev curve over repeats (sliding average over 2 epochs)
+    and the best single evaluation."""
+    input:
+        unpack(lambda w: run_files(exploration_runs(w))),
+    output:
+        figure=report(
+            "results/figures/thesis_{figure}.png",
+            caption="../report/figure_exploration.rst",
+            category="Sučík (2020)",
+            subcategory="Hyperparameter exploration (§5.1, App. B.1-B.2.1)",
+            labels=lambda w: {"figure": f"Fig. {w.figure}", "result": figure_title(w)},
+        ),
+        data="results/figures/thesis_{figure}.csv",
+    log:
+        "logs/figure_exploration_curves/{figure}.log",
+    benchmark:
+        "results/benchmarks/figure_exploration_curves/{figure}.tsv"
+    wildcard_constraints:
+        figure=exploration_figure_constraint("curves"),
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    params:
+        runs=lambda w: run_records(exploration_runs(w)),
+        labels=study_labels,
+        spec=lambda w: canonical(EXPLORATION["figures"][w.figure]),
+        title=figure_title,
+        code=code_of("figure_exploration_curves.py"),
+    script:
+        "../scripts/figure_exploration_curves.py"
+
+
+rule figure_gradient_explosion:
+    """Thesis Fig. B.8 (a BERT_S's gradient explosion) and Fig. B.9 (the learning rate where its learning slows),
+    from one run's learning curves smoothed over 0.1 epoch."""
+    input:
+        unpack(lambda w: run_files(exploration_runs(w))),
+    output:
+        figure=report(
+            "results/figures/thesis_{figure}.png",
+            caption="../report/figure_gradient_explosion.rst",
+            category="Sučík (2020)",
+            subcategory="Student size (App. B.2.2)",
+            labels=lambda w: {"figure": f"Fig. {w.figure}", "result": figure_title(w)},
+        ),
+        data="results/figures/thesis_{figure}.csv",
+    log:
+        "logs/figure_gradient_explosion/{figure}.log",
+    benchmark:
+        "results/benchmarks/figure_gradient_explosion/{figure}.tsv"
+    wildcard_constraints:
+        figure=exploration_figure_constraint("explosion", "learning_rate"),
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        runs=lambda w: run_records(exploration_runs(w)),
+        kind=lambda w: figure_kind(config, w.figure),
+        title=figure_title,
+        code=code_of("figure_gradient_explosion.py"),
+    script:
+        "../scripts/figure_gradient_explosion.py"
+
+
+rule figure_student_sizes:
+    """Thesis Figs. B.10-B.12: the best dev score of every student size (width x depth), per student and task."""
+    input:
+        unpack(lambda w: run_files(exploration_runs(w))),
+    output:
+        figure=report(
+            "results/figures/thesis_{figure}.png",
+            caption="../report/figure_student_sizes.rst",
+            category="Sučík (2020)",
+            subcategory="Student size (App. B.2.2)",
+            labels=lambda w: {"figure": f"Fig. {w.figure}", "result": figure_title(w)},
+        ),
+        data="results/figures/thesis_{figure}.csv",
+    log:
+        "logs/figure_student_sizes/{figure}.log",
+    benchmark:
+        "results/benchmarks/figure_student_sizes/{figure}.tsv"
+    wildcard_constraints:
+        figure=exploration_figure_constraint("sizes"),
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    params:
+        runs=lambda w: run_records(exploration_runs(w)),
+        sizes=study_sizes,
+        title=figure_title,
+        code=code_of("figure_student_sizes.py"),
+    script:
+        "../scripts/figure_student_sizes.py"
+
+
+rule exploration_table:
+    """Thesis Table 5.1: the values explored one at a time, the thesis's initial and chosen values and kdflow's
+    best (the best mean over repeats of each run's best dev score)."""
+    input:
+        unpack(lambda w: run_files(table_runs(config))),
+        reference=EXPLORATION.get("table", []),
+        deviations=PAPER_TABLES.get("deviations", []),
+    output:
+        csv="results/tables/thesis_table51.csv",
+        markdown="results/tables/thesis_table51.md",
+        html=report(
+            "results/report/thesis_table51.html",
+            caption="../report/exploration_table.rst",
+            category="Sučík (2020)",
+            subcategory="Hyperparameter exploration (§5.1, App. B.1-B.2.1)",
+            labels={
+                "table": "Table 5.1",
+                "result": "values explored, chosen and kdflow's best",
+            },
+        ),
+    log:
+        "logs/exploration_table.log",
+    benchmark:
+        "results/benchmarks/exploration_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    params:
+        runs=lambda w: run_records(table_runs(config)),
+        studies=lambda w: table_studies(config),
+        code=code_of("exploration_table.py"),
+    script:
+        "../scripts/exploration_table.py"
+
+
+# The cost plan before the run (kdflow.workflow.plan): `snakemake --cores 1 results/plan.csv` (or `make plan`) reads
+# the config and the throughput tables, runs no model and needs no GPU.
+
+
+rule plan:
+    """The cost plan: per experiment (or stage) and rule, the jobs, the examples x epochs and the estimated hours
+    on the config's `plan.gpu` for the jobs that ask for a GPU (CPU-hours for the others), with where every
+    throughput comes from (measured on a CPU, or scaled)."""
+    input:
+        sizes="reference/task_sizes.csv",
+        throughput="reference/throughput.csv",
+        startup="reference/startup.csv",
+        counted=plan_counted_files(),
+    output:
+        csv="results/plan.csv",
+        markdown="results/plan.md",
+        html=report(
+            "results/report/plan.html",
+            caption="../report/plan.rst",
+            category="Cost plan",
+            labels={"table": "jobs and estimated hours before the run"},
+        ),
+    log:
+        "logs/plan.log",
+    benchmark:
+        "results/benchmarks/plan.tsv"
+    localrule: True
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        config=config_digest(config),
+        gpu=config.get("plan", {}).get("gpu", "H100"),
+        probing_files={
+            task: probing_file(task) for task in PROBING_CONFIG.get("tasks", [])
+        },
+        code=code_of("plan.py"),
+    script:
+        "../scripts/plan.py"
