@@ -1,4 +1,4 @@
-"""The throughputs and start-up times the cost plan (kdflow.workflow.plan) reads: reference/throughput.csv and
+"""The throughputs and start-up times the cost plan (kdflow.workflow.cost_plan) reads: reference/throughput.csv and
 reference/startup.csv.
 
     python benchmarks/plan_throughput.py --threads 1 --write    # measure on this CPU, write both tables
@@ -9,7 +9,8 @@ batched sampler; probe: the batched SentEval probe grid, kdflow.probing.probe): 
 of the same depth, the demo's tiny models (where Python and dispatch dominate) and wider ones (where arithmetic
 does). A batch costs ``floor + FLOPs / rate``: the two sizes give the floor (per layer) and the rate (achieved
 FLOP/s), FLOPs counted as the plan counts them (6 x non-embedding parameters x token positions to train, 2 x to
-infer; kdflow.workflow.plan). Each time is the fastest of ``--repeats`` runs (other processes only slow a run down).
+infer; kdflow.workflow.cost_plan). Each time is the fastest of ``--repeats`` runs (other processes only slow a run
+down).
 Sentences are the SST-2 excerpt the demo ships, tokenised with the demo vocabulary; models are randomly
 initialised (speed does not depend on the weights).
 
@@ -51,7 +52,8 @@ from kdflow.teachers.finetune import build_teacher  # noqa: E402
 from kdflow.training.batching import batches, tokenize  # noqa: E402
 from kdflow.transfer.generation import SamplingSettings, sample  # noqa: E402
 from kdflow.workflow.catalog import load_catalog  # noqa: E402
-from kdflow.workflow.plan import FLOPS_PER_PARAMETER, language_model, probe_parameters, student_model, transformer  # noqa: E402
+from kdflow.workflow.cost_plan import (  # noqa: E402
+    FLOPS_PER_PARAMETER, language_model, probe_parameters, student_model, transformer)
 from kdflow.workflow.provenance import rule_scripts  # noqa: E402
 
 VOCAB = REPO / "demo" / "vocab.txt"

@@ -49,9 +49,9 @@ from kdflow.reporting.paper_tables import (
     title_of,
 )
 from kdflow.probing.senteval import PROBING_TASKS
-from kdflow.workflow.plan import config_digest
+from kdflow.workflow.cost_plan import config_digest
 from kdflow.workflow.provenance import script_fingerprint
-from kdflow.workflow.runtimes import runtime_jobs
+from kdflow.workflow.runtime_jobs import runtime_jobs
 from kdflow.core.tasks import GLUE_FILES, TASKS
 
 GLUE_TASKS = {task for task, _ in GLUE_FILES}

@@ -780,7 +780,7 @@ rule exploration_table:
         "../scripts/exploration_table.py"
 
 
-# The cost plan before the run (kdflow.workflow.plan): `snakemake --cores 1 results/plan.csv` (or `make plan`) reads
+# The cost plan before the run (kdflow.workflow.cost_plan): `snakemake --cores 1 results/plan.csv` (`make plan`) reads
 # the config and the throughput tables, runs no model and needs no GPU.
 
 

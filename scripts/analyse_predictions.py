@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from kdflow.analysis.predictions import analyse, analysis_document, load_predictions
+from kdflow.analysis.prediction_analysis import analyse, analysis_document, load_predictions
 from kdflow.core.data import TaskData
 from kdflow.core.runtime import rule_job
 from kdflow.distillation.selection import predictions_path

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from kdflow.analysis.predictions import average_confidence_table
+from kdflow.analysis.prediction_analysis import average_confidence_table
 from kdflow.core.runtime import rule_job
 from kdflow.reporting.figures import average_confidence_figure, confidence_heatmap, mistake_overlap_heatmap
 

@@ -1,7 +1,7 @@
 """Rule figure_student_sizes: one of thesis Figs. B.10-B.12, the best dev score of every student size."""
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.exploration import load_runs, size_cells
+from kdflow.reporting.exploration_curves import load_runs, size_cells
 from kdflow.reporting.figures import size_heatmaps
 
 with rule_job(snakemake):

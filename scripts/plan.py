@@ -1,13 +1,13 @@
-"""Rule plan: the cost plan of the config before it runs (kdflow.workflow.plan), as CSV, Markdown and HTML."""
+"""Rule plan: the cost plan of the config before it runs (kdflow.workflow.cost_plan), as CSV, Markdown and HTML."""
 
 import logging
 
 import pandas as pd
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.plan import write_plan
+from kdflow.reporting.plan_pages import write_plan
 from kdflow.workflow.catalog import load_catalog
-from kdflow.workflow.plan import (
+from kdflow.workflow.cost_plan import (
     cost_plan,
     paper_table_hours,
     plan_table,

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.runtimes import read_benchmark, runtime_table, write_runtime_table
+from kdflow.reporting.runtime_table import read_benchmark, runtime_table, write_runtime_table
 
 with rule_job(snakemake):
     benchmarks = [read_benchmark(path) for path in snakemake.input.benchmarks]

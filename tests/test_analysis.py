@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from kdflow.analysis import predictions as analysis
-from kdflow.analysis.predictions import average_confidence_table, column
+from kdflow.analysis import prediction_analysis as analysis
+from kdflow.analysis.prediction_analysis import average_confidence_table, column
 from kdflow.analysis.sentences import (
     SentenceFileError,
     read_sentences,

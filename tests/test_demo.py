@@ -14,7 +14,7 @@ from conftest import DEMO, REPO, copy_repo, job_stats, planned_jobs, rule_script
 from safetensors import safe_open
 
 from kdflow.distillation.methods.registry import available_methods
-from kdflow.reporting.plan import calibration
+from kdflow.reporting.plan_pages import calibration
 from kdflow.workflow.provenance import script_closure
 
 # What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, measured

@@ -15,7 +15,7 @@ from conftest import REPO
 
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.reporting import figures
-from kdflow.reporting.exploration import (
+from kdflow.reporting.exploration_curves import (
     curve_lines,
     explosion_curve,
     knee,

@@ -19,7 +19,7 @@ from kdflow.analysis.layer_outputs import (
     panel,
     principal_components,
 )
-from kdflow.analysis.predictions import analyse, average_confidence_table
+from kdflow.analysis.prediction_analysis import analyse, average_confidence_table
 from kdflow.core.errors import UserError
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.distillation.distill import distill, layer_widths

@@ -41,6 +41,15 @@ def test_every_module_belongs_to_a_stage():
     assert unknown == []
 
 
+def test_every_module_name_is_unique():
+    """A module's name says what it holds without its package. The two registries keep theirs: each is its
+    package's one registry, and renaming either would change the code fingerprint of every training job (so rerun
+    every student of a user's results)."""
+    names = [path.stem for path in PACKAGE.rglob("*.py") if path.stem != "__init__"]
+    repeated = sorted({name for name in names if names.count(name) > 1} - {"registry"})
+    assert repeated == []
+
+
 def test_imports_go_only_to_the_same_or_an_earlier_stage():
     against = sorted(f"{a} -> {b}" for a, targets in edges().items() for b in targets if stage_of(b) > stage_of(a))
     assert against == []

@@ -1,5 +1,5 @@
-"""The cost plan (kdflow.workflow.plan): its arithmetic on a toy config, model sizes against the students' documented
-ones, its jobs against Snakemake's dry run of the demo, and the rule's output on the demo."""
+"""The cost plan (kdflow.workflow.cost_plan): its arithmetic on a toy config, model sizes against the students'
+documented ones, its jobs against Snakemake's dry run of the demo, and the rule's output on the demo."""
 
 import copy
 import subprocess
@@ -13,7 +13,7 @@ import yaml
 from conftest import DEMO, REPO, copy_repo, planned_jobs
 
 from kdflow.probing.senteval import PROBING_TASKS
-from kdflow.workflow import plan
+from kdflow.workflow import cost_plan
 from kdflow.workflow.catalog import load_catalog
 from kdflow.workflow.config import class_distribution_tasks
 from kdflow.workflow.config_files import load_config_file, validate_config
@@ -36,7 +36,7 @@ TOY = {
 }
 # RTE as the toy sees it: 640 training examples (20 batches of 32), 200 dev (2 batches of 100), 100 test, 50 tokens.
 TOY_SIZES = pd.DataFrame([{"task": task, "train": 640, "dev": 200, "other": 100, "tokens_per_example": 50.0}
-                          for task in plan.TASKS])
+                          for task in cost_plan.TASKS])
 TOY_PARAMETERS = 2 * (4 * 64**2 + 2 * 64 * 128)  # the teacher: 2 layers of attention and feed-forward, 65,536
 
 
@@ -48,7 +48,7 @@ def toy_config():
 
 def toy_jobs(config=None) -> pd.DataFrame:
     config = config or toy_config()
-    return pd.DataFrame(plan.planned_jobs(config, plan.task_sizes(config, TOY_SIZES), load_catalog(), {}))
+    return pd.DataFrame(cost_plan.planned_jobs(config, cost_plan.task_sizes(config, TOY_SIZES), load_catalog(), {}))
 
 
 def test_the_toy_config_plans_every_job_of_its_dag_with_its_work():
@@ -127,17 +127,18 @@ def test_estimate_adds_start_up_floor_and_flops():
     train_flops = 6 * TOY_PARAMETERS * 50 * 1280 / 1e9  # 25.17 s
     infer_flops = 2 * TOY_PARAMETERS * 50 * 400 / 1e9  # 2.62 s: dev after each epoch (the final scores: evaluate_teacher)
     floors = 40 * 0.01 * 2, 4 * 0.01 * 2  # batches x floor per layer x 2 layers
-    on_cpu = plan.estimate(jobs, rates, startup, ("cpu", "fp32")).set_index("rule").loc["finetune_teacher"]
+    on_cpu = cost_plan.estimate(jobs, rates, startup, ("cpu", "fp32")).set_index("rule").loc["finetune_teacher"]
     assert on_cpu.seconds == pytest.approx(1 + floors[0] + train_flops + floors[1] + infer_flops)
     assert (on_cpu.device, on_cpu.source) == ("cpu", "toy cpu")
-    on_gpu = plan.estimate(jobs, rates, startup, ("G", "bf16")).set_index("rule")
-    assert on_gpu.loc["finetune_teacher"].seconds == pytest.approx(on_cpu.seconds + plan.GPU_START_SECONDS)
+    on_gpu = cost_plan.estimate(jobs, rates, startup, ("G", "bf16")).set_index("rule")
+    assert on_gpu.loc["finetune_teacher"].seconds == pytest.approx(on_cpu.seconds + cost_plan.GPU_START_SECONDS)
     assert (on_gpu.loc["teacher_table"].seconds, on_gpu.loc["teacher_table"].device) == (1.0, "cpu")
-    table = plan.plan_table(plan.estimate(jobs, rates, startup, ("G", "bf16")), plan.section_order(toy_config()))
+    estimated = cost_plan.estimate(jobs, rates, startup, ("G", "bf16"))
+    table = cost_plan.plan_table(estimated, cost_plan.section_order(toy_config()))
     assert list(table.section.unique()) == ["data", "teachers", "e", "plan"]
     students = table.set_index("rule").loc["distill_student"]
     assert (students.jobs, students.examples_x_epochs, students.device) == (2, 1280, "G")
-    per_table = plan.paper_table_hours(table, {**toy_config(), "paper_tables": {"tables": {"x": {
+    per_table = cost_plan.paper_table_hours(table, {**toy_config(), "paper_tables": {"tables": {"x": {
         "experiments": ["e"]}}}})
     assert per_table.gpu_hours.iloc[0] == pytest.approx(table[table.section == "e"].query("device == 'G'").hours.sum())
 
@@ -145,22 +146,22 @@ def test_estimate_adds_start_up_floor_and_flops():
 def test_model_sizes_match_the_students_documented_parameter_counts():
     """Non-embedding parameters as the students' docstrings count them, less biases, pooling and classifier."""
     catalog = load_catalog()
-    base = plan.transformer(12, 768, 3072)
+    base = cost_plan.transformer(12, 768, 3072)
     assert base["parameters"] == 84_934_656  # BERT-base without its embeddings
-    bilstm = plan.student_model({"type": "bilstm"}, base, catalog)  # 25,479,938 with 30,522 x 512 embeddings
+    bilstm = cost_plan.student_model({"type": "bilstm"}, base, catalog)  # 25,479,938 with 30,522 x 512 embeddings
     assert bilstm["parameters"] == pytest.approx(25_479_938 - 30_522 * 512, rel=0.005)
-    cnn = plan.student_model({"type": "gated_cnn"}, base, catalog)  # 23,554,298 with 30,522 x 300 embeddings
+    cnn = cost_plan.student_model({"type": "gated_cnn"}, base, catalog)  # 23,554,298 with 30,522 x 300 embeddings
     assert cnn["parameters"] == pytest.approx(23_554_298 - 30_522 * 300, rel=0.005)
-    lstm_s = plan.student_model({"type": "bilstm_s", "embeddings": {"source": "file", "path": "x"}}, base, catalog)
+    lstm_s = cost_plan.student_model({"type": "bilstm_s", "embeddings": {"source": "file", "path": "x"}}, base, catalog)
     assert lstm_s["parameters"] == pytest.approx(2_406_002, rel=0.005)  # Table 5.2: 2.41M (300-wide multichannel)
-    bert_4 = plan.student_model({"type": "bert_k", "layers": 4}, base, catalog)
+    bert_4 = cost_plan.student_model({"type": "bert_k", "layers": 4}, base, catalog)
     assert (bert_4["layers"], bert_4["parameters"]) == (4, base["parameters"] / 3)
-    assert plan.architecture_model({"model": "roberta-large"}) == plan.transformer(24, 1024, 4096)
+    assert cost_plan.architecture_model({"model": "roberta-large"}) == cost_plan.transformer(24, 1024, 4096)
 
 
 def test_the_plan_module_imports_no_torch():
     """The workflow imports it while planning (rules/common.smk), which must not cost a torch import."""
-    code = "import sys\nimport kdflow.workflow.plan\nprint('torch' in sys.modules, 'transformers' in sys.modules)"
+    code = "import sys\nimport kdflow.workflow.cost_plan\nprint('torch' in sys.modules, 'transformers' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "False"]
 
@@ -175,13 +176,12 @@ def snakemake_config(path: str) -> dict:
 def test_the_demo_plan_has_the_jobs_of_the_demo_dry_run():
     config = snakemake_config("demo/config.yaml")
     files = {task: str(REPO / config["probing"]["data_dir"] / name) for task, name in PROBING_TASKS.items()}
-    jobs = plan.planned_jobs(config, plan.task_sizes(config, pd.read_csv(REPO / plan.TASK_SIZES)), load_catalog(),
-                             files)
+    sizes = cost_plan.task_sizes(config, pd.read_csv(REPO / cost_plan.TASK_SIZES))
+    jobs = cost_plan.planned_jobs(config, sizes, load_catalog(), files)
     dry_run = planned_jobs(*DEMO, "--forceall") - Counter(all=1)
     assert Counter(job["rule"] for job in jobs) == dry_run
-    sizes = plan.task_sizes(config, pd.read_csv(REPO / plan.TASK_SIZES))
     assert (sizes["sst2"]["train"], sizes["sst2"]["dev"], sizes["sst2"]["other"]) == (240, 80, 40)  # the excerpt
-    assert sizes["qqp"]["sizes"] == plan.TASK_SIZES  # the demo has no QQP: the table's
+    assert sizes["qqp"]["sizes"] == cost_plan.TASK_SIZES  # the demo has no QQP: the table's
 
 
 def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):

@@ -1,5 +1,5 @@
-"""Thesis Table 4.5: which jobs make up each step of the thesis's pipeline (kdflow.workflow.runtimes) and the table
-summing their Snakemake benchmark files beside the thesis's hours (kdflow.reporting.runtimes)."""
+"""Thesis Table 4.5: which jobs make up each step of the thesis's pipeline (kdflow.workflow.runtime_jobs) and the table
+summing their Snakemake benchmark files beside the thesis's hours (kdflow.reporting.runtime_table)."""
 
 import copy
 
@@ -8,9 +8,9 @@ import pytest
 import yaml
 from conftest import REPO
 
-from kdflow.reporting.runtimes import read_benchmark, runtime_table, write_runtime_table
+from kdflow.reporting.runtime_table import read_benchmark, runtime_table, write_runtime_table
 from kdflow.workflow.config import check_references
-from kdflow.workflow.runtimes import runtime_jobs
+from kdflow.workflow.runtime_jobs import runtime_jobs
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 

@@ -33,7 +33,7 @@ def test_snakefmt_is_clean():
 
 def test_every_rule_that_logs_writes_its_benchmark_at_its_logs_path():
     """Every job's wall time and memory are recorded (thesis Table 4.5): every rule that runs a script logs, and
-    every rule that logs writes its benchmark where kdflow.workflow.runtimes.benchmark_file looks for it."""
+    every rule that logs writes its benchmark where kdflow.workflow.runtime_jobs.benchmark_file looks for it."""
     for rule, block in rule_blocks().items():
         log = re.search(r"^    log:\n\s+\"logs/(.+)\.log\"", block, flags=re.M)
         assert log or "    script:" not in block, rule

@@ -1,5 +1,5 @@
 """Write reference/task_sizes.csv: each task's split sizes and tokens per example, which the cost plan
-(kdflow.workflow.plan) needs before any data is downloaded.
+(kdflow.workflow.cost_plan) needs before any data is downloaded.
 
     python tools/make_task_sizes.py --source ../shared/data --out reference/task_sizes.csv
 

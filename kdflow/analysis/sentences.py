@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from kdflow.analysis.predictions import confidences
+from kdflow.analysis.prediction_analysis import confidences
 from kdflow.core.documents import Code, Document, Heading, Paragraph, Table
 from kdflow.core.errors import UserError
 from kdflow.core.precision import FP32, Precision

@@ -12,7 +12,8 @@
 * :func:`class_distribution` and :func:`class_distribution_figure`: thesis Fig. A.1, the class distribution of each
   task's labelled splits;
 * :func:`exploration_curves_figure`, :func:`explosion_figure`, :func:`learning_rate_figure` and
-  :func:`size_heatmaps`: thesis Figs. B.1-B.7, B.8, B.9 and B.10-B.12 (data: :mod:`kdflow.reporting.exploration`).
+  :func:`size_heatmaps`: thesis Figs. B.1-B.7, B.8, B.9 and B.10-B.12 (data:
+  :mod:`kdflow.reporting.exploration_curves`).
 
 Figures are built on :class:`matplotlib.figure.Figure` with an Agg canvas of their own, never through pyplot, so
 importing this module changes no global matplotlib state. Colours are colour-blind safe: the Okabe-Ito palette
@@ -415,7 +416,7 @@ def heatmap(values: np.ndarray, labels: Sequence[str], texts: list[list[str]], c
 
 def confidence_heatmap(analysis: Mapping, path) -> Path:
     """Thesis Fig. 6.5: Pearson r between every two models' prediction confidences on dev, * for p < 0.05.
-    ``analysis``: :func:`kdflow.analysis.predictions.analyse`'s result."""
+    ``analysis``: :func:`kdflow.analysis.prediction_analysis.analyse`'s result."""
     models, correlation = analysis["models"], analysis["confidence_correlation"]
     r, p = matrix(correlation["r"], models), matrix(correlation["p"], models)
     texts = [["—" if np.isnan(r[i, j]) else f"{r[i, j]:.2f}" + ("*" if i != j and p[i, j] < 0.05 else "")
@@ -428,7 +429,8 @@ def confidence_heatmap(analysis: Mapping, path) -> Path:
 
 def mistake_overlap_heatmap(analysis: Mapping, path, of: str = "mistakes") -> Path:
     """Thesis Fig. C.2: the share of the row model's mistakes (``of="hits"``: hits) that the column model also
-    makes, in % with the count, an asymmetric matrix. ``analysis``: :func:`kdflow.analysis.predictions.analyse`'s result."""
+    makes, in % with the count, an asymmetric matrix. ``analysis``:
+    :func:`kdflow.analysis.prediction_analysis.analyse`'s result."""
     if of not in ("mistakes", "hits"):
         raise ValueError("of must be 'mistakes' or 'hits'")
     models, overlap = analysis["models"], analysis[f"{of[:-1]}_overlap"]
@@ -445,7 +447,8 @@ def mistake_overlap_heatmap(analysis: Mapping, path, of: str = "mistakes") -> Pa
 def average_confidence_figure(table: pd.DataFrame, path, task: str | None = None) -> Path:
     """Thesis Fig. 6.6: per model, the average confidence of its dev predictions overall, on hits and on mistakes,
     with standard deviation error bars (none where NaN). ``table``: one row per model and subset with
-    ``mean_confidence`` and ``std_confidence`` (:func:`kdflow.analysis.predictions.average_confidence_table`)."""
+    ``mean_confidence`` and ``std_confidence``
+    (:func:`kdflow.analysis.prediction_analysis.average_confidence_table`)."""
     models, subsets = list(dict.fromkeys(table["model"])), list(dict.fromkeys(table["subset"]))
     figure = new_figure(1.6 + 1.3 * len(models), 3.6)
     axes = figure.subplots()
@@ -535,7 +538,7 @@ def exploration_curves_figure(lines: pd.DataFrame, best: pd.DataFrame, labels: M
                               path, title: str, unsmoothed: pd.DataFrame | None = None) -> Path:
     """Thesis Figs. B.1-B.7: one panel per study and task, one line per explored value, the mean dev score over
     repeats smoothed over 2 epochs, and × at the best single evaluation of each value. ``lines`` and ``best``:
-    :func:`kdflow.reporting.exploration.curve_lines`; ``labels``: per study, point -> its value labels.
+    :func:`kdflow.reporting.exploration_curves.curve_lines`; ``labels``: per study, point -> its value labels.
     ``unsmoothed``: evaluations of one value's runs drawn raw in a panel above (Fig. B.1's upper plot)."""
     panels = list(dict.fromkeys(zip(lines["study"], lines["task"], lines["task_name"], lines["metric"],
                                     lines["student_label"])))
@@ -579,7 +582,7 @@ def explosion_figure(curve: pd.DataFrame, path, title: str) -> Path:
     """Thesis Fig. B.8: one run's dev score smoothed over 0.1 epoch (raw evaluations faint), the mean and max
     gradient norms of the steps between evaluations (log scale) and the learning rate, against epochs; the dotted
     line marks the evaluation with the largest gradient norm. ``curve``:
-    :func:`kdflow.reporting.exploration.explosion_curve`."""
+    :func:`kdflow.reporting.exploration_curves.explosion_curve`."""
     figure = new_figure(8, 8)
     score, norms, rate = figure.subplots(3, 1, sharex=True, height_ratios=[2, 1.4, 1])
     score.plot(curve["epoch"], curve["dev"], color="#999999", linewidth=0.5, label="every evaluation")
@@ -605,8 +608,8 @@ def explosion_figure(curve: pd.DataFrame, path, title: str) -> Path:
 
 def learning_rate_figure(curve: pd.DataFrame, knee_index: int, path, title: str) -> Path:
     """Thesis Fig. B.9: the smoothed dev score (0.1 epoch) and the learning rate during warm-up
-    (:func:`kdflow.reporting.exploration.warmup_stretch`); dashed lines at the evaluation beyond which learning slows
-    (``knee_index``, :func:`kdflow.reporting.exploration.knee`) and at the learning rate there."""
+    (:func:`kdflow.reporting.exploration_curves.warmup_stretch`); dashed lines at the evaluation beyond which
+    learning slows (``knee_index``, :func:`kdflow.reporting.exploration_curves.knee`) and at the learning rate there."""
     at = curve.loc[knee_index]
     figure = new_figure(8, 4.8)
     score = figure.subplots()
@@ -636,7 +639,7 @@ def parameters_label(count) -> str:
 def size_heatmaps(cells: pd.DataFrame, path, title: str) -> Path:
     """Thesis Figs. B.10-B.12: per study and task, the best dev score (x100) of every student size, width factor W
     across and depth factor D down, with its non-embedding parameters; sizes not run are blank, diverged ones grey.
-    ``cells``: :func:`kdflow.reporting.exploration.size_cells`."""
+    ``cells``: :func:`kdflow.reporting.exploration_curves.size_cells`."""
     panels = list(dict.fromkeys(zip(cells["study"], cells["task"], cells["task_name"], cells["metric"],
                                     cells["student_label"])))
     shapes = []

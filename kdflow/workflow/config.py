@@ -482,7 +482,7 @@ def _experiment_option_problems(name: str, spec: dict, config: dict, catalog: di
 
 
 def _runtime_table_problems(config: dict) -> list[str]:
-    """Thesis Table 4.5's section (kdflow.workflow.runtimes): its teacher is trained on its tasks, and its
+    """Thesis Table 4.5's section (kdflow.workflow.runtime_jobs): its teacher is trained on its tasks, and its
     student steps name experiments distilling that teacher and students of those experiments."""
     spec = config.get("runtime_table")
     if spec is None:

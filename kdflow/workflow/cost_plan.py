@@ -139,7 +139,7 @@ def architecture_model(spec: dict) -> dict:
         name = str(spec["model"])
         if name not in HUB_ARCHITECTURES:
             raise UserError(f"the plan does not know the size of {name!r}: add it to HUB_ARCHITECTURES "
-                             "(kdflow/workflow/plan.py)")
+                             "(kdflow/workflow/cost_plan.py)")
         return transformer(*HUB_ARCHITECTURES[name])
     arch = spec["architecture"]
     hidden = arch.get("hidden_size", arch.get("n_embd", 768))
@@ -200,7 +200,7 @@ def student_model(student: dict, teacher: dict, catalog: dict) -> dict:
         return model("cnn", options["layers"], width,
                      options["layers"] * options["kernel_width"] * width * 2 * width + projection)
     raise UserError(f"the plan does not know the size of student type {kind!r}: add it to student_model "
-                    "(kdflow/workflow/plan.py)")
+                    "(kdflow/workflow/cost_plan.py)")
 
 
 def teacher_model(config: dict, teacher: str) -> dict:

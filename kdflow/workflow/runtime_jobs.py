@@ -5,7 +5,7 @@ Every rule that runs code declares ``benchmark:`` at its log's path with ``resul
 ``.tsv`` for ``.log`` (:func:`benchmark_file`): Snakemake writes there the job's wall-clock seconds, peak memory and
 CPU time. The config's ``runtime_table`` names the thesis's teacher, tasks and student runs; :func:`runtime_jobs`
 lists every job of the pipeline that leads to those students, each with the step of Table 4.5 it belongs to
-(:mod:`kdflow.reporting.runtimes` sums them).
+(:mod:`kdflow.reporting.runtime_table` sums them).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The cost plan as pages: totals, hours per paper table, and per section (an experiment, or a stage) and rule the
-jobs, the work and the estimated hours, with where each throughput comes from (kdflow.workflow.plan)."""
+jobs, the work and the estimated hours, with where each throughput comes from (kdflow.workflow.cost_plan)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from kdflow.core.documents import Bullets, Document, Heading, Paragraph, Table
-from kdflow.reporting.runtimes import read_benchmark
-from kdflow.workflow.plan import START_UP_ONLY
+from kdflow.reporting.runtime_table import read_benchmark
+from kdflow.workflow.cost_plan import START_UP_ONLY
 
 TITLE = "Cost plan: the jobs of the config and their estimated hours, before the run"
 
@@ -33,8 +33,8 @@ def totals(table: pd.DataFrame) -> dict[str, float]:
 
 
 def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str) -> Document:
-    """``table``: :func:`kdflow.workflow.plan.plan_table`; ``per_paper_table``:
-    :func:`kdflow.workflow.plan.paper_table_hours`; ``sizes``: where the split sizes come from."""
+    """``table``: :func:`kdflow.workflow.cost_plan.plan_table`; ``per_paper_table``:
+    :func:`kdflow.workflow.cost_plan.paper_table_hours`; ``sizes``: where the split sizes come from."""
     total = totals(table)
     gpus = sorted({f"{row.device} {row.precision}" for row in table.itertuples() if row.device != "cpu"})
     shown = table.assign(hours=table.hours.map(hours)).rename(columns={"hours": "hours (GPU-hours on a GPU)"})
@@ -61,7 +61,7 @@ def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str
         Table(shown),
         Heading("How the estimate is made"),
         Bullets([
-            "Jobs: the config's job lists, as the rules expand them (kdflow/workflow/plan.py), rule by rule the "
+            "Jobs: the config's job lists, as the rules expand them (kdflow/workflow/cost_plan.py), rule by rule the "
             "DAG's jobs.",
             f"Split sizes: {sizes}. Tokens per example: reference/task_sizes.csv (the mean padded length of a "
             "batch of 32; tools/make_task_sizes.py).",

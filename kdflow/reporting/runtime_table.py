@@ -2,7 +2,7 @@
 students, kdflow's measured beside the thesis's.
 
 kdflow's numbers are the wall-clock seconds of Snakemake's benchmark files (column ``s``; ``max_rss`` is the peak
-resident memory in MB) of the step's jobs, as :func:`kdflow.workflow.runtimes.runtime_jobs` lists them. A step's
+resident memory in MB) of the step's jobs, as :func:`kdflow.workflow.runtime_jobs.runtime_jobs` lists them. A step's
 hours are summed over its jobs (a task's sampling shards run in parallel: their sum is GPU-hours, the longest shard
 the wall-clock time of a fully parallel run) and, per run, divided by its runs: a student's grid points and seeds,
 each a repetition of the one run the thesis timed.
@@ -17,7 +17,7 @@ import pandas as pd
 
 from kdflow.core.documents import Document, Heading, Paragraph, Table
 from kdflow.reporting.paper_tables import _latex
-from kdflow.workflow.runtimes import PIPELINE_STEPS
+from kdflow.workflow.runtime_jobs import PIPELINE_STEPS
 
 TITLE = "Sučík (2020) Table 4.5: runtimes of the pipeline's steps (hours)"
 COLUMNS = ["step", "task", "kdflow_rule", "kdflow_jobs", "kdflow_runs", "kdflow_hours", "kdflow_hours_per_run",
@@ -34,7 +34,7 @@ def read_benchmark(path) -> dict:
 
 
 def runtime_table(reference: pd.DataFrame, jobs: Sequence[Mapping], benchmarks: Sequence[Mapping]) -> pd.DataFrame:
-    """One row per step and task, of kdflow's ``jobs`` (:func:`kdflow.workflow.runtimes.runtime_jobs`, each with
+    """One row per step and task, of kdflow's ``jobs`` (:func:`kdflow.workflow.runtime_jobs.runtime_jobs`, each with
     its :func:`read_benchmark` in ``benchmarks``) or of the thesis's ``reference`` (reference/thesis_runtimes.csv:
     step, task, runtime_hours, hardware, note), steps in :func:`step_order` and tasks in the reference's order; a
     side without the row has NaN there."""
@@ -59,7 +59,7 @@ def runtime_table(reference: pd.DataFrame, jobs: Sequence[Mapping], benchmarks: 
 
 
 def step_order(step: str, reference: pd.DataFrame) -> tuple:
-    """Where a step's rows go: the pipeline's steps as data flows (kdflow.workflow.runtimes.PIPELINE_STEPS), then
+    """Where a step's rows go: the pipeline's steps as data flows (kdflow.workflow.runtime_jobs.PIPELINE_STEPS), then
     the reference's other steps (its student training) in its order, then any other step by name."""
     reference_steps = list(dict.fromkeys(reference.step))
     if step in PIPELINE_STEPS:
