@@ -1,6 +1,7 @@
 """Augmented transfer sets: the generator's text format, the slot-refilling KV-cache sampler, seeded shards,
 hygiene, teacher labelling, unlabelled examples in student training, and the statistics."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -44,6 +45,7 @@ from kdflow.transfer.generation import (
 from kdflow.transfer.labelling import compute_signals
 from kdflow.transfer.sampling import decode_samples, sample_shard, shard_size
 from kdflow.transfer.unlabelled import UnlabelledTextError, read_unlabelled
+from kdflow.workflow.config_files import schema_defaults
 
 CPU = torch.device("cpu")
 TINY_GPT2 = {"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 64}
@@ -74,6 +76,14 @@ def trained_generator(separable, tmp_path_factory):
     report = finetune_generator(separable, {"architecture": TINY_GPT2, "tokenizer": str(DEMO_VOCAB)},
                                 Hyperparameters(**GENERATOR_HP), out, CPU)
     return out, report
+
+
+def test_the_samplers_defaults_are_the_schemas():
+    """The schema states each default; SamplingSettings keeps its own for direct callers (the rule passes every
+    value from the validated config), so they must agree."""
+    defaults = {field.name: field.default for field in dataclasses.fields(SamplingSettings)}
+    assert defaults == {name: value for name, value in schema_defaults("generation", "sampling").items()
+                        if name in defaults}
 
 
 def test_greedy_slot_refilling_sampler_matches_generate_one_at_a_time(generator):

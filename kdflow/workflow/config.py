@@ -17,7 +17,7 @@ from kdflow.core.io import input_files
 from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.core.tasks import get_task
 from kdflow.workflow.catalog import load_catalog
-from kdflow.workflow.config_files import ConfigError
+from kdflow.workflow.config_files import ConfigError, schema_defaults
 
 HYPERPARAMETERS = {field.name for field in fields(Hyperparameters)}
 
@@ -218,12 +218,11 @@ def generator_tasks(config: dict) -> list[str]:
                               if "generated" in TRANSFER_SOURCES[transfer]))
 
 
-SAMPLING_DEFAULTS = {"prefix": "first_token", "max_length": 128, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
-                     "batch_size": 64, "seed": 0, "dtype": "float32"}
-# The thesis kept every generated sequence (thesis-original-code.md, "Data"); copies of dev or test examples are a
-# leak of the evaluation data, so kdflow drops them unless told otherwise.
-HYGIENE_DEFAULTS = {"keep_unfinished": True, "keep_duplicates": True, "keep_train_copies": True,
-                    "keep_dev_test_copies": False}
+# The schema's defaults, for configs it has not filled in (e.g. the protocols' account of config.yaml as written).
+# Hygiene: the thesis kept every generated sequence (thesis-original-code.md, "Data"); copies of dev or test
+# examples are a leak of the evaluation data, so kdflow drops them unless told otherwise.
+SAMPLING_DEFAULTS = schema_defaults("generation", "sampling")
+HYGIENE_DEFAULTS = schema_defaults("generation", "hygiene")
 
 
 def generator_settings(config: dict) -> dict:

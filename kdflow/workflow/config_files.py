@@ -13,6 +13,7 @@ starts, with a message that names neither file nor line; ``python -m kdflow.work
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -141,6 +142,18 @@ def workflow_config(workflow_files: Iterable[str | Path], settings) -> tuple[dic
 
 
 # Validation against the schema.
+
+SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+
+
+@functools.cache
+def schema_defaults(*section: str) -> dict:
+    """The defaults the schema gives the properties of a config ``section`` (a key path, e.g. ``"generation",
+    "sampling"``): where every default is stated, for code that reads a config the schema has not filled in."""
+    node = load_config_file(SCHEMA)
+    for key in section:
+        node = node["properties"][key]
+    return {name: spec["default"] for name, spec in node["properties"].items() if "default" in spec}
 
 
 def validate_config(config: dict, schema_path: str | Path, sources: dict[str, str] | None = None) -> None:
