@@ -29,7 +29,7 @@ def stdout_of(*command):
 def cluster_account():
     """The current user's default account on a SLURM cluster fit for this test; skips the test otherwise."""
     if shutil.which("sinfo") is None:
-        pytest.skip("no SLURM here (sinfo is not on PATH); README, Development: a local test cluster")
+        pytest.skip("no SLURM here (sinfo is not on PATH); docs/development.md: a local test cluster")
     try:
         lines = stdout_of("sinfo", "-h", "-o", "%P %G").splitlines()
         stdout_of("sacct", "-n", "-X", "--starttime", "now")

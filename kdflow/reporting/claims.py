@@ -46,8 +46,8 @@ CLAIMS = [
      "not a paper table: is the scaled 2 + 1 schedule what holds Universal-KD back? Both at beta 0.5",
      [((UKD + "_long", "universal_kd_il"), (UKD + "_long", "kd"), ">")]),
     ("The thesis: KD over a large transfer set > KD on the labelled set > no KD",
-     "Sučík (2020) Table 5.2; LSTM_S from MiniLM-L6 on 4,000 labelled examples, the runs of the README's thesis "
-     "check (no predictions kept: the seed test alone)",
+     "Sučík (2020) Table 5.2; LSTM_S from MiniLM-L6 on 4,000 labelled examples, the runs of the thesis check "
+     "of docs/evidence.md (no predictions kept: the seed test alone)",
      [(("lstm_s_unlabelled", "mse_logits"), ("lstm_s_train", "mse_logits"), ">"),
       (("lstm_s_generated", "mse_logits"), ("lstm_s_train", "mse_logits"), ">"),
       (("lstm_s_train", "mse_logits"), ("lstm_s_train", "no_kd"), ">")]),
@@ -156,8 +156,8 @@ def verdicts(runs: list[dict], labels: dict, grids: dict | None = None) -> pd.Da
 def claims_document(runs: list[dict], labels: dict, grids: dict | None = None) -> Document:
     found = verdicts(runs, labels, grids)
     document = Document("The papers' claims on real data", [Paragraph(
-        "From the committed record of benchmarks/quality_claims.py (benchmarks/quality/claims_runs.jsonl; README, "
-        "Real-data evidence): a shallow BERT student (MiniLM-L6's first 3 layers) distilled from MiniLM-L6 "
+        "From the committed record of benchmarks/quality_claims.py (benchmarks/quality/claims_runs.jsonl; "
+        "docs/evidence.md): a shallow BERT student (MiniLM-L6's first 3 layers) distilled from MiniLM-L6 "
         "fine-tuned on each task. Dev scores x100; each method at its point chosen on dev with the first seed. A "
         "link holds or is contradicted when both tests reject no difference: " + statistics.LEGEND)])
     for claim, paper, _ in CLAIMS:
