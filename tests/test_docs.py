@@ -67,6 +67,61 @@ def test_the_configuration_reference_is_generated_from_the_current_schema():
     assert "| `generation.sampling.temperature` | number | `1.0` |" in PAGE.read_text()
 
 
+# Every command the README and docs show, by its start: the test that runs it, or why no test does.
+COMMANDS = {
+    "make demo": "tests/test_demo.py::test_demo_runs_the_whole_dag (the Makefile's demo call of Snakemake)",
+    "make report": "tests/test_demo.py::test_demo_runs_the_whole_dag (its --report call, then every page)",
+    "make test-fast": "not run by a test: the fast tier of make test, which CI runs",
+    "make test": "not run by a test: CI runs it (.ci/run), on a fresh clone",
+    "pip install torch": "not run by a test: the cluster's CUDA build comes from its own index",
+    "pip install -e '.[cluster]'": "not run by a test: .ci/run installs '.[test]' the same way",
+    "snakemake --cores 2 --until prepare_task download_probing_task": "not run by a test: it downloads GLUE and "
+    "SentEval, and tests run offline",
+    "snakemake --profile slurm -n": "tests/test_workflow.py::test_slurm_profile_dry_run_gives_gpu_rules_a_gpu",
+    "snakemake --profile slurm --forcerun": "tests/test_resume.py::test_a_killed_teacher_job_resumes_from_its_checkpoint"
+    "_with_the_same_result (--forcerun, without the cluster)",
+    "snakemake --profile slurm results/": "tests/test_slurm.py::test_slurm_profile_gives_gpu_jobs_a_gpu_and_cpu_jobs_none "
+    "(the demo's targets, on a local cluster)",
+    "snakemake --profile slurm": "not run by a test: the full reproduction, about 3,600 GPU-hours",
+    "python benchmarks/quality_claims.py --report-only": "not run by a test: tests/test_claims.py checks the page it "
+    "writes against the record",
+    "python benchmarks/quality_claims.py": "not run by a test: hours of CPU on ../shared's GLUE data",
+    "python benchmarks/quality_real_data.py": "not run by a test: hours of CPU on ../shared's GLUE data",
+    "snakemake --cores 8": "tests/test_demo.py::test_demo_runs_the_whole_dag (the demo's config)",
+    "snakemake --report report.html": "tests/test_demo.py::test_demo_runs_the_whole_dag",
+}
+
+
+def shown_commands(page: Path) -> list[str]:
+    """The command lines of the page's bash blocks, without their comments."""
+    commands = []
+    for token in MarkdownIt().parse(page.read_text()):
+        if token.type == "fence" and token.info.strip() == "bash":
+            lines = (line.split("  #")[0].split(" # ")[0].strip() for line in token.content.splitlines())
+            commands += [line for line in lines if line and not line.startswith("#")]
+    return commands
+
+
+def accounted(command: str) -> str | None:
+    """The longest start of COMMANDS that ``command`` begins with."""
+    starts = [start for start in COMMANDS if command == start or command.startswith(start + " ")
+              or command.startswith(start) and start.endswith("/")]
+    return max(starts, key=len, default=None)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[page.relative_to(REPO).as_posix() for page in PAGES])
+def test_every_command_shown_is_run_by_a_test_or_says_why_not(page):
+    unaccounted = [command for command in shown_commands(page) if accounted(command) is None]
+    assert unaccounted == [], "add each to COMMANDS with the test that runs it, or why none does"
+
+
+def test_each_test_named_for_a_command_exists():
+    for where in COMMANDS.values():
+        if not where.startswith("not run"):
+            path, _, name = where.split(" ")[0].partition("::")
+            assert f"def {name}(" in (REPO / path).read_text(), where
+
+
 def test_the_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path, monkeypatch):
     monkeypatch.setattr("test_docs.REPO", tmp_path)
     (tmp_path / "a.md").write_text("# Title here\n\n[ok](b.md#part-one) [no file](c.md) [no anchor](b.md#nowhere)"
