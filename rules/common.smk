@@ -20,6 +20,7 @@ from kdflow.workflow.config import (
     run_values,
     sampling_settings,
     signal_needs,
+    student_run_file,
     student_jobs,
     student_settings,
     teacher_jobs,
@@ -29,11 +30,14 @@ from kdflow.workflow.config import (
     unlabelled_files,
 )
 from kdflow.workflow.exploration import (
+    drawn_runs,
     figure_kind,
-    figure_runs,
-    figures_of_kind,
-    student_sizes,
-    study_points,
+    figure_constraint,
+    figure_labels,
+    figure_sizes,
+    figure_title,
+    run_files,
+    run_records,
     table_runs,
     table_studies,
 )
@@ -135,13 +139,6 @@ def transfer_inputs(transfer, task):
     return {}
 
 
-def student_file(name, **run):
-    """A file of one student run (the distill_student directory layout)."""
-    return "results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/{name}".format(
-        name=name, **run
-    )
-
-
 def experiment_of(wildcards):
     return config["experiments"][wildcards.experiment]
 
@@ -183,7 +180,7 @@ def model_files(name, file="model.safetensors"):
     if kind == "student":
         files["selection"] = f"results/selection/{reference['experiment']}.json"
         files["runs"] = [
-            student_file(file, experiment=reference["experiment"], **run)
+            student_run_file(file, experiment=reference["experiment"], **run)
             for run in experiment_run_list(reference["experiment"])
             if all(run[key] == reference[key] for key in ("task", "student", "method"))
         ]
@@ -229,7 +226,7 @@ def model_params(name):
         params["embeddings"] = embedding_settings(config, reference)
     if (
         kind == "student"
-    ):  # the directory of the runs student_file names, above their grid points
+    ):  # the directory of the runs student_run_file names, above their grid points
         params["runs_dir"] = (
             "results/students/{experiment}/{task}/{student}/{method}".format(
                 **reference
@@ -417,7 +414,7 @@ def student_inputs(wildcards):
     if assistant is None:
         signals = f"results/signals/{teacher}/{wildcards.task}/{transfer}.safetensors"
     else:
-        signals = student_file(
+        signals = student_run_file(
             "signals.safetensors",
             experiment=wildcards.experiment,
             task=wildcards.task,
@@ -500,7 +497,7 @@ def sentence_probe_inputs(wildcards):
 def experiment_runs(wildcards, name="metrics.json"):
     """A file (``name``) of every student run of the experiment."""
     return [
-        student_file(name, experiment=wildcards.experiment, **run)
+        student_run_file(name, experiment=wildcards.experiment, **run)
         for run in experiment_run_list(wildcards.experiment)
     ]
 
@@ -643,68 +640,6 @@ def attention_figure_meta(key):
 
 
 EXPLORATION = config.get("exploration", {})
-
-
-def exploration_runs(wildcards):
-    """The runs a figure draws: every run of its studies, or (Figs. B.8-B.9) its first study's first run."""
-    runs = figure_runs(config, wildcards.figure)
-    one = figure_kind(config, wildcards.figure) in ("explosion", "learning_rate")
-    return runs[:1] if one else runs
-
-
-def run_files(runs):
-    """The learning curves and metrics of ``runs`` (exploration run records), in order."""
-    return {
-        name: [
-            student_file(
-                f"{name}.{extension}",
-                experiment=run["experiment"],
-                task=run["task"],
-                student=run["student"],
-                method=run["method"],
-                config=run["point"],
-                seed=run["seed"],
-            )
-            for run in runs
-        ]
-        for name, extension in (("curves", "parquet"), ("metrics", "json"))
-    }
-
-
-def run_records(runs):
-    keys = ("study", "task", "student_label", "point", "seed")
-    return [{key: run[key] for key in keys} for run in runs]
-
-
-def figure_title(wildcards):
-    title = EXPLORATION["figures"][wildcards.figure].get("title")
-    return f"Sučík (2020) Fig. {wildcards.figure}" + (f": {title}" if title else "")
-
-
-def study_labels(wildcards):
-    """Per study of the figure, point -> its value labels, in the study's order."""
-    return {
-        study: {
-            point: entry["labels"]
-            for point, entry in study_points(config, study).items()
-        }
-        for study in EXPLORATION["figures"][wildcards.figure]["studies"]
-    }
-
-
-def study_sizes(wildcards):
-    """Per study of the figure, point -> its size (Tables B.1-B.2: factors, student dimensions, learning rate)."""
-    return {
-        study: student_sizes(config, study)
-        for study in EXPLORATION["figures"][wildcards.figure]["studies"]
-    }
-
-
-def exploration_figure_constraint(*kinds):
-    return (
-        "|".join(re.escape(figure) for figure in figures_of_kind(config, *kinds))
-        or "no-figures"
-    )
 
 
 def plan_counted_files():

@@ -56,7 +56,7 @@ rule glue_submission:
         mem_mb=1000,
         runtime=5,
     params:
-        run_dir=lambda w: student_file(
+        run_dir=lambda w: student_run_file(
             "",
             experiment=w.experiment,
             task="{task}",
@@ -641,14 +641,17 @@ rule figure_exploration_curves:
     """Thesis Figs. B.1-B.7: per explored value, the mean dev curve over repeats (sliding average over 2 epochs)
     and the best single evaluation."""
     input:
-        unpack(lambda w: run_files(exploration_runs(w))),
+        unpack(lambda w: run_files(drawn_runs(config, w.figure))),
     output:
         figure=report(
             "results/figures/thesis_{figure}.png",
             caption="../report/figure_exploration.rst",
             category="Sučík (2020)",
             subcategory="Hyperparameter exploration (§5.1, App. B.1-B.2.1)",
-            labels=lambda w: {"figure": f"Fig. {w.figure}", "result": figure_title(w)},
+            labels=lambda w: {
+                "figure": f"Fig. {w.figure}",
+                "result": figure_title(config, w.figure),
+            },
         ),
         data="results/figures/thesis_{figure}.csv",
     log:
@@ -656,7 +659,7 @@ rule figure_exploration_curves:
     benchmark:
         "results/benchmarks/figure_exploration_curves/{figure}.tsv"
     wildcard_constraints:
-        figure=exploration_figure_constraint("curves"),
+        figure=figure_constraint(config, "curves"),
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -664,10 +667,10 @@ rule figure_exploration_curves:
         mem_mb=4000,
         runtime=10,
     params:
-        runs=lambda w: run_records(exploration_runs(w)),
-        labels=study_labels,
+        runs=lambda w: run_records(drawn_runs(config, w.figure)),
+        labels=lambda w: figure_labels(config, w.figure),
         spec=lambda w: canonical(EXPLORATION["figures"][w.figure]),
-        title=figure_title,
+        title=lambda w: figure_title(config, w.figure),
         code=code_of("figure_exploration_curves.py"),
     script:
         "../scripts/figure_exploration_curves.py"
@@ -677,14 +680,17 @@ rule figure_gradient_explosion:
     """Thesis Fig. B.8 (a BERT_S's gradient explosion) and Fig. B.9 (the learning rate where its learning slows),
     from one run's learning curves smoothed over 0.1 epoch."""
     input:
-        unpack(lambda w: run_files(exploration_runs(w))),
+        unpack(lambda w: run_files(drawn_runs(config, w.figure))),
     output:
         figure=report(
             "results/figures/thesis_{figure}.png",
             caption="../report/figure_gradient_explosion.rst",
             category="Sučík (2020)",
             subcategory="Student size (App. B.2.2)",
-            labels=lambda w: {"figure": f"Fig. {w.figure}", "result": figure_title(w)},
+            labels=lambda w: {
+                "figure": f"Fig. {w.figure}",
+                "result": figure_title(config, w.figure),
+            },
         ),
         data="results/figures/thesis_{figure}.csv",
     log:
@@ -692,7 +698,7 @@ rule figure_gradient_explosion:
     benchmark:
         "results/benchmarks/figure_gradient_explosion/{figure}.tsv"
     wildcard_constraints:
-        figure=exploration_figure_constraint("explosion", "learning_rate"),
+        figure=figure_constraint(config, "explosion", "learning_rate"),
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -700,9 +706,9 @@ rule figure_gradient_explosion:
         mem_mb=2000,
         runtime=10,
     params:
-        runs=lambda w: run_records(exploration_runs(w)),
+        runs=lambda w: run_records(drawn_runs(config, w.figure)),
         kind=lambda w: figure_kind(config, w.figure),
-        title=figure_title,
+        title=lambda w: figure_title(config, w.figure),
         code=code_of("figure_gradient_explosion.py"),
     script:
         "../scripts/figure_gradient_explosion.py"
@@ -711,14 +717,17 @@ rule figure_gradient_explosion:
 rule figure_student_sizes:
     """Thesis Figs. B.10-B.12: the best dev score of every student size (width x depth), per student and task."""
     input:
-        unpack(lambda w: run_files(exploration_runs(w))),
+        unpack(lambda w: run_files(drawn_runs(config, w.figure))),
     output:
         figure=report(
             "results/figures/thesis_{figure}.png",
             caption="../report/figure_student_sizes.rst",
             category="Sučík (2020)",
             subcategory="Student size (App. B.2.2)",
-            labels=lambda w: {"figure": f"Fig. {w.figure}", "result": figure_title(w)},
+            labels=lambda w: {
+                "figure": f"Fig. {w.figure}",
+                "result": figure_title(config, w.figure),
+            },
         ),
         data="results/figures/thesis_{figure}.csv",
     log:
@@ -726,7 +735,7 @@ rule figure_student_sizes:
     benchmark:
         "results/benchmarks/figure_student_sizes/{figure}.tsv"
     wildcard_constraints:
-        figure=exploration_figure_constraint("sizes"),
+        figure=figure_constraint(config, "sizes"),
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -734,9 +743,9 @@ rule figure_student_sizes:
         mem_mb=4000,
         runtime=10,
     params:
-        runs=lambda w: run_records(exploration_runs(w)),
-        sizes=study_sizes,
-        title=figure_title,
+        runs=lambda w: run_records(drawn_runs(config, w.figure)),
+        sizes=lambda w: figure_sizes(config, w.figure),
+        title=lambda w: figure_title(config, w.figure),
         code=code_of("figure_student_sizes.py"),
     script:
         "../scripts/figure_student_sizes.py"

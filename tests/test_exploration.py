@@ -25,7 +25,15 @@ from kdflow.reporting.exploration_curves import (
     warmup_stretch,
 )
 from kdflow.workflow.config import check_references, student_jobs, student_settings
-from kdflow.workflow.exploration import student_sizes, study_points, with_exploration
+from kdflow.workflow.exploration import (
+    drawn_runs,
+    figure_constraint,
+    figure_title,
+    run_files,
+    student_sizes,
+    study_points,
+    with_exploration,
+)
 
 GOOGLE_NEWS = "resources/GoogleNews-vectors-negative300.bin.gz"
 
@@ -160,6 +168,20 @@ def test_student_sizes_are_tables_b1_and_b2_with_the_hand_set_learning_rates(con
         "batch_size": 32, "gradient_accumulation_steps": 1}
     sara = settings(config, "size_lstm_s_sara", "w1-8_d1", task="sara")["student"]
     assert sara["embeddings"] == {"source": "teacher", "mode": "multichannel"}  # Sara's LSTM_S reads wordpieces
+
+
+def test_a_figure_reads_the_curves_and_metrics_of_the_runs_it_draws(config):
+    """Figs. B.8-B.9 draw their first study's first run; the others every run of their studies."""
+    explosion, curves = drawn_runs(config, "B.8"), drawn_runs(config, "B.2")
+    assert len(explosion) == 1 and len(curves) == len(study_points(config, "batch_lstm_s")) * 3  # 3 repeats
+    files = run_files(explosion)
+    run = explosion[0]
+    assert files["curves"] == [f"results/students/{run['experiment']}/{run['task']}/{run['student']}/"
+                               f"{run['method']}/{run['point']}/seed{run['seed']}/curves.parquet"]
+    assert files["metrics"][0].endswith("/metrics.json")
+    assert figure_title(config, "B.2") == "Sučík (2020) Fig. B.2: LSTM_S batch sizes on CoLA"
+    assert figure_constraint(config, "explosion") == r"B\.8"
+    assert figure_constraint(config, "no such kind") == "no-figures"
 
 
 def test_every_exploration_job_is_valid_and_checked(config):

@@ -218,6 +218,16 @@ def generator_tasks(config: dict) -> list[str]:
                               if "generated" in TRANSFER_SOURCES[transfer]))
 
 
+# Where a student run's files live (rule distill_student's outputs): one directory per grid point and seed.
+STUDENT_RUN_DIR = "results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}"
+
+
+def student_run_file(name: str, **run) -> str:
+    """File ``name`` of one student run, ``run`` being its experiment, task, student, method, config (the grid
+    point) and seed."""
+    return f"{STUDENT_RUN_DIR}/{{name}}".format(name=name, **run)
+
+
 # The schema's defaults, for configs it has not filled in (e.g. the protocols' account of config.yaml as written).
 # Hygiene: the thesis kept every generated sequence (thesis-original-code.md, "Data"); copies of dev or test
 # examples are a leak of the evaluation data, so kdflow drops them unless told otherwise.

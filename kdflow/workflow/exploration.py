@@ -33,8 +33,9 @@ labels for legends and heat maps (:func:`figure_runs`).
 from __future__ import annotations
 
 import itertools
+import re
 
-from kdflow.workflow.config import canonical, config_id, student_settings
+from kdflow.workflow.config import canonical, config_id, student_run_file, student_settings
 
 PREFIX = "exploration_"
 SIZE_AXES = ("width", "depth")
@@ -294,3 +295,45 @@ def _study_problems(config: dict, name: str, study: dict) -> list[str]:
             problems.append(f"{where}.point_settings: no points {unknown}; the points are {sorted(known)}")
     return problems
 
+
+# What the rules of the exploration's figures and Table 5.1 read (rules/reporting.smk).
+
+
+def drawn_runs(config: dict, figure: str) -> list[dict]:
+    """The runs a figure draws: every run of its studies, or (Figs. B.8-B.9) its first study's first run."""
+    runs = figure_runs(config, figure)
+    return runs[:1] if figure_kind(config, figure) in ("explosion", "learning_rate") else runs
+
+
+def run_files(runs: list[dict]) -> dict[str, list[str]]:
+    """The learning curves and metrics of ``runs`` (exploration run records), in order."""
+    return {name: [student_run_file(f"{name}.{extension}", experiment=run["experiment"], task=run["task"],
+                                    student=run["student"], method=run["method"], config=run["point"],
+                                    seed=run["seed"]) for run in runs]
+            for name, extension in (("curves", "parquet"), ("metrics", "json"))}
+
+
+def run_records(runs: list[dict]) -> list[dict]:
+    keys = ("study", "task", "student_label", "point", "seed")
+    return [{key: run[key] for key in keys} for run in runs]
+
+
+def figure_title(config: dict, figure: str) -> str:
+    title = config["exploration"]["figures"][figure].get("title")
+    return f"Sučík (2020) Fig. {figure}" + (f": {title}" if title else "")
+
+
+def figure_labels(config: dict, figure: str) -> dict[str, dict]:
+    """Per study of the figure, point -> its value labels, in the study's order."""
+    return {study: {point: entry["labels"] for point, entry in study_points(config, study).items()}
+            for study in config["exploration"]["figures"][figure]["studies"]}
+
+
+def figure_sizes(config: dict, figure: str) -> dict[str, dict]:
+    """Per study of the figure, point -> its size (Tables B.1-B.2: factors, student dimensions, learning rate)."""
+    return {study: student_sizes(config, study) for study in config["exploration"]["figures"][figure]["studies"]}
+
+
+def figure_constraint(config: dict, *kinds: str) -> str:
+    """The wildcard constraint of a rule drawing the figures of ``kinds``."""
+    return "|".join(re.escape(figure) for figure in figures_of_kind(config, *kinds)) or "no-figures"
