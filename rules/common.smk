@@ -9,6 +9,8 @@ from kdflow.workflow.config import (
     canonical,
     class_distribution_tasks,
     embedding_settings,
+    experiment_run_files,
+    experiment_runs,
     generator_settings,
     generator_tasks,
     grid_points,
@@ -17,11 +19,11 @@ from kdflow.workflow.config import (
     pretrained_settings,
     probing_settings,
     pseudo_head_settings,
-    run_values,
     sampling_settings,
+    selection_inputs,
+    selection_params,
     signal_needs,
     student_run_file,
-    student_jobs,
     student_settings,
     teacher_jobs,
     teacher_settings,
@@ -44,12 +46,10 @@ from kdflow.workflow.exploration import (
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.reporting.paper_tables import (
-    SELECTION,
-    hyperparameter_runs,
-    input_files,
     is_hyperparameter_table,
     read_reference,
-    run_key,
+    selected_values,
+    table_inputs,
     title_of,
 )
 from kdflow.probing.senteval import PROBING_TASKS
@@ -139,24 +139,6 @@ def transfer_inputs(transfer, task):
     return {}
 
 
-def experiment_of(wildcards):
-    return config["experiments"][wildcards.experiment]
-
-
-RUN_KEYS = ("task", "student", "method", "config", "seed")
-
-
-def experiment_run_list(experiment):
-    """Every student run of an experiment, as the wildcards of its directory, sorted: reordering the
-    config must not change the selection's params."""
-    runs = [
-        {key: str(job[key]) for key in RUN_KEYS}
-        for job in student_jobs(config)
-        if job["experiment"] == experiment
-    ]
-    return sorted(runs, key=lambda run: [run[key] for key in RUN_KEYS])
-
-
 def model_files(name, file="model.safetensors"):
     """The files a named model (config ``models``) is loaded from: its task's data, the fine-tuned teacher and,
     for a student, the experiment's selection and ``file`` of every run it selects among.
@@ -181,7 +163,7 @@ def model_files(name, file="model.safetensors"):
         files["selection"] = f"results/selection/{reference['experiment']}.json"
         files["runs"] = [
             student_run_file(file, experiment=reference["experiment"], **run)
-            for run in experiment_run_list(reference["experiment"])
+            for run in experiment_runs(config, reference["experiment"])
             if all(run[key] == reference[key] for key in ("task", "student", "method"))
         ]
     return files
@@ -393,6 +375,10 @@ def signal_layers_param(wildcards):
 
 
 # rules/distillation.smk
+def experiment_of(wildcards):
+    return config["experiments"][wildcards.experiment]
+
+
 def experiment_transfer(wildcards):
     return transfer_of(experiment_of(wildcards))
 
@@ -494,95 +480,6 @@ def sentence_probe_inputs(wildcards):
 
 
 # rules/reporting.smk
-def experiment_runs(wildcards, name="metrics.json"):
-    """A file (``name``) of every student run of the experiment."""
-    return [
-        student_run_file(name, experiment=wildcards.experiment, **run)
-        for run in experiment_run_list(wildcards.experiment)
-    ]
-
-
-def experiment_runs_param(wildcards):
-    runs = experiment_run_list(wildcards.experiment)
-    return {
-        "runs": runs,
-        "main_metrics": {run["task"]: TASKS[run["task"]].main_metric for run in runs},
-        "compare_to": experiment_of(wildcards).get("compare_to"),
-    }
-
-
-def selection_inputs(wildcards):
-    """Every run's metrics and, where the experiment tests its methods against a baseline (``compare_to``),
-    every run's predictions (the bootstrap over dev examples)."""
-    inputs = {"metrics": experiment_runs(wildcards)}
-    if experiment_of(wildcards).get("compare_to"):
-        inputs["predictions"] = experiment_runs(wildcards, "predictions.parquet")
-    return inputs
-
-
-THESIS_PROBING = PROBING_CONFIG.get("thesis", {})
-
-
-PAPER_TABLES = config.get("paper_tables", {})
-
-
-REFERENCE = read_reference(PAPER_TABLES["reference"]) if PAPER_TABLES else None
-
-
-SELECTED = (
-    read_reference(PAPER_TABLES["selected_hyperparameters"])
-    if any(map(is_hyperparameter_table, PAPER_TABLES.get("tables", {}).values()))
-    else None
-)
-
-
-def paper_table_inputs(wildcards):
-    """The paper's numbers and the kdflow results its table reads: scores, or (Universal-KD Tables 7-9) the
-    experiments' selections."""
-    spec = PAPER_TABLES["tables"][wildcards.paper_table]
-    if is_hyperparameter_table(spec):
-        return {
-            "reference": PAPER_TABLES["selected_hyperparameters"],
-            "selections": [SELECTION.format(experiment=e) for e in spec["experiments"]],
-        }
-    return {"reference": PAPER_TABLES["reference"], **input_files(spec, REFERENCE)}
-
-
-def paper_table_values(wildcards):
-    """For a table of selected hyperparameters, the values every grid point of its runs trains with, per
-    experiment that has the run; nothing for a table of scores."""
-    spec = PAPER_TABLES["tables"][wildcards.paper_table]
-    if not is_hyperparameter_table(spec):
-        return {}
-    values = {}
-    for experiment in spec["experiments"]:
-        setup = config["experiments"][experiment]
-        for run in hyperparameter_runs(SELECTED, spec):
-            if (
-                run["task"] in setup["tasks"]
-                and run["student"] in setup["students"]
-                and run["method"] in setup["methods"]
-            ):
-                values.setdefault(experiment, {})[
-                    run_key(run["task"], run["student"], run["method"])
-                ] = run_values(
-                    config,
-                    experiment,
-                    run["task"],
-                    run["student"],
-                    run["method"],
-                    run["hyperparameters"],
-                )
-    return canonical(values)
-
-
-# Thesis Table 4.5: the jobs of the pipeline up to the thesis's students, whose benchmark files it sums.
-RUNTIME_TABLE = config.get("runtime_table", {})
-
-
-RUNTIME_JOBS = runtime_jobs(config) if RUNTIME_TABLE else []
-
-
 def recomputed_student_inputs(task, names):
     """What a figure that recomputes students' layers on a task's examples reads: the students' shared teacher,
     its pseudo-heads, and each student's selection and candidate runs."""
@@ -611,12 +508,6 @@ def layer_output_inputs(wildcards):
     )
 
 
-PAPER_CATEGORIES = {  # the report's category of each paper's figures
-    "universal_kd_wu2021": "Universal-KD (Wu et al. 2021)",
-    "alp_kd_passban2021": "ALP-KD (Passban et al. 2021)",
-}
-
-
 def attention_figure_meta(key):
     """The report entry's ``key`` (category, subcategory or labels) of an attention figure: its paper and figure."""
 
@@ -634,12 +525,6 @@ def attention_figure_meta(key):
         }[key]
 
     return of
-
-
-# The thesis's exploration (Chapter 5, Appendix B): what its figures and Table 5.1 read.
-
-
-EXPLORATION = config.get("exploration", {})
 
 
 def plan_counted_files():

@@ -3,13 +3,47 @@
 # cost plan.
 
 
+THESIS_PROBING = PROBING_CONFIG.get("thesis", {})
+
+
+PAPER_TABLES = config.get("paper_tables", {})
+
+
+REFERENCE = read_reference(PAPER_TABLES["reference"]) if PAPER_TABLES else None
+
+
+SELECTED = (
+    read_reference(PAPER_TABLES["selected_hyperparameters"])
+    if any(map(is_hyperparameter_table, PAPER_TABLES.get("tables", {}).values()))
+    else None
+)
+
+
+# Thesis Table 4.5: the jobs of the pipeline up to the thesis's students, whose benchmark files it sums.
+RUNTIME_TABLE = config.get("runtime_table", {})
+
+
+RUNTIME_JOBS = runtime_jobs(config) if RUNTIME_TABLE else []
+
+
+PAPER_CATEGORIES = {  # the report's category of each paper's figures
+    "universal_kd_wu2021": "Universal-KD (Wu et al. 2021)",
+    "alp_kd_passban2021": "ALP-KD (Passban et al. 2021)",
+}
+
+
+EXPLORATION = config.get(
+    "exploration", {}
+)  # the thesis's Chapter 5 and Appendix B: figures and Table 5.1
+
+
 rule select_students:
     """Per task, student and method of an experiment, the grid point with the best mean dev score over
     seeds (dev only, never test), recorded with the whole grid; and the experiment's table of the selected
     students (mean ± sample std over seeds, and the tests against the experiment's ``compare_to``).
     """
     input:
-        unpack(selection_inputs),
+        unpack(lambda w: selection_inputs(config, w.experiment)),
     output:
         selection="results/selection/{experiment}.json",
         csv="results/tables/experiments/{experiment}.csv",
@@ -31,7 +65,7 @@ rule select_students:
         mem_mb=1000,
         runtime=5,
     params:
-        runs=experiment_runs_param,
+        runs=lambda w: selection_params(config, w.experiment),
         code=code_of("select_students.py"),
     script:
         "../scripts/select_students.py"
@@ -42,7 +76,9 @@ rule glue_submission:
     grid point's best-dev seed (Universal-KD Table 3 reports GLUE test scores)."""
     input:
         selection="results/selection/{experiment}.json",
-        predictions=lambda w: experiment_runs(w, "predictions.parquet"),
+        predictions=lambda w: experiment_run_files(
+            config, w.experiment, "predictions.parquet"
+        ),
     output:
         directory("results/glue_submission/{experiment}"),
     log:
@@ -177,7 +213,7 @@ rule paper_table:
     """One paper table: every number the paper reports, kdflow's value and, for scores, the difference; or
     the paper's selected hyperparameters beside kdflow's (CSV, Markdown, LaTeX)."""
     input:
-        unpack(paper_table_inputs),
+        unpack(lambda w: table_inputs(PAPER_TABLES, w.paper_table, REFERENCE)),
         deviations=PAPER_TABLES.get("deviations", []),
     output:
         csv="results/tables/papers/{paper_table}.csv",
@@ -204,7 +240,7 @@ rule paper_table:
     params:
         spec=lambda w: canonical(PAPER_TABLES["tables"][w.paper_table]),
         title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
-        values=paper_table_values,
+        values=lambda w: selected_values(config, w.paper_table, SELECTED),
         code=code_of("paper_table.py"),
     script:
         "../scripts/paper_table.py"

@@ -15,6 +15,8 @@ from kdflow.workflow.config import (
     hygiene_settings,
     pseudo_head_settings,
     run_values,
+    selection_inputs,
+    selection_params,
     student_jobs,
     student_settings,
     teacher_jobs,
@@ -137,6 +139,19 @@ def test_run_values_give_every_grid_point_the_settings_it_trains_with():
     assert len(values) == 240
     assert values["bs16_beta0.5_lr1e-05_dropout0.4"] == {
         "learning_rate": 1e-5, "batch_size": 16, "beta": 0.5, "student.dropout": 0.4, "gamma": None}
+
+
+def test_the_selection_reads_every_run_and_its_predictions_where_it_tests_against_a_baseline():
+    config = yaml.safe_load((REPO / "demo/config.yaml").read_text())
+    config["experiments"]["alp_kd_table2"].pop("compare_to")
+    runs = selection_params(config, "universal_kd_table2")["runs"]
+    assert runs == sorted(runs, key=lambda run: list(run.values())) and len(runs) == 5  # kd, il x 2 betas; no_kd once
+    inputs = selection_inputs(config, "universal_kd_table2")
+    assert inputs["metrics"][0] == "results/students/universal_kd_table2/{task}/{student}/{method}/{config}/seed{seed}/" \
+        "metrics.json".format(**runs[0])
+    assert [path.replace("predictions.parquet", "metrics.json") for path in inputs["predictions"]] == inputs["metrics"]
+    assert set(selection_inputs(config, "alp_kd_table2")) == {"metrics"}  # no baseline: no bootstrap
+    assert selection_params(config, "universal_kd_table2")["compare_to"] == "kd"
 
 
 def test_takd_students_learn_from_an_assistant_at_the_same_grid_point():

@@ -20,6 +20,7 @@ from kdflow.reporting.paper_tables import (
     read_reference,
     required_inputs,
     run_key,
+    table_inputs,
     write_paper_table,
 )
 
@@ -211,6 +212,16 @@ def test_tasks_limit_the_cells_kdflow_fills_and_the_inputs_it_needs():
     table = paper_table(REFERENCE, spec, TEACHER, EXPERIMENTS, INFERENCE)
     assert table[table.kdflow.notna()].task.unique().tolist() == ["sst2"]
     assert "kdflow does not run this task" in cell(table, "bert-4", "kd", "cola").kdflow_note
+
+
+def test_the_rule_reads_scores_for_a_table_of_scores_and_selections_for_one_of_hyperparameters():
+    tables = {"reference": "ref.csv", "selected_hyperparameters": "sel.csv",
+              "tables": {"scores": {**SPECS["universal_kd_table2"], "tasks": ["sst2"]},
+                         "chosen": {"kind": "hyperparameters", "experiments": ["a", "b"]}}}
+    assert table_inputs(tables, "scores", REFERENCE) == {"reference": "ref.csv", **input_files(
+        tables["tables"]["scores"], REFERENCE)}
+    assert table_inputs(tables, "chosen", REFERENCE) == {
+        "reference": "sel.csv", "selections": ["results/selection/a.json", "results/selection/b.json"]}
 
 
 def test_inputs_are_listed_then_read_back_by_name(tmp_path, monkeypatch):

@@ -33,6 +33,7 @@ from kdflow.core import statistics
 from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Paragraph, Table
 from kdflow.core.tasks import GLUE_FILES
 from kdflow.reporting.ledger import read_ledger
+from kdflow.workflow.config import canonical, run_values
 
 TEACHER_METHOD = "teacher"
 AVERAGE_TASK = "average"
@@ -145,6 +146,17 @@ def input_files(spec: dict, reference: pd.DataFrame) -> dict[str, list[str]]:
         "experiment_tables": [EXPERIMENT_TABLE.format(experiment=e) for e in needed["experiments"]],
         "inference": [INFERENCE.format(model=m) for m in needed["inference_models"]],
     }
+
+
+def table_inputs(tables: dict, name: str, reference: pd.DataFrame) -> dict:
+    """What rule paper_table reads for table ``name`` of the config's ``paper_tables`` (``tables``): the paper's
+    numbers and kdflow's scores (:func:`input_files`), or, for Universal-KD Tables 7-9, the experiments'
+    selections."""
+    spec = tables["tables"][name]
+    if is_hyperparameter_table(spec):
+        return {"reference": tables["selected_hyperparameters"],
+                "selections": [SELECTION.format(experiment=e) for e in spec["experiments"]]}
+    return {"reference": tables["reference"], **input_files(spec, reference)}
 
 
 def load_inputs(spec: dict, reference: pd.DataFrame, files: Mapping[str, list]) -> dict:
@@ -401,6 +413,24 @@ def hyperparameter_runs(reference: pd.DataFrame, spec: dict) -> list[dict]:
 
 def run_key(task: str, student: str, method: str) -> str:
     return f"{task}/{student}/{method}"
+
+
+def selected_values(config: dict, name: str, selected: pd.DataFrame | None) -> dict:
+    """For a table of selected hyperparameters, the values every grid point of its runs trains with, per
+    experiment that has the run (experiment -> :func:`run_key` -> point -> value); nothing for a table of
+    scores. ``selected``: the paper's selected hyperparameters (config ``paper_tables.selected_hyperparameters``)."""
+    spec = config["paper_tables"]["tables"][name]
+    if not is_hyperparameter_table(spec):
+        return {}
+    values = {}
+    for experiment in spec["experiments"]:
+        setup = config["experiments"][experiment]
+        for run in hyperparameter_runs(selected, spec):
+            task, student, method = run["task"], run["student"], run["method"]
+            if task in setup["tasks"] and student in setup["students"] and method in setup["methods"]:
+                values.setdefault(experiment, {})[run_key(task, student, method)] = run_values(
+                    config, experiment, task, student, method, run["hyperparameters"])
+    return canonical(values)
 
 
 def hyperparameter_table(reference: pd.DataFrame, spec: dict, selections: Mapping[str, dict],

@@ -228,6 +228,37 @@ def student_run_file(name: str, **run) -> str:
     return f"{STUDENT_RUN_DIR}/{{name}}".format(name=name, **run)
 
 
+RUN_KEYS = ("task", "student", "method", "config", "seed")  # a run's directory below its experiment
+
+
+def experiment_runs(config: dict, experiment: str) -> list[dict]:
+    """Every student run of an experiment, as the wildcards of its directory (strings), sorted: reordering the
+    config must not change the selection's params."""
+    runs = [{key: str(job[key]) for key in RUN_KEYS} for job in student_jobs(config) if job["experiment"] == experiment]
+    return sorted(runs, key=lambda run: [run[key] for key in RUN_KEYS])
+
+
+def experiment_run_files(config: dict, experiment: str, name: str = "metrics.json") -> list[str]:
+    """File ``name`` of every student run of the experiment."""
+    return [student_run_file(name, experiment=experiment, **run) for run in experiment_runs(config, experiment)]
+
+
+def selection_inputs(config: dict, experiment: str) -> dict[str, list[str]]:
+    """What rule select_students reads: every run's metrics and, where the experiment tests its methods against a
+    baseline (``compare_to``), every run's predictions (the bootstrap over dev examples)."""
+    inputs = {"metrics": experiment_run_files(config, experiment)}
+    if config["experiments"][experiment].get("compare_to"):
+        inputs["predictions"] = experiment_run_files(config, experiment, "predictions.parquet")
+    return inputs
+
+
+def selection_params(config: dict, experiment: str) -> dict:
+    """The runs rule select_students selects among, each task's main metric and the experiment's baseline."""
+    runs = experiment_runs(config, experiment)
+    return {"runs": runs, "main_metrics": {run["task"]: get_task(run["task"]).main_metric for run in runs},
+            "compare_to": config["experiments"][experiment].get("compare_to")}
+
+
 # The schema's defaults, for configs it has not filled in (e.g. the protocols' account of config.yaml as written).
 # Hygiene: the thesis kept every generated sequence (thesis-original-code.md, "Data"); copies of dev or test
 # examples are a leak of the evaluation data, so kdflow drops them unless told otherwise.
