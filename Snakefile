@@ -27,4 +27,4 @@ include: "rules/reporting.smk"
 rule all:
     default_target: True
     input:
-        all_targets(),
+        default_targets(config, EXPLORATION_EXPERIMENTS),

@@ -5,14 +5,12 @@ import re
 from kdflow.workflow.config import (
     TRANSFER_SOURCES,
     assistant_run,
-    augmented_jobs,
     canonical,
     class_distribution_tasks,
     embedding_settings,
     experiment_run_files,
     experiment_runs,
     generator_settings,
-    generator_tasks,
     grid_points,
     hygiene_settings,
     model_reference,
@@ -55,10 +53,9 @@ from kdflow.reporting.paper_tables import (
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.workflow.cost_plan import config_digest
 from kdflow.workflow.provenance import script_fingerprint
+from kdflow.workflow.targets import default_targets
 from kdflow.workflow.runtime_jobs import runtime_jobs
-from kdflow.core.tasks import GLUE_FILES, TASKS
-
-GLUE_TASKS = {task for task, _ in GLUE_FILES}
+from kdflow.core.tasks import TASKS
 
 
 def code_of(script):
@@ -220,102 +217,9 @@ def model_params(name):
 PROBING_CONFIG = config.get("probing", {})
 
 
-THESIS_PROBING_FIGURES = [
-    f"results/figures/probing_thesis_{name}.png"
-    for name in ("6_1", "6_2", "6_3", "C_1")
-]
-
-
 def probing_file(task):
     directory = PROBING_CONFIG["data_dir"] or "resources/senteval_probing"
     return os.path.join(directory, PROBING_TASKS[task])
-
-
-def all_targets():
-    return [
-        "results/plan.csv",
-        *(["results/tables/claims.md"] if "evidence" in config else []),
-        *(["results/tables/ledger.md"] if PAPER_TABLES.get("deviations") else []),
-        "results/tables/teachers.csv",
-        "results/tables/teachers.md",
-        *expand(
-            "results/pseudo_heads/{pair[0]}/{pair[1]}/metrics.json",
-            pair=teacher_jobs(config),
-        ),
-        *expand(
-            "results/transfer/{pair[1]}/statistics/{pair[0]}.md",
-            pair=augmented_jobs(config),
-        ),
-        *expand(
-            "results/generators/{task}/metrics.json",
-            task=generator_tasks(config),
-        ),
-        *expand(
-            "results/tables/experiments/{experiment}.md",
-            experiment=[
-                name
-                for name in config.get("experiments", {})
-                if name not in EXPLORATION_EXPERIMENTS
-            ],
-        ),
-        *expand(
-            "results/figures/thesis_{figure}.png",
-            figure=config.get("exploration", {}).get("figures", {}),
-        ),
-        *(
-            ["results/tables/thesis_table51.md"]
-            if config.get("exploration", {}).get("table")
-            else []
-        ),
-        *(["results/tables/probing.csv"] if "probing" in config else []),
-        *expand("results/analysis/{task}.json", task=config.get("analysis", {})),
-        *expand(
-            "results/sentence_probes/{task}.csv",
-            task=config.get("sentence_probes", {}),
-        ),
-        "results/figures/pseudo_heads.png",
-        *(
-            ["results/figures/class_distribution.png"]
-            if class_distribution_tasks(config)
-            else []
-        ),
-        *expand(
-            "results/figures/teacher_curves_{teacher}.png", teacher=config["teachers"]
-        ),
-        *(["results/tables/runtimes.md"] if RUNTIME_TABLE else []),
-        *(["results/figures/probing.png"] if "probing" in config else []),
-        *(
-            ["results/tables/probing_thesis.csv", *THESIS_PROBING_FIGURES]
-            if THESIS_PROBING
-            else []
-        ),
-        *expand(
-            "results/figures/{figure}_{task}.png",
-            figure=["confidence_correlation", "mistake_overlap", "average_confidence"],
-            task=config.get("analysis", {}),
-        ),
-        *expand(
-            "results/figures/attention_{figure}.png",
-            figure=config.get("attention_maps", {}),
-        ),
-        *expand(
-            "results/figures/layer_outputs_{task}.png",
-            task=config.get("layer_outputs", {}),
-        ),
-        *expand(
-            "results/tables/papers/{paper_table}.md",
-            paper_table=config.get("paper_tables", {}).get("tables", {}),
-        ),
-        *expand(
-            "results/glue_submission/{experiment}",
-            experiment=[
-                name
-                for name, spec in config.get("experiments", {}).items()
-                if any(task in GLUE_TASKS for task in spec["tasks"])
-                and name not in EXPLORATION_EXPERIMENTS
-            ],
-        ),
-    ]
 
 
 # rules/data.smk

@@ -22,6 +22,8 @@ from kdflow.workflow.config import (
     teacher_jobs,
     teacher_settings,
 )
+from kdflow.workflow.exploration import exploration_experiments, with_exploration
+from kdflow.workflow.targets import default_targets
 
 
 def full_config():
@@ -152,6 +154,20 @@ def test_the_selection_reads_every_run_and_its_predictions_where_it_tests_agains
     assert [path.replace("predictions.parquet", "metrics.json") for path in inputs["predictions"]] == inputs["metrics"]
     assert set(selection_inputs(config, "alp_kd_table2")) == {"metrics"}  # no baseline: no bootstrap
     assert selection_params(config, "universal_kd_table2")["compare_to"] == "kd"
+
+
+def test_the_default_target_asks_for_what_the_config_has():
+    config = yaml.safe_load((REPO / "demo/config.yaml").read_text())
+    config = {**config, **with_exploration(config)}
+    explored = set(exploration_experiments(yaml.safe_load((REPO / "demo/config.yaml").read_text())))
+    targets = default_targets(config, explored)
+    assert targets[0] == "results/plan.csv" and "results/tables/probing.csv" in targets
+    assert not any(f"experiments/{name}.md" in target or f"glue_submission/{name}" in target
+                   for name in explored for target in targets)  # exploration runs feed figures, not tables
+    without = default_targets({key: value for key, value in config.items() if key != "probing"}, explored)
+    assert [target for target in targets if target not in without] == [
+        "results/tables/probing.csv", "results/figures/probing.png", "results/tables/probing_thesis.csv",
+        *(f"results/figures/probing_thesis_{name}.png" for name in ("6_1", "6_2", "6_3", "C_1"))]
 
 
 def test_takd_students_learn_from_an_assistant_at_the_same_grid_point():
