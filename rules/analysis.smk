@@ -7,7 +7,7 @@
 rule analyse_predictions:
     """The thesis's prediction analysis of one task's teacher and students (dev)."""
     input:
-        unpack(analysis_inputs),
+        unpack(lambda w: analysis_inputs(config, w.task)),
     output:
         json="results/analysis/{task}.json",
         markdown="results/analysis/{task}.md",
@@ -29,7 +29,10 @@ rule analyse_predictions:
         mem_mb=4000,
         runtime=15,
     params:
-        models=lambda w: {name: model_params(name) for name in analysis_models(w.task)},
+        models=lambda w: {
+            name: model_params(config, name)
+            for name in analysis_models(config, w.task)
+        },
         teacher=lambda w: config["analysis"][w.task]["teacher"],
         examples=lambda w: config["analysis"][w.task].get("examples", 10),
         seed=lambda w: config["analysis"][w.task].get("seed", 42),
@@ -43,7 +46,7 @@ rule classify_sentences:
     default the thesis's Table C.1: CoLA sentences and hand-perturbed variants), beside the predictions the
     list reports (the thesis's, for Table 6.3's sentences)."""
     input:
-        unpack(sentence_probe_inputs),
+        unpack(lambda w: sentence_probe_inputs(config, w.task)),
     output:
         csv="results/sentence_probes/{task}.csv",
         markdown="results/sentence_probes/{task}.md",
@@ -69,7 +72,7 @@ rule classify_sentences:
         runtime=15,
     params:
         models=lambda w: {
-            name: model_params(name)
+            name: model_params(config, name)
             for name in config["sentence_probes"][w.task]["models"]
         },
         reported=lambda w: config["sentence_probes"][w.task].get("reported", {}),
@@ -84,7 +87,7 @@ rule measure_inference:
     """Non-embedding parameters and CPU milliseconds per example of a named model on its task's dev split, in
     batches of 256 (thesis Table 5.2)."""
     input:
-        unpack(lambda w: model_files(w.model)),
+        unpack(lambda w: model_files(config, w.model)),
     output:
         "results/inference/{model}.json",
     log:
@@ -98,7 +101,7 @@ rule measure_inference:
         mem_mb=16000,
         runtime=60,
     params:
-        model=lambda w: model_params(w.model),
+        model=lambda w: model_params(config, w.model),
         batch_size=256,
         code=code_of("measure_inference.py"),
     script:

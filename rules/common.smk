@@ -7,14 +7,10 @@ from kdflow.workflow.config import (
     assistant_run,
     canonical,
     class_distribution_tasks,
-    embedding_settings,
     experiment_run_files,
-    experiment_runs,
     generator_settings,
     grid_points,
     hygiene_settings,
-    model_reference,
-    pretrained_settings,
     probing_settings,
     pseudo_head_settings,
     sampling_settings,
@@ -42,7 +38,6 @@ from kdflow.workflow.exploration import (
     table_studies,
 )
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.reporting.paper_tables import (
     is_hyperparameter_table,
     read_reference,
@@ -53,6 +48,15 @@ from kdflow.reporting.paper_tables import (
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.workflow.cost_plan import config_digest
 from kdflow.workflow.provenance import script_fingerprint
+from kdflow.workflow.model_inputs import (
+    analysis_inputs,
+    analysis_models,
+    model_files,
+    model_params,
+    recomputed_student_inputs,
+    sentence_probe_inputs,
+    transfer_set_file,
+)
 from kdflow.workflow.targets import default_targets
 from kdflow.workflow.runtime_jobs import runtime_jobs
 from kdflow.core.tasks import TASKS
@@ -129,91 +133,6 @@ def one_process_gpu(resource):
     return capped
 
 
-def transfer_inputs(transfer, task):
-    """The files a transfer set adds beyond the prepared task: the built set's merged examples."""
-    if transfer != "train":
-        return {"transfer": f"results/transfer/{task}/{transfer}.parquet"}
-    return {}
-
-
-def model_files(name, file="model.safetensors"):
-    """The files a named model (config ``models``) is loaded from: its task's data, the fine-tuned teacher and,
-    for a student, the experiment's selection and ``file`` of every run it selects among.
-    """
-    reference = model_reference(config, name)
-    kind = reference_kind(reference)
-    if kind == "embeddings":
-        return embedding_files(reference)
-    if kind == "pretrained":
-        return {}
-    task = reference["task"]
-    teacher = (
-        reference["teacher"]
-        if kind == "teacher"
-        else config["experiments"][reference["experiment"]]["teacher"]
-    )
-    files = {
-        "data": f"results/data/{task}",
-        "teacher_model": f"results/teachers/{teacher}/{task}/model",
-    }
-    if kind == "student":
-        files["selection"] = f"results/selection/{reference['experiment']}.json"
-        files["runs"] = [
-            student_run_file(file, experiment=reference["experiment"], **run)
-            for run in experiment_runs(config, reference["experiment"])
-            if all(run[key] == reference[key] for key in ("task", "student", "method"))
-        ]
-    return files
-
-
-def embedding_files(reference):
-    """The files an ``embeddings`` model is built from: nothing for a pre-trained teacher's; the task's data and
-    the fine-tuned teacher for a teacher's; for an experiment's student also its word-vectors file, if any, and,
-    for a word-level student, its transfer set (its vocabulary).
-    """
-    source = embeddings_source(reference)
-    if source == "pretrained":
-        return {}
-    task = reference["embeddings"]["task"]
-    if source == "teacher":
-        teacher, transfer, vectors = reference["embeddings"]["teacher"], None, None
-    else:
-        settings = embedding_settings(config, reference)
-        teacher, transfer = settings["teacher"], settings["transfer"]
-        vectors = (settings["student"].get("embeddings") or {}).get("path")
-    return {
-        "data": f"results/data/{task}",
-        "teacher_model": f"results/teachers/{teacher}/{task}/model",
-        **(transfer_inputs(transfer, task) if transfer else {}),
-        **({"vectors": vectors} if vectors else {}),
-    }
-
-
-def model_params(name):
-    """How to load a named model: its reference, the run directory of a student, a pretrained spec and how an
-    ``embeddings`` model builds a student's vectors."""
-    reference = model_reference(config, name)
-    kind = reference_kind(reference)
-    params = {"reference": reference}
-    if kind == "pretrained":
-        params["pretrained"] = pretrained_settings(config, reference["pretrained"])
-    if kind == "embeddings" and embeddings_source(reference) == "pretrained":
-        params["pretrained"] = pretrained_settings(
-            config, reference["embeddings"]["pretrained"]
-        )
-    if kind == "embeddings" and embeddings_source(reference) == "student":
-        params["embeddings"] = embedding_settings(config, reference)
-    if (
-        kind == "student"
-    ):  # the directory of the runs student_run_file names, above their grid points
-        params["runs_dir"] = (
-            "results/students/{experiment}/{task}/{student}/{method}".format(
-                **reference
-            )
-        )
-    return canonical(params)
-
-
 PROBING_CONFIG = config.get("probing", {})
 
 
@@ -270,7 +189,7 @@ def teacher_signal_inputs(wildcards):
         "data": f"results/data/{wildcards.task}",
         "model": f"results/teachers/{wildcards.teacher}/{wildcards.task}/model",
         "heads": f"results/pseudo_heads/{wildcards.teacher}/{wildcards.task}/heads.safetensors",
-        **transfer_inputs(wildcards.transfer, wildcards.task),
+        **transfer_set_file(wildcards.transfer, wildcards.task),
     }
 
 
@@ -314,7 +233,7 @@ def student_inputs(wildcards):
         "data": f"results/data/{wildcards.task}",
         "teacher": f"results/teachers/{teacher}/{wildcards.task}/model",
         "signals": signals,
-        **transfer_inputs(transfer, wildcards.task),
+        **transfer_set_file(transfer, wildcards.task),
         **({"vectors": vectors} if vectors else {}),
     }
 
@@ -341,77 +260,7 @@ def probing_resource(name):
     return configured_resource(lambda w: config["probing"], name)
 
 
-# rules/analysis.smk
-def analysis_models(task):
-    group = config["analysis"][task]
-    return [group["teacher"], *group["students"]]
-
-
-def analysis_inputs(wildcards):
-    """The dev data and, per model, what its predictions are read from (for a student: every run it is
-    selected among, since the selection decides which one)."""
-    inputs = {"data": f"results/data/{wildcards.task}"}
-    for name in analysis_models(wildcards.task):
-        files = model_files(name, "predictions.parquet")
-        inputs[f"{name}_teacher"] = files["teacher_model"]
-        if "selection" in files:
-            inputs[f"{name}_selection"] = files["selection"]
-            inputs[f"{name}_runs"] = files["runs"]
-        else:  # a teacher: evaluate_teacher's predictions beside its model
-            inputs[f"{name}_predictions"] = os.path.join(
-                os.path.dirname(files["teacher_model"]), "predictions.parquet"
-            )
-    return inputs
-
-
-THESIS_SENTENCES = "reference/thesis_table_c1_sentences.tsv"
-
-
-def sentence_probe_inputs(wildcards):
-    """The task's data (its label names), the sentence file, and the files each listed model is loaded from."""
-    probe = config["sentence_probes"][wildcards.task]
-    inputs = {
-        "data": f"results/data/{wildcards.task}",
-        "sentences": probe.get("sentences", THESIS_SENTENCES),
-    }
-    for name in probe["models"]:
-        files = model_files(name)
-        inputs[f"{name}_teacher"] = files["teacher_model"]
-        if "selection" in files:
-            inputs[f"{name}_selection"] = files["selection"]
-            inputs[f"{name}_runs"] = files["runs"]
-    return inputs
-
-
 # rules/reporting.smk
-def recomputed_student_inputs(task, names):
-    """What a figure that recomputes students' layers on a task's examples reads: the students' shared teacher,
-    its pseudo-heads, and each student's selection and candidate runs."""
-    experiment = model_reference(config, names[0])["experiment"]
-    teacher = config["experiments"][experiment]["teacher"]
-    inputs = {
-        "data": f"results/data/{task}",
-        "teacher": f"results/teachers/{teacher}/{task}/model",
-        "heads": f"results/pseudo_heads/{teacher}/{task}/heads.safetensors",
-    }
-    for name in names:
-        files = model_files(name)
-        inputs[f"{name}_selection"] = files["selection"]
-        inputs[f"{name}_runs"] = files["runs"]
-    return inputs
-
-
-def attention_inputs(wildcards):
-    spec = config["attention_maps"][wildcards.figure]
-    return recomputed_student_inputs(spec["task"], spec["models"])
-
-
-def layer_output_inputs(wildcards):
-    return recomputed_student_inputs(
-        wildcards.task, config["layer_outputs"][wildcards.task]["models"]
-    )
-
-
 def attention_figure_meta(key):
     """The report entry's ``key`` (category, subcategory or labels) of an attention figure: its paper and figure."""
 

@@ -34,7 +34,7 @@ rule distill_student:
 rule compute_assistant_signals:
     """TAKD: a distilled teacher assistant's logits on the transfer set, which its student learns from."""
     input:
-        unpack(lambda w: transfer_inputs(experiment_transfer(w), w.task)),
+        unpack(lambda w: transfer_set_file(experiment_transfer(w), w.task)),
         data="results/data/{task}",
         teacher=lambda w: f"results/teachers/{experiment_of(w)['teacher']}/{w.task}/model",
         metrics="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/metrics.json",

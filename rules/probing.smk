@@ -29,7 +29,7 @@ rule encode_probing_tasks:
     """One model's sentence vector of every layer for the train/dev/test sentences of every probing task (the
     model is loaded once)."""
     input:
-        unpack(lambda w: model_files(w.model)),
+        unpack(lambda w: model_files(config, w.model)),
         probing=[probing_file(task) for task in PROBING_CONFIG.get("tasks", [])],
     output:
         expand(
@@ -48,7 +48,7 @@ rule encode_probing_tasks:
         mem_mb=probing_resource("mem_mb"),
         runtime=probing_resource("runtime"),
     params:
-        model=lambda w: model_params(w.model),
+        model=lambda w: model_params(config, w.model),
         settings=probing_settings(config) if PROBING_CONFIG else {},
         device=config["device"],
         precision=config["precision"],

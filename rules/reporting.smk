@@ -591,7 +591,13 @@ rule attention_maps:
     students of 2, 4 and 6 layers), optionally beside the pseudo-heads' distance to the gold label on the same
     examples (Universal-KD Fig. 3, left)."""
     input:
-        unpack(attention_inputs),
+        unpack(
+            lambda w: recomputed_student_inputs(
+                config,
+                config["attention_maps"][w.figure]["task"],
+                config["attention_maps"][w.figure]["models"],
+            )
+        ),
     output:
         json="results/figures/attention_{figure}.json",
         figure=report(
@@ -616,7 +622,7 @@ rule attention_maps:
     params:
         spec=lambda w: canonical(config["attention_maps"][w.figure]),
         models=lambda w: {
-            name: model_params(name)
+            name: model_params(config, name)
             for name in config["attention_maps"][w.figure]["models"]
         },
         device=config["device"],
@@ -631,7 +637,11 @@ rule layer_outputs:
     teacher layer each is compared with (4a, 4b), and every example's cosine distance to it (4c, 4d).
     """
     input:
-        unpack(layer_output_inputs),
+        unpack(
+            lambda w: recomputed_student_inputs(
+                config, w.task, config["layer_outputs"][w.task]["models"]
+            )
+        ),
     output:
         json="results/figures/layer_outputs_{task}.json",
         csv="results/figures/layer_outputs_{task}.csv",
@@ -658,7 +668,7 @@ rule layer_outputs:
     params:
         spec=lambda w: canonical(config["layer_outputs"][w.task]),
         models=lambda w: {
-            name: model_params(name)
+            name: model_params(config, name)
             for name in config["layer_outputs"][w.task]["models"]
         },
         device=config["device"],

@@ -1,0 +1,126 @@
+"""What the jobs that load named models (config ``models``: probing, prediction analysis, sentence probes, inference,
+the figures that recompute students' layers) read, and how they load each model: functions of the config, which the
+rules call with their wildcards (rules/analysis.smk, probing.smk, reporting.smk)."""
+
+from __future__ import annotations
+
+import os
+
+from kdflow.core.model_references import embeddings_source, reference_kind
+from kdflow.workflow.config import (
+    canonical,
+    embedding_settings,
+    experiment_runs,
+    model_reference,
+    pretrained_settings,
+    student_run_file,
+)
+
+THESIS_SENTENCES = "reference/thesis_table_c1_sentences.tsv"  # thesis Table C.1's sentences
+
+
+def transfer_set_file(transfer: str | None, task: str) -> dict[str, str]:
+    """The file a transfer set adds beyond the prepared task (the built set's merged examples): none for ``train``."""
+    return {"transfer": f"results/transfer/{task}/{transfer}.parquet"} if transfer not in (None, "train") else {}
+
+
+def model_files(config: dict, name: str, file: str = "model.safetensors") -> dict:
+    """The files a named model is loaded from: its task's data, the fine-tuned teacher and, for a student, the
+    experiment's selection and ``file`` of every run it selects among."""
+    reference = model_reference(config, name)
+    kind = reference_kind(reference)
+    if kind == "embeddings":
+        return embedding_files(config, reference)
+    if kind == "pretrained":
+        return {}
+    task = reference["task"]
+    teacher = reference["teacher"] if kind == "teacher" else config["experiments"][reference["experiment"]]["teacher"]
+    files = {"data": f"results/data/{task}", "teacher_model": f"results/teachers/{teacher}/{task}/model"}
+    if kind == "student":
+        files["selection"] = f"results/selection/{reference['experiment']}.json"
+        files["runs"] = [student_run_file(file, experiment=reference["experiment"], **run)
+                         for run in experiment_runs(config, reference["experiment"])
+                         if all(run[key] == reference[key] for key in ("task", "student", "method"))]
+    return files
+
+
+def embedding_files(config: dict, reference: dict) -> dict:
+    """The files an ``embeddings`` model is built from: nothing for a pre-trained teacher's; the task's data and
+    the fine-tuned teacher for a teacher's; for an experiment's student also its word-vectors file, if any, and,
+    for a word-level student, its transfer set (its vocabulary)."""
+    source = embeddings_source(reference)
+    if source == "pretrained":
+        return {}
+    task = reference["embeddings"]["task"]
+    if source == "teacher":
+        teacher, transfer, vectors = reference["embeddings"]["teacher"], None, None
+    else:
+        settings = embedding_settings(config, reference)
+        teacher, transfer = settings["teacher"], settings["transfer"]
+        vectors = (settings["student"].get("embeddings") or {}).get("path")
+    return {"data": f"results/data/{task}", "teacher_model": f"results/teachers/{teacher}/{task}/model",
+            **transfer_set_file(transfer, task), **({"vectors": vectors} if vectors else {})}
+
+
+def model_params(config: dict, name: str) -> dict:
+    """How to load a named model: its reference, the run directory of a student, a pretrained spec and how an
+    ``embeddings`` model builds a student's vectors."""
+    reference = model_reference(config, name)
+    kind = reference_kind(reference)
+    params = {"reference": reference}
+    if kind == "pretrained":
+        params["pretrained"] = pretrained_settings(config, reference["pretrained"])
+    if kind == "embeddings" and embeddings_source(reference) == "pretrained":
+        params["pretrained"] = pretrained_settings(config, reference["embeddings"]["pretrained"])
+    if kind == "embeddings" and embeddings_source(reference) == "student":
+        params["embeddings"] = embedding_settings(config, reference)
+    if kind == "student":  # the directory of its runs (student_run_file), above their grid points
+        params["runs_dir"] = "results/students/{experiment}/{task}/{student}/{method}".format(**reference)
+    return canonical(params)
+
+
+def analysis_models(config: dict, task: str) -> list[str]:
+    group = config["analysis"][task]
+    return [group["teacher"], *group["students"]]
+
+
+def analysis_inputs(config: dict, task: str) -> dict:
+    """The dev data and, per model, what its predictions are read from (for a student: every run it is selected
+    among, since the selection decides which one; for a teacher, evaluate_teacher's predictions beside its model)."""
+    inputs = {"data": f"results/data/{task}"}
+    for name in analysis_models(config, task):
+        files = model_files(config, name, "predictions.parquet")
+        inputs[f"{name}_teacher"] = files["teacher_model"]
+        if "selection" in files:
+            inputs[f"{name}_selection"] = files["selection"]
+            inputs[f"{name}_runs"] = files["runs"]
+        else:
+            inputs[f"{name}_predictions"] = os.path.join(os.path.dirname(files["teacher_model"]), "predictions.parquet")
+    return inputs
+
+
+def sentence_probe_inputs(config: dict, task: str) -> dict:
+    """The task's data (its label names), the sentence file, and the files each listed model is loaded from."""
+    probe = config["sentence_probes"][task]
+    inputs = {"data": f"results/data/{task}", "sentences": probe.get("sentences", THESIS_SENTENCES)}
+    for name in probe["models"]:
+        files = model_files(config, name)
+        inputs[f"{name}_teacher"] = files["teacher_model"]
+        if "selection" in files:
+            inputs[f"{name}_selection"] = files["selection"]
+            inputs[f"{name}_runs"] = files["runs"]
+    return inputs
+
+
+def recomputed_student_inputs(config: dict, task: str, names: list[str]) -> dict:
+    """What a figure that recomputes students' layers on a task's examples reads (ALP-KD Figs. 3-4, Universal-KD
+    Fig. 3): the students' shared teacher, its pseudo-heads, and each student's selection and candidate runs."""
+    experiment = model_reference(config, names[0])["experiment"]
+    teacher = config["experiments"][experiment]["teacher"]
+    inputs = {"data": f"results/data/{task}", "teacher": f"results/teachers/{teacher}/{task}/model",
+              "heads": f"results/pseudo_heads/{teacher}/{task}/heads.safetensors"}
+    for name in names:
+        files = model_files(config, name)
+        inputs[f"{name}_selection"] = files["selection"]
+        inputs[f"{name}_runs"] = files["runs"]
+    return inputs
