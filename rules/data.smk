@@ -5,7 +5,7 @@
 rule prepare_task:
     """Ingest one task (local GLUE TSV layout, Sara's thesis layout, or the hub) into the common schema."""
     input:
-        raw=raw_task_files,
+        raw=lambda w: raw_task_files(config, w.task),
     output:
         directory("results/data/{task}"),
     log:
@@ -19,7 +19,7 @@ rule prepare_task:
         mem_mb=4000,
         runtime=30,
     params:
-        source_dir=source_dir_param,
+        source_dir=lambda w: task_source_dir(config, w.task),
         code=code_of("prepare_task.py"),
     script:
         "../scripts/prepare_task.py"

@@ -5,7 +5,11 @@
 rule distill_student:
     """Train one student with one method at one grid point and seed, from cached teacher signals."""
     input:
-        unpack(student_inputs),
+        unpack(
+            lambda w: student_inputs(
+                config, w.experiment, w.task, w.student, w.method, w.config, w.seed
+            )
+        ),
     output:
         metrics="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/metrics.json",
         model="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/model.safetensors",
@@ -17,13 +21,15 @@ rule distill_student:
         "results/benchmarks/distill_student/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: student_resource("threads")
+    threads: configured_resource("threads", "experiments.{experiment}")
     resources:
-        gpu=student_resource("gpu"),
-        mem_mb=student_resource("mem_mb"),
-        runtime=student_resource("runtime"),
+        gpu=configured_resource("gpu", "experiments.{experiment}"),
+        mem_mb=configured_resource("mem_mb", "experiments.{experiment}"),
+        runtime=configured_resource("runtime", "experiments.{experiment}"),
     params:
-        settings=student_params,
+        settings=lambda w: student_settings(
+            config, w.experiment, w.task, w.student, w.method, w.config, w.seed
+        ),
         device=config["device"],
         precision=config["precision"],
         code=code_of("distill_student.py"),
@@ -34,9 +40,13 @@ rule distill_student:
 rule compute_assistant_signals:
     """TAKD: a distilled teacher assistant's logits on the transfer set, which its student learns from."""
     input:
-        unpack(lambda w: transfer_set_file(experiment_transfer(w), w.task)),
+        unpack(
+            lambda w: transfer_set_file(
+                transfer_of(config["experiments"][w.experiment]), w.task
+            )
+        ),
         data="results/data/{task}",
-        teacher=lambda w: f"results/teachers/{experiment_of(w)['teacher']}/{w.task}/model",
+        teacher=lambda w: f"results/teachers/{config['experiments'][w.experiment]['teacher']}/{w.task}/model",
         metrics="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/metrics.json",
         model="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/model.safetensors",
     output:
@@ -47,13 +57,15 @@ rule compute_assistant_signals:
         "results/benchmarks/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: student_resource("threads")
+    threads: configured_resource("threads", "experiments.{experiment}")
     resources:
-        gpu=student_resource("gpu"),
-        mem_mb=student_resource("mem_mb"),
-        runtime=student_resource("runtime"),
+        gpu=configured_resource("gpu", "experiments.{experiment}"),
+        mem_mb=configured_resource("mem_mb", "experiments.{experiment}"),
+        runtime=configured_resource("runtime", "experiments.{experiment}"),
     params:
-        settings=student_params,
+        settings=lambda w: student_settings(
+            config, w.experiment, w.task, w.student, w.method, w.config, w.seed
+        ),
         device=config["device"],
         precision=config["precision"],
         code=code_of("compute_assistant_signals.py"),

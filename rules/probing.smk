@@ -42,11 +42,11 @@ rule encode_probing_tasks:
         "results/benchmarks/encode_probing_tasks/{model}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: probing_resource("threads")
+    threads: configured_resource("threads", "probing")
     resources:
-        gpu=probing_resource("gpu"),
-        mem_mb=probing_resource("mem_mb"),
-        runtime=probing_resource("runtime"),
+        gpu=configured_resource("gpu", "probing"),
+        mem_mb=configured_resource("mem_mb", "probing"),
+        runtime=configured_resource("runtime", "probing"),
     params:
         model=lambda w: model_params(config, w.model),
         settings=probing_settings(config) if PROBING_CONFIG else {},
@@ -72,11 +72,11 @@ rule probe_model:
         "results/benchmarks/probe_model/{model}/{probing_task}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: probing_resource("threads")
+    threads: configured_resource("threads", "probing")
     resources:
-        gpu=probing_resource("gpu"),
-        mem_mb=probing_resource("mem_mb"),
-        runtime=probing_resource("runtime"),
+        gpu=configured_resource("gpu", "probing"),
+        mem_mb=configured_resource("mem_mb", "probing"),
+        runtime=configured_resource("runtime", "probing"),
     params:
         probe=probing_settings(config)["probe"] if PROBING_CONFIG else {},
         device=config["device"],

@@ -26,12 +26,6 @@ RUNTIME_TABLE = config.get("runtime_table", {})
 RUNTIME_JOBS = runtime_jobs(config) if RUNTIME_TABLE else []
 
 
-PAPER_CATEGORIES = {  # the report's category of each paper's figures
-    "universal_kd_wu2021": "Universal-KD (Wu et al. 2021)",
-    "alp_kd_passban2021": "ALP-KD (Passban et al. 2021)",
-}
-
-
 EXPLORATION = config.get(
     "exploration", {}
 )  # the thesis's Chapter 5 and Appendix B: figures and Table 5.1
@@ -603,9 +597,11 @@ rule attention_maps:
         figure=report(
             "results/figures/attention_{figure}.png",
             caption="../report/figure_attention.rst",
-            category=attention_figure_meta("category"),
-            subcategory=attention_figure_meta("subcategory"),
-            labels=attention_figure_meta("labels"),
+            category=lambda w: attention_report_entry(config, w.figure)["category"],
+            subcategory=lambda w: attention_report_entry(config, w.figure)[
+                "subcategory"
+            ],
+            labels=lambda w: attention_report_entry(config, w.figure)["labels"],
         ),
     log:
         "logs/attention_maps/{figure}.log",
@@ -847,7 +843,10 @@ rule plan:
         sizes="reference/task_sizes.csv",
         throughput="reference/throughput.csv",
         startup="reference/startup.csv",
-        counted=plan_counted_files(),
+        counted=counted_files(
+            config,
+            [probing_file(task) for task in PROBING_CONFIG.get("tasks", [])],
+        ),
     output:
         csv="results/plan.csv",
         markdown="results/plan.md",

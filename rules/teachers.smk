@@ -17,11 +17,11 @@ rule finetune_teacher:
         "results/benchmarks/finetune_teacher/{teacher}/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: teacher_resource("threads")
+    threads: configured_resource("threads", "teachers.{teacher}")
     resources:
-        gpu=teacher_resource("gpu"),
-        mem_mb=teacher_resource("mem_mb"),
-        runtime=teacher_resource("runtime"),
+        gpu=configured_resource("gpu", "teachers.{teacher}"),
+        mem_mb=configured_resource("mem_mb", "teachers.{teacher}"),
+        runtime=configured_resource("runtime", "teachers.{teacher}"),
     params:
         settings=teacher_params,
         device=config["device"],
@@ -47,11 +47,11 @@ rule evaluate_teacher:
         "results/benchmarks/evaluate_teacher/{teacher}/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: teacher_resource("threads")
+    threads: configured_resource("threads", "teachers.{teacher}")
     resources:
-        gpu=one_process_gpu(teacher_resource("gpu")),
-        mem_mb=teacher_resource("mem_mb"),
-        runtime=teacher_resource("runtime"),
+        gpu=one_process_gpu(configured_resource("gpu", "teachers.{teacher}")),
+        mem_mb=configured_resource("mem_mb", "teachers.{teacher}"),
+        runtime=configured_resource("runtime", "teachers.{teacher}"),
     params:
         device=config["device"],
         precision=config["precision"],
@@ -75,13 +75,13 @@ rule train_pseudo_heads:
         "results/benchmarks/train_pseudo_heads/{teacher}/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: teacher_resource("threads")
+    threads: configured_resource("threads", "teachers.{teacher}")
     resources:
-        gpu=one_process_gpu(teacher_resource("gpu")),
-        mem_mb=teacher_resource("mem_mb"),
-        runtime=teacher_resource("runtime"),
+        gpu=one_process_gpu(configured_resource("gpu", "teachers.{teacher}")),
+        mem_mb=configured_resource("mem_mb", "teachers.{teacher}"),
+        runtime=configured_resource("runtime", "teachers.{teacher}"),
     params:
-        settings=heads_params,
+        settings=lambda w: pseudo_head_job_settings(config, w.teacher, w.task),
         device=config["device"],
         precision=config["precision"],
         code=code_of("train_pseudo_heads.py"),
@@ -105,11 +105,11 @@ rule evaluate_pseudo_heads:
         "results/benchmarks/evaluate_pseudo_heads/{teacher}/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: teacher_resource("threads")
+    threads: configured_resource("threads", "teachers.{teacher}")
     resources:
-        gpu=one_process_gpu(teacher_resource("gpu")),
-        mem_mb=teacher_resource("mem_mb"),
-        runtime=teacher_resource("runtime"),
+        gpu=one_process_gpu(configured_resource("gpu", "teachers.{teacher}")),
+        mem_mb=configured_resource("mem_mb", "teachers.{teacher}"),
+        runtime=configured_resource("runtime", "teachers.{teacher}"),
     params:
         device=config["device"],
         precision=config["precision"],

@@ -16,11 +16,11 @@ rule finetune_generator:
         "results/benchmarks/finetune_generator/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: generation_resource("threads")
+    threads: configured_resource("threads", "generation")
     resources:
-        gpu=generation_resource("gpu"),
-        mem_mb=generation_resource("mem_mb"),
-        runtime=generation_resource("runtime"),
+        gpu=configured_resource("gpu", "generation"),
+        mem_mb=configured_resource("mem_mb", "generation"),
+        runtime=configured_resource("runtime", "generation"),
     params:
         settings=lambda w: generator_settings(config),
         device=config["device"],
@@ -46,11 +46,11 @@ rule evaluate_generator:
         "results/benchmarks/evaluate_generator/{task}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: generation_resource("threads")
+    threads: configured_resource("threads", "generation")
     resources:
-        gpu=generation_resource("gpu"),
-        mem_mb=generation_resource("mem_mb"),
-        runtime=generation_resource("runtime"),
+        gpu=configured_resource("gpu", "generation"),
+        mem_mb=configured_resource("mem_mb", "generation"),
+        runtime=configured_resource("runtime", "generation"),
     params:
         device=config["device"],
         precision=config["precision"],
@@ -72,11 +72,11 @@ rule sample_transfer_shard:
         "results/benchmarks/sample_transfer_shard/{task}/{shard}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: generation_resource("threads")
+    threads: configured_resource("threads", "generation")
     resources:
-        gpu=generation_resource("gpu"),
-        mem_mb=generation_resource("mem_mb"),
-        runtime=generation_resource("runtime"),
+        gpu=configured_resource("gpu", "generation"),
+        mem_mb=configured_resource("mem_mb", "generation"),
+        runtime=configured_resource("runtime", "generation"),
     params:
         sampling=lambda w: sampling_settings(config),
         device=config["device"],
@@ -91,7 +91,7 @@ rule build_transfer_set:
     its hygiene: no malformed or empty sequences and, as `generation.hygiene` and `unlabelled.hygiene` say, no
     unfinished, copied or repeated ones; counts per source."""
     input:
-        unpack(transfer_set_inputs),
+        unpack(lambda w: transfer_set_inputs(config, w.transfer, w.task)),
     output:
         transfer="results/transfer/{task}/{transfer}.parquet",
         hygiene="results/transfer/{task}/{transfer}.hygiene.json",
@@ -152,7 +152,7 @@ rule compute_teacher_signals:
     """The frozen teacher's logits, pseudo-head outputs (and layers, if a method needs them) on the
     transfer set, computed once and shared by every student distilled from it."""
     input:
-        unpack(teacher_signal_inputs),
+        unpack(lambda w: teacher_signal_inputs(w.teacher, w.task, w.transfer)),
     output:
         "results/signals/{teacher}/{task}/{transfer}.safetensors",
     log:
@@ -161,13 +161,13 @@ rule compute_teacher_signals:
         "results/benchmarks/compute_teacher_signals/{teacher}/{task}/{transfer}.tsv"
     conda:
         "../envs/kdflow.yaml"
-    threads: teacher_resource("threads")
+    threads: configured_resource("threads", "teachers.{teacher}")
     resources:
-        gpu=one_process_gpu(teacher_resource("gpu")),
-        mem_mb=teacher_resource("mem_mb"),
-        runtime=teacher_resource("runtime"),
+        gpu=one_process_gpu(configured_resource("gpu", "teachers.{teacher}")),
+        mem_mb=configured_resource("mem_mb", "teachers.{teacher}"),
+        runtime=configured_resource("runtime", "teachers.{teacher}"),
     params:
-        include_layers=signal_layers_param,
+        include_layers=lambda w: signal_needs(config, w.teacher, w.task),
         settings=teacher_params,
         device=config["device"],
         precision=config["precision"],

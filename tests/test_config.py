@@ -14,16 +14,22 @@ from kdflow.workflow.config import (
     grid_points,
     hygiene_settings,
     pseudo_head_settings,
+    pseudo_head_job_settings,
+    raw_task_files,
     run_values,
     selection_inputs,
     selection_params,
+    student_inputs,
     student_jobs,
     student_settings,
     teacher_jobs,
     teacher_settings,
+    transfer_set_inputs,
 )
+from kdflow.workflow.config_files import validate_config
+from kdflow.workflow.cost_plan import counted_files
 from kdflow.workflow.exploration import exploration_experiments, with_exploration
-from kdflow.workflow.targets import default_targets
+from kdflow.workflow.targets import attention_report_entry, default_targets
 
 
 def full_config():
@@ -168,6 +174,44 @@ def test_the_default_target_asks_for_what_the_config_has():
     assert [target for target in targets if target not in without] == [
         "results/tables/probing.csv", "results/figures/probing.png", "results/tables/probing_thesis.csv",
         *(f"results/figures/probing_thesis_{name}.png" for name in ("6_1", "6_2", "6_3", "C_1"))]
+
+
+def demo_config():
+    """The demo's config as the workflow sees it: the schema's defaults filled in."""
+    config = yaml.safe_load((REPO / "demo/config.yaml").read_text())
+    validate_config(config, REPO / "schemas/config.schema.yaml")
+    return config
+
+
+def test_ingestion_reads_the_raw_files_that_exist_and_the_plan_counts_them(monkeypatch):
+    monkeypatch.chdir(REPO)
+    config = demo_config()
+    files = raw_task_files(config, "sst2")
+    assert files == sorted(files) and {path.rsplit("/", 1)[1] for path in files} >= {"train.tsv", "dev.tsv"}
+    assert raw_task_files({**config, "data": {"glue_dir": None, "sara_dir": None}}, "sst2") == []  # from the hub
+    counted = counted_files(config, ["no/such/probing_file.txt"])
+    assert set(files) <= set(counted) and "no/such/probing_file.txt" not in counted
+
+
+def test_a_transfer_set_reads_its_sources_and_a_student_its_signals():
+    config = demo_config()
+    shards = config["generation"]["sampling"]["shards"]
+    assert len(transfer_set_inputs(config, "augmented", "sst2")["shards"]) == shards
+    assert set(transfer_set_inputs(config, "train", "sst2")) == {"data"}
+    point = next(iter(grid_points(config["experiments"]["universal_kd_table4"], "takd")))
+    takd = student_inputs(config, "universal_kd_table4", "sst2", "tiny_roberta", "takd", point, 0)
+    assert takd["signals"].startswith("results/students/universal_kd_table4/sst2/bert_3/kd/")  # its assistant's
+    kd = student_inputs(config, "universal_kd_table2", "sst2", "bert_3", "kd", "beta0.3", 0)
+    assert kd["signals"] == "results/signals/tiny_bert/sst2/train.safetensors"
+    assert pseudo_head_job_settings(config, "tiny_bert", "sst2")["max_seq_length"] == teacher_settings(
+        config, "tiny_bert", "sst2")["hyperparameters"]["max_seq_length"]
+
+
+def test_an_attention_figure_is_filed_under_its_paper():
+    entry = attention_report_entry(demo_config(), "alp_kd_figure3")
+    assert entry["category"] == "ALP-KD (Passban et al. 2021)" and entry["subcategory"] == "Figure 3"
+    assert entry["labels"]["student layer"] == "1"
+    assert attention_report_entry(demo_config(), "universal_kd_figure3")["labels"]["student layer"] == "top attending"
 
 
 def test_takd_students_learn_from_an_assistant_at_the_same_grid_point():

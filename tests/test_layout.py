@@ -42,21 +42,17 @@ def test_the_snakefile_includes_every_rule_file_in_stage_order():
     assert stages == sorted(stages, key=lambda name: -1 if name == "data" else STAGES.index(name))
 
 
-def test_common_keeps_each_helper_under_the_rule_file_it_serves():
-    """Snakemake's linter wants helpers apart from rules, so all of them are in common.smk: first those two or more
-    files use (the Snakefile counts), directly or through another helper; then, under a ``# rules/<file>.smk``
-    line, those that one rule file uses."""
+def test_common_holds_only_what_several_rule_files_share():
+    """Each helper of common.smk is used by two or more other files (the Snakefile counts), directly or through
+    another helper; what one rule file needs is a function of the package."""
     files = {name: text for name, text in rule_files().items() if name != "common"}
     files["Snakefile"] = (REPO / "Snakefile").read_text()
     common = rule_files()["common"]
-    section, sections, bodies = None, {}, {}
-    for chunk in re.split(r"^(?=def \w+|[A-Z_]+ = |# rules/\w+\.smk$)", common, flags=re.M):
-        header = re.match(r"# rules/(\w+)\.smk$", chunk, re.M)
-        section = header[1] if header else section
+    bodies = {}
+    for chunk in re.split(r"^(?=def \w+|[A-Z_]+ = )", common, flags=re.M):
         helper = re.match(r"def (\w+)|([A-Z_]+) = ", chunk)
         if helper:
-            name = helper[1] or helper[2]
-            sections[name], bodies[name] = section, chunk
+            bodies[helper[1] or helper[2]] = chunk
 
     def used(name: str, text: str) -> bool:
         return re.search(rf"(?<![\w.]){name}\b", text) is not None
@@ -67,8 +63,5 @@ def test_common_keeps_each_helper_under_the_rule_file_it_serves():
             for other in bodies:
                 if other != name and used(name, bodies[other].split("\n", 1)[1]):
                     users[name] |= users[other]
-    placed = {name: sections[name] for name in bodies}
-    expected = {name: (None if len(found - {"Snakefile"}) != 1 else (found - {"Snakefile"}).pop())
-                for name, found in users.items()}
-    assert placed == expected
-    assert all(found for found in users.values())  # no helper nobody uses
+    assert {name: sorted(found) for name, found in users.items() if len(found) < 2} == {}
+    assert len(common.splitlines()) < 200

@@ -592,3 +592,68 @@ def check_references(config: dict) -> None:
             problems.append(f"paper_tables.{key}: file {path} not found")
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+
+
+# What the rules of teachers, transfer and distillation read, from their wildcards (rules/*.smk).
+
+
+def task_source_dir(config: dict, task: str) -> str | None:
+    """Where a task's raw files live, or None to download it from the Hugging Face hub."""
+    if get_task(task).source == "sara":
+        return config["data"]["sara_dir"]
+    root = config["data"].get("glue_dir")
+    return None if root is None else os.path.join(root, get_task(task).tsv_dir)
+
+
+def raw_task_files(config: dict, task: str) -> list[str]:
+    """A task's raw files that exist, so that editing them reruns ingestion; missing ones are reported by the
+    ingestion itself, with the path it looked for (dry runs stay possible)."""
+    directory = task_source_dir(config, task)
+    names = sorted(os.listdir(directory)) if directory and os.path.isdir(directory) else []
+    return [os.path.join(directory, name) for name in names if name.endswith(".tsv")]
+
+
+def pseudo_head_job_settings(config: dict, teacher: str, task: str) -> dict:
+    """The pseudo-heads' settings, with the sequence length of the teacher's fine-tuning on ``task``."""
+    length = teacher_settings(config, teacher, task)["hyperparameters"].get("max_seq_length",
+                                                                            Hyperparameters.max_seq_length)
+    return {**pseudo_head_settings(config, teacher), "max_seq_length": length}
+
+
+def transfer_set_file(transfer: str | None, task: str) -> dict[str, str]:
+    """The file a transfer set adds beyond the prepared task (the built set's merged examples): none for ``train``."""
+    return {"transfer": f"results/transfer/{task}/{transfer}.parquet"} if transfer not in (None, "train") else {}
+
+
+def transfer_set_inputs(config: dict, transfer: str, task: str) -> dict:
+    """The prepared task and the sources of its transfer set (:data:`TRANSFER_SOURCES`)."""
+    sources = TRANSFER_SOURCES[transfer]
+    inputs = {"data": f"results/data/{task}"}
+    if "generated" in sources:
+        inputs["shards"] = [f"results/transfer/{task}/shards/{shard}.parquet"
+                            for shard in range(config["generation"]["sampling"]["shards"])]
+    if "unlabelled" in sources:
+        inputs["unlabelled"] = unlabelled_files(config, task)
+    return inputs
+
+
+def teacher_signal_inputs(teacher: str, task: str, transfer: str) -> dict[str, str]:
+    return {"data": f"results/data/{task}", "model": f"results/teachers/{teacher}/{task}/model",
+            "heads": f"results/pseudo_heads/{teacher}/{task}/heads.safetensors", **transfer_set_file(transfer, task)}
+
+
+def student_inputs(config: dict, experiment: str, task: str, student: str, method: str, point_id: str,
+                   seed) -> dict:
+    """Data, teacher, the signals the student learns from (the teacher's, or TAKD's assistant's) and the
+    word-vectors file it reads, if any: a missing file stops the plan, not a job."""
+    spec = config["experiments"][experiment]
+    assistant = assistant_run(config, experiment, task, method, point_id, seed)
+    transfer = transfer_of(spec)
+    settings = student_settings(config, experiment, task, student, method, point_id, seed)
+    vectors = (settings["student"].get("embeddings") or {}).get("path")
+    if assistant is None:
+        signals = f"results/signals/{spec['teacher']}/{task}/{transfer}.safetensors"
+    else:
+        signals = student_run_file("signals.safetensors", experiment=experiment, task=task, **assistant)
+    return {"data": f"results/data/{task}", "teacher": f"results/teachers/{spec['teacher']}/{task}/model",
+            "signals": signals, **transfer_set_file(transfer, task), **({"vectors": vectors} if vectors else {})}

@@ -34,6 +34,7 @@ import csv
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -51,9 +52,11 @@ from kdflow.workflow.config import (
     generator_tasks,
     grid_points,
     probing_settings,
+    raw_task_files,
     sampling_settings,
     student_jobs,
     student_settings,
+    task_source_dir,
     teacher_jobs,
     teacher_settings,
     transfer_of,
@@ -231,11 +234,21 @@ def task_sizes(config: dict, table: pd.DataFrame) -> dict[str, dict]:
 
 
 def raw_directory(config: dict, task: str) -> Path | None:
-    """Where the config reads ``task`` from (as rules/common.smk's ``task_source_dir``), None for the hub."""
-    if TASKS[task].source == "sara":
-        return Path(config["data"]["sara_dir"])
-    root = config["data"].get("glue_dir")
-    return None if root is None else Path(root) / TASKS[task].tsv_dir
+    """Where the config reads ``task`` from, None for the hub (:func:`kdflow.workflow.config.task_source_dir`)."""
+    directory = task_source_dir(config, task)
+    return None if directory is None else Path(directory)
+
+
+def counted_files(config: dict, probing_files: list[str]) -> list[str]:
+    """The local files whose rows the plan counts: the raw task files, the ``probing_files`` and the unlabelled
+    text that exist (editing them changes the plan)."""
+    tasks = dict.fromkeys(task for _, task in teacher_jobs(config))
+    files = [path for task in tasks for path in raw_task_files(config, task)]
+    files += [path for path in probing_files if os.path.isfile(path)]
+    for transfer, task in transfer_sets(config):
+        if "unlabelled" in TRANSFER_SOURCES[transfer]:
+            files += unlabelled_files(config, task)
+    return sorted(set(files))
 
 
 def count_rows(task: str, directory: Path) -> dict[str, int]:

@@ -14,14 +14,10 @@ from kdflow.workflow.config import (
     model_reference,
     pretrained_settings,
     student_run_file,
+    transfer_set_file,
 )
 
 THESIS_SENTENCES = "reference/thesis_table_c1_sentences.tsv"  # thesis Table C.1's sentences
-
-
-def transfer_set_file(transfer: str | None, task: str) -> dict[str, str]:
-    """The file a transfer set adds beyond the prepared task (the built set's merged examples): none for ``train``."""
-    return {"transfer": f"results/transfer/{task}/{transfer}.parquet"} if transfer not in (None, "train") else {}
 
 
 def model_files(config: dict, name: str, file: str = "model.safetensors") -> dict:

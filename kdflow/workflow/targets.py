@@ -1,5 +1,6 @@
 """The workflow's default target (rule ``all``): every table, figure, report page and final artifact the config
-asks for, from the plan to the GLUE submissions. Snakemake builds whatever they need."""
+asks for, from the plan to the GLUE submissions (Snakemake builds whatever they need); and where the report files
+the figures whose place depends on the config."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from kdflow.workflow.config import augmented_jobs, class_distribution_tasks, gen
 GLUE_TASKS = {task for task, _ in GLUE_FILES}
 THESIS_PROBING_FIGURES = [f"results/figures/probing_thesis_{name}.png" for name in ("6_1", "6_2", "6_3", "C_1")]
 ANALYSIS_FIGURES = ("confidence_correlation", "mistake_overlap", "average_confidence")
+PAPER_CATEGORIES = {  # the report's category of each paper's figures
+    "universal_kd_wu2021": "Universal-KD (Wu et al. 2021)",
+    "alp_kd_passban2021": "ALP-KD (Passban et al. 2021)",
+}
 
 
 def default_targets(config: dict, exploration_experiments: set[str]) -> list[str]:
@@ -48,3 +53,12 @@ def default_targets(config: dict, exploration_experiments: set[str]) -> list[str
         *[f"results/glue_submission/{name}" for name in own_table
           if any(task in GLUE_TASKS for task in experiments[name]["tasks"])],
     ]
+
+
+def attention_report_entry(config: dict, figure: str) -> dict:
+    """Where the report files an attention figure (config ``attention_maps``): its paper's category, the paper's
+    figure and its labels."""
+    spec = config["attention_maps"][figure]
+    return {"category": PAPER_CATEGORIES[spec["paper"]], "subcategory": f"Figure {spec['figure']}",
+            "labels": {"figure": "attention over teacher layers", "task": spec["task"],
+                       "student layer": str(spec["student_layer"] or "top attending")}}
