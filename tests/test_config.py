@@ -155,8 +155,8 @@ def test_the_selection_reads_every_run_and_its_predictions_where_it_tests_agains
     runs = selection_params(config, "universal_kd_table2")["runs"]
     assert runs == sorted(runs, key=lambda run: list(run.values())) and len(runs) == 5  # kd, il x 2 betas; no_kd once
     inputs = selection_inputs(config, "universal_kd_table2")
-    assert inputs["metrics"][0] == "results/students/universal_kd_table2/{task}/{student}/{method}/{config}/seed{seed}/" \
-        "metrics.json".format(**runs[0])
+    run_dir = "results/students/universal_kd_table2/{task}/{student}/{method}/{config}/seed{seed}".format(**runs[0])
+    assert inputs["metrics"][0] == f"{run_dir}/metrics.json"
     assert [path.replace("predictions.parquet", "metrics.json") for path in inputs["predictions"]] == inputs["metrics"]
     assert set(selection_inputs(config, "alp_kd_table2")) == {"metrics"}  # no baseline: no bootstrap
     assert selection_params(config, "universal_kd_table2")["compare_to"] == "kd"

@@ -78,10 +78,12 @@ COMMANDS = {
     "snakemake --cores 2 --until prepare_task download_probing_task": "not run by a test: it downloads GLUE and "
     "SentEval, and tests run offline",
     "snakemake --profile slurm -n": "tests/test_workflow.py::test_slurm_profile_dry_run_gives_gpu_rules_a_gpu",
-    "snakemake --profile slurm --forcerun": "tests/test_resume.py::test_a_killed_teacher_job_resumes_from_its_checkpoint"
-    "_with_the_same_result (--forcerun, without the cluster)",
-    "snakemake --profile slurm results/": "tests/test_slurm.py::test_slurm_profile_gives_gpu_jobs_a_gpu_and_cpu_jobs_none "
-    "(the demo's targets, on a local cluster)",
+    "snakemake --profile slurm --forcerun":
+        "tests/test_resume.py::test_a_killed_teacher_job_resumes_from_its_checkpoint_with_the_same_result "
+        "(--forcerun, without the cluster)",
+    "snakemake --profile slurm results/":
+        "tests/test_slurm.py::test_slurm_profile_gives_gpu_jobs_a_gpu_and_cpu_jobs_none (the demo's targets, on a "
+        "local cluster)",
     "snakemake --profile slurm": "not run by a test: the full reproduction, about 3,600 GPU-hours",
     "python benchmarks/quality_claims.py --report-only": "not run by a test: tests/test_claims.py checks the page it "
     "writes against the record",

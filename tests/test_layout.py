@@ -27,9 +27,10 @@ def stage_of_script(script: str) -> str:
 
 def test_each_rule_lives_in_the_rule_file_of_its_scripts_stage():
     scripts = rule_scripts()
+    rules = [(name, rule) for name, text in rule_files().items()
+             for rule in re.findall(r"^(?:rule|checkpoint) (\w+):", text, re.M)]
     misplaced = [f"{rule} ({scripts[rule][0]}: {stage_of_script(scripts[rule][0])}) in {name}.smk"
-                 for name, text in rule_files().items() for rule in re.findall(r"^(?:rule|checkpoint) (\w+):", text, re.M)
-                 if stage_of_script(scripts[rule][0]) != name]
+                 for name, rule in rules if stage_of_script(scripts[rule][0]) != name]
     assert misplaced == []
     assert set(rule_files()) - SHARED <= set(STAGES) | {"data"}
     assert all(not re.search(r"^rule ", rule_files()[name], re.M) for name in SHARED)

@@ -7,7 +7,8 @@ from kdflow.reporting.ledger import ledger_document, ledger_frame, read_ledger
 
 ENTRIES = [
     {"tables": ["alp_kd_table1", "alp_kd_table2"], "setting": ["a.*.stages", "b.*"], "kind": "paper silent",
-     "values": {"stages": [[{"epochs": 5}]], "lr": [1e-5, 2e-5]}, "paper": "silent (§4)", "kdflow": "5 epochs,\n  every task", "why": "W1.", "effect": "Not measured."},
+     "values": {"stages": [[{"epochs": 5}]], "lr": [1e-5, 2e-5]}, "paper": "silent (§4)",
+     "kdflow": "5 epochs,\n  every task", "why": "W1.", "effect": "Not measured."},
     {"tables": ["alp_kd_table2"], "kind": "unavailable", "paper": "Table 1's numbers", "kdflow": "an em dash",
      "why": "W2.", "effect": "E2."},
 ]

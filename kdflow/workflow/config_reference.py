@@ -59,7 +59,7 @@ def _kind(node: dict) -> str:
     kinds = node.get("type")
     if kinds is None:
         alternatives = node.get("oneOf") or node.get("anyOf") or []
-        kinds = [alternative.get("type", alternative.get("$ref", "?").rsplit("/", 1)[-1]) for alternative in alternatives]
+        kinds = [option.get("type", option.get("$ref", "?").rsplit("/", 1)[-1]) for option in alternatives]
     return " \\| ".join(map(str, kinds if isinstance(kinds, list) else [kinds]))
 
 
