@@ -1,4 +1,4 @@
-# What the rule files share: the package's functions they call (each job's settings and inputs, from the config and
+# Shared by the rule files. The package's functions they call (each job's settings and inputs, from the config and
 # its wildcards), each rule's code fingerprint, the wildcard constraints and the job resources. What one rule file
 # needs is a function of the package called from its rules, since Snakemake's linter wants no function definitions
 # beside rules (tests/test_layout.py).
