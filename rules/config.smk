@@ -1,5 +1,4 @@
 # The config: read strictly (kdflow.workflow.config_files), validated against the schema, cross-checked.
-import os
 import sys
 
 # This file and the rule scripts import the kdflow package from this repository, whether or not it is installed
@@ -8,7 +7,12 @@ import sys
 sys.path.insert(0, workflow.basedir)
 
 from kdflow.workflow.config import check_references
-from kdflow.workflow.config_files import ConfigError, validate_config, workflow_config
+from kdflow.workflow.config_files import (
+    SCHEMA,
+    ConfigError,
+    validate_config,
+    workflow_config,
+)
 from kdflow.workflow.exploration import exploration_experiments, with_exploration
 
 # Read before Snakemake reads config.yaml itself, whose errors name neither file nor line; the strict reading
@@ -28,11 +32,7 @@ configfile: "config.yaml"
 config.clear()
 config.update(STRICT_CONFIG)
 try:
-    validate_config(
-        config,
-        os.path.join(workflow.basedir, "schemas", "config.schema.yaml"),
-        CONFIG_SOURCES,
-    )
+    validate_config(config, SCHEMA, CONFIG_SOURCES)
     # The thesis's exploration studies (Chapter 5, Appendix B) become experiments of their own: their runs are
     # student jobs like any other; their figures and Table 5.1 read them (rules/reporting.smk), not a selection.
     EXPLORATION_EXPERIMENTS = set(exploration_experiments(config))

@@ -218,8 +218,10 @@ def generator_tasks(config: dict) -> list[str]:
                               if "generated" in TRANSFER_SOURCES[transfer]))
 
 
-# Where a student run's files live (rule distill_student's outputs): one directory per grid point and seed.
-STUDENT_RUN_DIR = "results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}"
+# Where a student run's files live (rule distill_student's outputs): one directory per grid point and seed, below
+# the directory of the student and method's runs (what a named student model selects among).
+STUDENT_METHOD_DIR = "results/students/{experiment}/{task}/{student}/{method}"
+STUDENT_RUN_DIR = STUDENT_METHOD_DIR + "/{config}/seed{seed}"
 
 
 def student_run_file(name: str, **run) -> str:

@@ -223,7 +223,8 @@ def task_sizes(config: dict, table: pd.DataFrame) -> dict[str, dict]:
         row = rows.loc[name]
         entry = {"train": int(row.train), "dev": int(row.dev), "other": int(row.other),
                  "tokens": float(row.tokens_per_example), "sizes": TASK_SIZES}
-        directory = raw_directory(config, name)
+        source = task_source_dir(config, name)
+        directory = None if source is None else Path(source)
         if directory is not None and all((directory / layout.filename).is_file() for layout in task.tsv.values()):
             counts = count_rows(name, directory)
             entry.update(train=counts["train"], dev=counts["dev"],
@@ -231,12 +232,6 @@ def task_sizes(config: dict, table: pd.DataFrame) -> dict[str, dict]:
                          sizes=f"counted in {directory}")
         sizes[name] = entry
     return sizes
-
-
-def raw_directory(config: dict, task: str) -> Path | None:
-    """Where the config reads ``task`` from, None for the hub (:func:`kdflow.workflow.config.task_source_dir`)."""
-    directory = task_source_dir(config, task)
-    return None if directory is None else Path(directory)
 
 
 def counted_files(config: dict, probing_files: list[str]) -> list[str]:

@@ -8,6 +8,7 @@ import os
 
 from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.workflow.config import (
+    STUDENT_METHOD_DIR,
     canonical,
     embedding_settings,
     experiment_runs,
@@ -71,7 +72,7 @@ def model_params(config: dict, name: str) -> dict:
     if kind == "embeddings" and embeddings_source(reference) == "student":
         params["embeddings"] = embedding_settings(config, reference)
     if kind == "student":  # the directory of its runs (student_run_file), above their grid points
-        params["runs_dir"] = "results/students/{experiment}/{task}/{student}/{method}".format(**reference)
+        params["runs_dir"] = STUDENT_METHOD_DIR.format(**reference)
     return canonical(params)
 
 
