@@ -58,7 +58,7 @@ from kdflow.workflow.model_inputs import (
     recomputed_student_inputs,
     sentence_probe_inputs,
 )
-from kdflow.workflow.provenance import script_fingerprint
+from kdflow.workflow.provenance import script_fingerprint, workflow_fingerprint
 from kdflow.workflow.runtime_jobs import runtime_jobs
 from kdflow.workflow.targets import attention_report_entry, default_targets
 

@@ -831,8 +831,9 @@ rule exploration_table:
         "../scripts/exploration_table.py"
 
 
-# The cost plan before the run (kdflow.workflow.cost_plan): `snakemake --cores 1 results/plan.csv` (`make plan`) reads
-# the config and the throughput tables, runs no model and needs no GPU.
+# The cost plan before the run (kdflow.workflow.cost_plan): `snakemake --cores 1 results/plan.csv` (`make plan`) asks
+# Snakemake for this workflow's DAG under the same config, prices each job from the throughput tables, runs no model
+# and needs no GPU.
 
 
 rule plan:
@@ -869,6 +870,14 @@ rule plan:
         runtime=10,
     params:
         config=config_digest(config),
+        rules=workflow_fingerprint(workflow.basedir),
+        snakemake_config={
+            "configfiles": [
+                str(path) for path in workflow.config_settings.configfiles
+            ],
+            "config": dict(workflow.config_settings.config),
+            "replace_workflow_config": workflow.config_settings.replace_workflow_config,
+        },
         gpu=config.get("plan", {}).get("gpu", "H100"),
         probing_files={
             task: probing_file(task) for task in PROBING_CONFIG.get("tasks", [])

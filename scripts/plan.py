@@ -1,4 +1,5 @@
-"""Rule plan: the cost plan of the config before it runs (kdflow.workflow.cost_plan), as CSV, Markdown and HTML."""
+"""Rule plan: the cost plan of the config before it runs (kdflow.workflow.cost_plan), as CSV, Markdown and HTML:
+the jobs of the workflow's DAG under the same config, as Snakemake lists them (kdflow.workflow.dag_jobs)."""
 
 import logging
 
@@ -16,11 +17,13 @@ from kdflow.workflow.cost_plan import (
     section_order,
     sizes_note,
 )
+from kdflow.workflow.dag_jobs import workflow_jobs
 
 with rule_job(snakemake):
     config = snakemake.config  # as the workflow sees it: validated, the exploration's experiments added
     task_table = pd.read_csv(snakemake.input.sizes)
-    jobs = cost_plan(config, task_table, read_throughput(snakemake.input.throughput),
+    dag = workflow_jobs(**snakemake.params.snakemake_config)
+    jobs = cost_plan(dag, config, task_table, read_throughput(snakemake.input.throughput),
                      read_startup(snakemake.input.startup), load_catalog(), snakemake.params.probing_files,
                      snakemake.params.gpu)
     table = plan_table(jobs, section_order(config))

@@ -89,6 +89,8 @@ COMMANDS = {
     "writes against the record",
     "python benchmarks/quality_claims.py": "not run by a test: hours of CPU on ../shared's GLUE data",
     "python benchmarks/quality_real_data.py": "not run by a test: hours of CPU on ../shared's GLUE data",
+    "python -m kdflow.workflow.dag_jobs": "tests/test_plan.py::test_the_demo_plan_prices_every_job_of_the_demo_dry_run "
+    "(the jobs the command writes out)",
     "snakemake --cores 8": "tests/test_demo.py::test_demo_runs_the_whole_dag (the demo's config)",
     "snakemake --report report.html": "tests/test_demo.py::test_demo_runs_the_whole_dag",
 }

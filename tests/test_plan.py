@@ -1,9 +1,10 @@
-"""The cost plan (kdflow.workflow.cost_plan): its arithmetic on a toy config, model sizes against the students'
+"""The cost plan (kdflow.workflow.cost_plan): its arithmetic on a toy config's DAG, model sizes against the students'
 documented ones, its jobs against Snakemake's dry run of the demo, and the rule's output on the demo."""
 
 import copy
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from kdflow.workflow import cost_plan
 from kdflow.workflow.catalog import load_catalog
 from kdflow.workflow.config import class_distribution_tasks
 from kdflow.workflow.config_files import load_config_file, validate_config
+from kdflow.workflow.dag_jobs import workflow_jobs
 from kdflow.workflow.exploration import with_exploration
 
 TOY = {
@@ -47,8 +49,14 @@ def toy_config():
 
 
 def toy_jobs(config=None) -> pd.DataFrame:
+    """The toy config's plan: its DAG as Snakemake builds it (kdflow.workflow.dag_jobs), priced."""
     config = config or toy_config()
-    return pd.DataFrame(cost_plan.planned_jobs(config, cost_plan.task_sizes(config, TOY_SIZES), load_catalog(), {}))
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as configfile:
+        yaml.safe_dump(config, configfile)
+        configfile.flush()
+        dag = workflow_jobs([configfile.name], directory=REPO)
+    config = config | with_exploration(config)
+    return pd.DataFrame(cost_plan.planned_jobs(dag, config, cost_plan.task_sizes(config, TOY_SIZES), load_catalog(), {}))
 
 
 def test_the_toy_config_plans_every_job_of_its_dag_with_its_work():
@@ -173,15 +181,28 @@ def snakemake_config(path: str) -> dict:
     return config | with_exploration(config)
 
 
-def test_the_demo_plan_has_the_jobs_of_the_demo_dry_run():
+def test_the_demo_plan_prices_every_job_of_the_demo_dry_run():
+    """The plan lists no job itself: Snakemake's DAG, priced job by job, has the dry run's jobs but `all`."""
     config = snakemake_config("demo/config.yaml")
     files = {task: str(REPO / config["probing"]["data_dir"] / name) for task, name in PROBING_TASKS.items()}
     sizes = cost_plan.task_sizes(config, pd.read_csv(REPO / cost_plan.TASK_SIZES))
-    jobs = cost_plan.planned_jobs(config, sizes, load_catalog(), files)
+    dag = workflow_jobs([REPO / "demo/config.yaml"], directory=REPO)
+    jobs = cost_plan.planned_jobs(dag, config, sizes, load_catalog(), files)
     dry_run = planned_jobs(*DEMO, "--forceall") - Counter(all=1)
     assert Counter(job["rule"] for job in jobs) == dry_run
     assert (sizes["sst2"]["train"], sizes["sst2"]["dev"], sizes["sst2"]["other"]) == (240, 80, 40)  # the excerpt
     assert sizes["qqp"]["sizes"] == cost_plan.TASK_SIZES  # the demo has no QQP: the table's
+    students = [job for job in jobs if job["rule"] == "distill_student"]
+    assert {job["section"] for job in students} == {job["wildcards"]["experiment"] for job in dag
+                                                   if job["rule"] == "distill_student"}
+    assert all(job["train_examples"] > 0 for job in students)
+
+
+def test_a_rule_the_plan_does_not_know_is_a_clear_error():
+    """A new rule must say which section of the plan its jobs go to, not fail with a KeyError."""
+    dag = [{"rule": "new_rule", "wildcards": {}, "params": {}, "resources": {}, "benchmark": "b.tsv"}]
+    with pytest.raises(cost_plan.UserError, match="rule new_rule has no section in the cost plan: add it to SECTIONS"):
+        cost_plan.planned_jobs(dag, toy_config(), {}, load_catalog(), {})
 
 
 def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):

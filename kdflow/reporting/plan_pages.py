@@ -61,8 +61,8 @@ def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str
         Table(shown),
         Heading("How the estimate is made"),
         Bullets([
-            "Jobs: the config's job lists, as the rules expand them (kdflow/workflow/cost_plan.py), rule by rule the "
-            "DAG's jobs.",
+            "Jobs: the workflow's DAG under this config, as Snakemake builds it (kdflow/workflow/dag_jobs.py), each "
+            "priced from its wildcards and params (kdflow/workflow/cost_plan.py).",
             f"Split sizes: {sizes}. Tokens per example: reference/task_sizes.csv (the mean padded length of a "
             "batch of 32; tools/make_task_sizes.py).",
             "Seconds of a job: its rule's start-up (reference/startup.csv), plus per kind of work its batches times "

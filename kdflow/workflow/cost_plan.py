@@ -1,9 +1,8 @@
 """The cost plan of a config, before anything runs (issue 16): every job of the DAG, the work it does, and the
 seconds that work takes on a named GPU (or on the CPU), from a table of measured and scaled throughputs.
 
-Jobs come from the config through the same job lists the rules expand (:mod:`kdflow.workflow.config`), so the plan
-has the DAG's jobs rule by rule (tests/test_plan.py checks it against Snakemake's dry run). The work of a job is
-counted in what its model computes:
+Jobs come from Snakemake's own DAG (:mod:`kdflow.workflow.dag_jobs`), with their wildcards, params and resources:
+the plan lists no job itself. The work of a job is counted in what its model computes:
 
 - ``train``: examples x epochs of training (forward and backward) in batches of the optimiser's batch size, one
   backward per micro-batch; each example is ``tokens`` token positions (the task's mean padded length,
@@ -35,6 +34,7 @@ import hashlib
 import json
 import math
 import os
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -44,26 +44,18 @@ from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.core.tasks import TASKS
 from kdflow.workflow.config import (
     TRANSFER_SOURCES,
-    assistant_run,
-    augmented_jobs,
-    class_distribution_tasks,
     embedding_settings,
     generator_settings,
-    generator_tasks,
     grid_points,
-    probing_settings,
     raw_task_files,
-    sampling_settings,
-    student_jobs,
     student_settings,
     task_source_dir,
     teacher_jobs,
     teacher_settings,
-    transfer_of,
     transfer_sets,
     unlabelled_files,
 )
-from kdflow.workflow.exploration import exploration_experiments, figures_of_kind
+from kdflow.workflow.exploration import exploration_experiments
 
 TASK_SIZES = "reference/task_sizes.csv"
 THROUGHPUT = "reference/throughput.csv"
@@ -304,117 +296,95 @@ def tokens_of(size: dict, hp: dict) -> float:
     return min(size["tokens"], hp.get("max_seq_length") or size["tokens"])
 
 
-def wants_gpu(config: dict, section: dict | None = None) -> bool:
-    """Whether a job of a config section with ``resources`` (a teacher, an experiment, generation, probing) asks
-    for a GPU: the section's ``gpu`` resource, else the config's."""
-    value = (section or {}).get("resources", {}).get("gpu")
-    return (value if value is not None else config["resources"]["gpu"]) > 0
+def planned_jobs(dag: list[dict], config: dict, sizes: dict, catalog: dict, probing_files: dict[str, str]) -> list[dict]:
+    """Every job of the DAG that runs code, with its work. ``dag``: the jobs Snakemake lists
+    (:func:`kdflow.workflow.dag_jobs.workflow_jobs`; the target rule ``all``, which runs nothing, has no benchmark
+    and is left out); ``sizes``: :func:`task_sizes`; ``catalog``: the registered students
+    (:func:`kdflow.workflow.catalog.load_catalog`); ``probing_files``: the SentEval file of each probing task (counted
+    where it exists). A job's work is read from its params (settings, sampling, probe grid) where it has them, else
+    from the config by its wildcards."""
+    context = {"config": config, "sizes": sizes, "catalog": catalog, "probing_files": probing_files,
+               "teachers": {name: teacher_model(config, name) for name in config["teachers"]}}
+    return [planned_job(dag_job, context) for dag_job in dag if dag_job["benchmark"]]
 
 
-def planned_jobs(config: dict, sizes: dict, catalog: dict, probing_files: dict[str, str]) -> list[dict]:
-    """Every job of the config's DAG (rules/*.smk), with its work; ``sizes``: :func:`task_sizes`; ``catalog``:
-    the registered students (:func:`kdflow.workflow.catalog.load_catalog`); ``probing_files``: the SentEval file
-    of each probing task (counted where it exists)."""
-    jobs = []
-    teachers = {name: teacher_model(config, name) for name in config["teachers"]}
-    tasks = list(dict.fromkeys(task for _, task in teacher_jobs(config)))
-    jobs += [job("prepare_task", task=task) for task in tasks]
-    jobs += [job("figure_class_distribution")] if class_distribution_tasks(config) else []
-    for teacher, task in teacher_jobs(config):
-        settings = teacher_settings(config, teacher, task)
-        hp, size = settings["hyperparameters"], sizes[task]
-        gpu, tokens = wants_gpu(config, config["teachers"][teacher]), tokens_of(size, hp)
-        heads = config["pseudo_heads"] | config["teachers"][teacher].get("pseudo_heads", {})
-        jobs.append(job("finetune_teacher", task=task, model_=teachers[teacher], tokens=tokens, accelerator=gpu,
-                        **training_work(hp, [{"epochs": hp["epochs"]}], size["train"], size["dev"], 0)))
-        jobs.append(job("evaluate_teacher", task=task, model_=teachers[teacher], tokens=tokens, accelerator=gpu,
-                        **inference_work(size["dev"] + size["other"], hp["eval_batch_size"])))
-        jobs.append(job("train_pseudo_heads", task=task, model_=teachers[teacher], tokens=tokens, accelerator=gpu,
-                        **inference_work(size["train"] + size["dev"], heads["eval_batch_size"])))
-        jobs.append(job("evaluate_pseudo_heads", task=task, model_=teachers[teacher], tokens=tokens, accelerator=gpu,
-                        **inference_work(size["dev"], heads["eval_batch_size"])))
-    jobs.append(job("teacher_table"))
-    jobs += [job("figure_pseudo_heads")] + [job("figure_teacher_curves") for _ in config["teachers"]]
-    jobs += transfer_jobs(config, sizes)
-    signals = dict.fromkeys((spec["teacher"], task, transfer_of(spec))
-                            for spec in config.get("experiments", {}).values() for task in spec["tasks"])
-    for teacher, task, transfer in signals:
-        hp = teacher_settings(config, teacher, task)["hyperparameters"]
-        jobs.append(job("compute_teacher_signals", task=task, model_=teachers[teacher],
-                        tokens=tokens_of(sizes[task], hp), accelerator=wants_gpu(config, config["teachers"][teacher]),
-                        **inference_work(transfer_size(config, sizes, transfer, task), hp["eval_batch_size"])))
-    jobs += student_rule_jobs(config, sizes, catalog, teachers)
-    jobs += evidence_jobs(config, sizes, catalog, teachers, probing_files)
-    jobs.append(job("plan"))
-    return jobs
+def planned_job(dag_job: dict, context: dict) -> dict:
+    rule, wildcards = dag_job["rule"], dag_job["wildcards"]
+    section = wildcards.get("experiment") or SECTIONS.get(rule)
+    if section is None:
+        raise UserError(f"rule {rule} has no section in the cost plan: add it to SECTIONS in {__name__}")
+    work = WORK.get(rule)
+    if work is None:  # a table or a figure: its start-up alone
+        return job(rule, section=section, task=wildcards.get("task", ""))
+    return job(rule, section=section, accelerator=dag_job["resources"].get("gpu", 0) > 0,
+               **work(wildcards, dag_job["params"], context))
 
 
-def transfer_jobs(config: dict, sizes: dict) -> list[dict]:
-    """Generator fine-tuning, sampling shards, transfer sets and their statistics."""
-    jobs = []
-    generated = generator_tasks(config)
-    if generated:
-        settings, sampling = generator_settings(config), sampling_settings(config)
-        generator, hp = language_model(settings["spec"]), settings["hyperparameters"]
-        gpu = wants_gpu(config, config["generation"])
-        shards = sampling["shards"]
-        for task in generated:
-            size = sizes[task]
-            # dev perplexity at each evaluation, and once before fine-tuning
-            work = training_work(hp, [{"epochs": hp["epochs"]}], size["train"], size["dev"], size["dev"])
-            jobs.append(job("finetune_generator", task=task, model_=generator, tokens=tokens_of(size, hp),
-                            accelerator=gpu, **work))
-            jobs.append(job("evaluate_generator", task=task, model_=generator, tokens=tokens_of(size, hp),
-                            accelerator=gpu, **inference_work(size["dev"], hp["eval_batch_size"])))
-            for shard in range(shards):
-                sentences = len(range(shard, sampling["sentences"], shards))
-                tokens = round(sentences * min(size["tokens"], sampling["max_length"]))
-                jobs.append(job("sample_transfer_shard", task=task, model_=generator, tokens=1.0, accelerator=gpu,
-                                decode_examples=tokens, decode_batches=math.ceil(tokens / sampling["batch_size"])))
-    jobs += [job("build_transfer_set", task=task) for _, task in transfer_sets(config)]
-    jobs += [job("transfer_statistics", task=task) for _, task in augmented_jobs(config)]
-    return jobs
+def teacher_work(wildcards: dict, context: dict) -> tuple[dict, dict, dict]:
+    """The teacher's hyperparameters on the job's task, the task's sizes and the teacher's model."""
+    teacher, task = wildcards["teacher"], wildcards["task"]
+    hp = teacher_settings(context["config"], teacher, task)["hyperparameters"]
+    return hp, context["sizes"][task], context["teachers"][teacher]
 
 
-def student_rule_jobs(config: dict, sizes: dict, catalog: dict, teachers: dict) -> list[dict]:
-    """distill_student (the experiments' runs and the TAKD assistants they learn from), compute_assistant_signals,
-    select_students and glue_submission."""
-    runs, assistants = {}, {}
-    for run in student_jobs(config):
-        key = tuple(str(run[k]) for k in ("experiment", "task", "student", "method", "config", "seed"))
-        runs[key] = run
-        assistant = assistant_run(config, run["experiment"], run["task"], run["method"], run["config"], run["seed"])
-        if assistant is not None:
-            assistants[(run["experiment"], run["task"], *assistant.values())] = None
-    runs.update({key: dict(zip(("experiment", "task", "student", "method", "config", "seed"), key))
-                 for key in assistants if key not in runs})
-    jobs = []
-    for run in runs.values():
-        jobs.append(student_job("distill_student", config, sizes, catalog, teachers, run, training=True))
-    for key in assistants:
-        run = dict(zip(("experiment", "task", "student", "method", "config", "seed"), key))
-        jobs.append(student_job("compute_assistant_signals", config, sizes, catalog, teachers, run, training=False))
-    exploration = exploration_experiments(config)
-    for name, spec in config.get("experiments", {}).items():
-        if name not in exploration:
-            jobs.append(job("select_students", section=name))
-            if any(TASKS[task].source == "glue" for task in spec["tasks"]):
-                jobs.append(job("glue_submission", section=name))
-    return jobs
+def finetune_teacher_work(wildcards: dict, params: dict, context: dict) -> dict:
+    hp, size, model_ = teacher_work(wildcards, context)
+    return {"task": wildcards["task"], "model_": model_, "tokens": tokens_of(size, hp),
+            **training_work(hp, [{"epochs": hp["epochs"]}], size["train"], size["dev"], 0)}
 
 
-def student_job(rule: str, config: dict, sizes: dict, catalog: dict, teachers: dict, run: dict,
-                training: bool) -> dict:
-    settings = student_settings(config, run["experiment"], run["task"], run["student"], run["method"], run["config"],
-                                run["seed"])
-    hp, size = settings["hyperparameters"], sizes[run["task"]]
-    spec = config["experiments"][run["experiment"]]
-    student = student_model(settings["student"], teachers[settings["teacher"]], catalog)
-    examples = transfer_size(config, sizes, settings["transfer"], run["task"])
-    work = (training_work(hp, settings["stages"], examples, size["dev"], size["dev"] + size["other"]) if training
-            else inference_work(examples, hp["eval_batch_size"]))
-    return job(rule, section=run["experiment"], task=run["task"], model_=student, tokens=tokens_of(size, hp),
-               accelerator=wants_gpu(config, spec), **work)
+def evaluate_teacher_work(wildcards: dict, params: dict, context: dict) -> dict:
+    hp, size, model_ = teacher_work(wildcards, context)
+    return {"task": wildcards["task"], "model_": model_, "tokens": tokens_of(size, hp),
+            **inference_work(size["dev"] + size["other"], hp["eval_batch_size"])}
+
+
+def pseudo_heads_work(wildcards: dict, params: dict, context: dict, training: bool) -> dict:
+    """Frozen features of train and dev (training the heads) or of dev (evaluating them)."""
+    hp, size, model_ = teacher_work(wildcards, context)
+    config = context["config"]
+    heads = config["pseudo_heads"] | config["teachers"][wildcards["teacher"]].get("pseudo_heads", {})
+    examples = size["dev"] + (size["train"] if training else 0)
+    return {"task": wildcards["task"], "model_": model_, "tokens": tokens_of(size, hp),
+            **inference_work(examples, heads["eval_batch_size"])}
+
+
+def teacher_signals_work(wildcards: dict, params: dict, context: dict) -> dict:
+    hp, size, model_ = teacher_work(wildcards, context)
+    examples = transfer_size(context["config"], context["sizes"], wildcards["transfer"], wildcards["task"])
+    return {"task": wildcards["task"], "model_": model_, "tokens": tokens_of(size, hp),
+            **inference_work(examples, hp["eval_batch_size"])}
+
+
+def generator_work(wildcards: dict, params: dict, context: dict, training: bool) -> dict:
+    """Fine-tuning (dev perplexity at each evaluation, and once before) or evaluating the task's generator."""
+    settings = generator_settings(context["config"])
+    hp, size = settings["hyperparameters"], context["sizes"][wildcards["task"]]
+    work = (training_work(hp, [{"epochs": hp["epochs"]}], size["train"], size["dev"], size["dev"])
+            if training else inference_work(size["dev"], hp["eval_batch_size"]))
+    return {"task": wildcards["task"], "model_": language_model(settings["spec"]), "tokens": tokens_of(size, hp),
+            **work}
+
+
+def sampling_work(wildcards: dict, params: dict, context: dict) -> dict:
+    """One shard's sampled tokens, one forward step per token for a batch of sequences."""
+    sampling, size = params["sampling"], context["sizes"][wildcards["task"]]
+    sentences = len(range(int(wildcards["shard"]), sampling["sentences"], sampling["shards"]))
+    tokens = round(sentences * min(size["tokens"], sampling["max_length"]))
+    return {"task": wildcards["task"], "model_": language_model(generator_settings(context["config"])["spec"]),
+            "tokens": 1.0, "decode_examples": tokens, "decode_batches": math.ceil(tokens / sampling["batch_size"])}
+
+
+def student_work(wildcards: dict, params: dict, context: dict, training: bool) -> dict:
+    """A student's training run, or the teacher-assistant signals it computes for a TAKD student (inference over
+    its transfer set)."""
+    settings, task = params["settings"], wildcards["task"]
+    hp, size = settings["hyperparameters"], context["sizes"][task]
+    student = student_model(settings["student"], context["teachers"][settings["teacher"]], context["catalog"])
+    examples = transfer_size(context["config"], context["sizes"], settings["transfer"], task)
+    return {"task": task, "model_": student, "tokens": tokens_of(size, hp),
+            **(training_work(hp, settings["stages"], examples, size["dev"], size["dev"] + size["other"]) if training
+               else inference_work(examples, hp["eval_batch_size"]))}
 
 
 # Probing, analysis, paper tables, figures, the exploration's figures.
@@ -471,61 +441,56 @@ def probe_parameters(width: int, classes: int, probe: dict, logistic: bool) -> f
     return configs * sum(hidden * (width + classes) for hidden in probe["hidden_sizes"])
 
 
-def evidence_jobs(config: dict, sizes: dict, catalog: dict, teachers: dict, probing_files: dict[str, str]) -> list:
-    """Probing, prediction analysis, paper tables and the figures (the exploration's included)."""
-    jobs = []
-    probing = config.get("probing")
-    if probing:
-        settings = probing_settings(config)
-        probe = {**PROBE_DEFAULTS, **settings["probe"]}
-        epochs = min(probe["max_epochs"] + probe["epochs_per_check"], PROBE_EPOCHS)
-        splits = {task: probing_split_sizes(probing_files[task]) for task in probing["tasks"]}
-        gpu = wants_gpu(config, probing)
-        if probing.get("data_dir") is None:
-            jobs += [job("download_probing_task") for _ in probing["tasks"]]
-        for name in probing["models"]:
-            found, layers = named_model(config, name, catalog, teachers)
-            sentences = sum(sum(counts.values()) for counts in splits.values())
-            jobs.append(job("encode_probing_tasks", model_=found, accelerator=gpu,
-                            tokens=min(SENTEVAL_TOKENS, settings["max_seq_length"]),
-                            **inference_work(sentences, settings["encode_batch_size"])))
-            for task in probing["tasks"]:
-                counts = splits[task]
-                logistic = task in probe["logistic_regression_tasks"]
-                grid = model("probe", 1, found["width"], probe_parameters(
-                    found["width"], PROBE_CLASSES.get(task, 2), probe, logistic))
-                jobs.append(job("probe_model", model_=grid, tokens=1.0, accelerator=gpu,
-                                probe_examples=layers * counts["tr"] * epochs,
-                                probe_batches=layers * math.ceil(counts["tr"] / probe["batch_size"]) * epochs))
-        jobs += [job("probing_table"), job("figure_probing")]
-        if probing.get("thesis"):
-            jobs += [job("probing_thesis_table"), job("figure_probing_thesis")]
-    for task in config.get("analysis", {}):
-        jobs += [job("analyse_predictions", task=task), job("figure_analysis", task=task)]
-    jobs += [job("classify_sentences", task=task) for task in config.get("sentence_probes", {})]
-    tables = config.get("paper_tables", {}).get("tables", {})
-    measured = dict.fromkeys(name for spec in tables.values() for models in spec.get("inference", {}).values()
-                             for name in models.values())
-    for name in measured:
-        task = config["models"][name]["task"]
-        found, _ = named_model(config, name, catalog, teachers)
-        jobs.append(job("measure_inference", task=task, model_=found, tokens=min(sizes[task]["tokens"], 128),
-                        **inference_work(sizes[task]["dev"], 256)))
-    jobs += [job("paper_table") for _ in tables]
-    jobs += [job("claims_table")] if config.get("evidence") else []
-    jobs += [job("ledger_table")] if config.get("paper_tables", {}).get("deviations") else []
-    jobs += [job("attention_maps") for _ in config.get("attention_maps", {})]
-    jobs += [job("layer_outputs", task=task) for task in config.get("layer_outputs", {})]
-    if config.get("runtime_table"):
-        jobs.append(job("runtime_table"))
-    exploration = config.get("exploration", {})
-    if exploration.get("table"):
-        jobs.append(job("exploration_table"))
-    for rule, kinds in (("figure_exploration_curves", ("curves",)),
-                        ("figure_gradient_explosion", ("explosion", "learning_rate")),
-                        ("figure_student_sizes", ("sizes",))):
-        jobs += [job(rule) for _ in figures_of_kind(config, *kinds)]
-    return jobs
+def probing_sentences(context: dict) -> dict[str, dict[str, int]]:
+    return {task: probing_split_sizes(context["probing_files"][task]) for task in context["config"]["probing"]["tasks"]}
+
+
+def encoding_work(wildcards: dict, params: dict, context: dict) -> dict:
+    """One model's encodings of every probing task's sentences."""
+    found, _ = named_model(context["config"], wildcards["model"], context["catalog"], context["teachers"])
+    settings = params["settings"]
+    sentences = sum(sum(counts.values()) for counts in probing_sentences(context).values())
+    return {"model_": found, "tokens": min(SENTEVAL_TOKENS, settings["max_seq_length"]),
+            **inference_work(sentences, settings["encode_batch_size"])}
+
+
+def probe_work(wildcards: dict, params: dict, context: dict) -> dict:
+    """The probe grid, trained as one batched model on each layer's encodings of one probing task."""
+    task, probe = wildcards["probing_task"], {**PROBE_DEFAULTS, **params["probe"]}
+    found, layers = named_model(context["config"], wildcards["model"], context["catalog"], context["teachers"])
+    epochs = min(probe["max_epochs"] + probe["epochs_per_check"], PROBE_EPOCHS)
+    train = probing_sentences(context)[task]["tr"]
+    logistic = task in probe["logistic_regression_tasks"]
+    grid = model("probe", 1, found["width"], probe_parameters(found["width"], PROBE_CLASSES.get(task, 2), probe, logistic))
+    return {"model_": grid, "tokens": 1.0, "probe_examples": layers * train * epochs,
+            "probe_batches": layers * math.ceil(train / probe["batch_size"]) * epochs}
+
+
+def inference_speed_work(wildcards: dict, params: dict, context: dict) -> dict:
+    """Timing a named model's inference over its task's dev split."""
+    config, name = context["config"], wildcards["model"]
+    task = config["models"][name]["task"]
+    found, _ = named_model(config, name, context["catalog"], context["teachers"])
+    return {"task": task, "model_": found, "tokens": min(context["sizes"][task]["tokens"], 128),
+            **inference_work(context["sizes"][task]["dev"], params["batch_size"])}
+
+
+# The rules whose jobs run a model, and how to count their work; every other rule's job is its start-up alone.
+WORK = {
+    "finetune_teacher": finetune_teacher_work,
+    "evaluate_teacher": evaluate_teacher_work,
+    "train_pseudo_heads": partial(pseudo_heads_work, training=True),
+    "evaluate_pseudo_heads": partial(pseudo_heads_work, training=False),
+    "compute_teacher_signals": teacher_signals_work,
+    "finetune_generator": partial(generator_work, training=True),
+    "evaluate_generator": partial(generator_work, training=False),
+    "sample_transfer_shard": sampling_work,
+    "distill_student": partial(student_work, training=True),
+    "compute_assistant_signals": partial(student_work, training=False),
+    "encode_probing_tasks": encoding_work,
+    "probe_model": probe_work,
+    "measure_inference": inference_speed_work,
+}
 
 
 # Seconds, and the plan per section and rule.
@@ -552,10 +517,10 @@ def accelerator_of(config: dict, gpu: str) -> tuple[str, str]:
     return gpu, "fp32" if config["precision"] == "fp32" else "bf16"
 
 
-def cost_plan(config: dict, task_table: pd.DataFrame, throughput: pd.DataFrame, startup: dict[str, float],
-              catalog: dict, probing_files: dict[str, str], gpu: str) -> pd.DataFrame:
-    """Every job of the config with its work and estimated seconds (:func:`planned_jobs`, :func:`estimate`)."""
-    jobs = pd.DataFrame(planned_jobs(config, task_sizes(config, task_table), catalog, probing_files))
+def cost_plan(dag: list[dict], config: dict, task_table: pd.DataFrame, throughput: pd.DataFrame,
+              startup: dict[str, float], catalog: dict, probing_files: dict[str, str], gpu: str) -> pd.DataFrame:
+    """Every job of the DAG with its work and estimated seconds (:func:`planned_jobs`, :func:`estimate`)."""
+    jobs = pd.DataFrame(planned_jobs(dag, config, task_sizes(config, task_table), catalog, probing_files))
     return estimate(jobs, throughput, startup, accelerator_of(config, gpu))
 
 

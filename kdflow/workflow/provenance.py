@@ -113,6 +113,13 @@ def script_fingerprint(script: str | Path) -> str:
     return fingerprint(script_closure(script))
 
 
+def workflow_fingerprint(basedir: str | Path) -> str:
+    """The fingerprint of the Snakefile and the rule files: what the DAG is made of (the cost plan's param, which
+    prices every job of the DAG)."""
+    basedir = Path(basedir)
+    return fingerprint([basedir / "Snakefile", *sorted((basedir / "rules").glob("*.smk"))])
+
+
 def rule_blocks(rules_dir: str | Path) -> dict[str, str]:
     """rule -> its text in the rule files (``*.smk``) of ``rules_dir``: from its ``rule`` line to the next one."""
     blocks = {}
