@@ -56,7 +56,7 @@ SEEDS = {"sst2": 5, "stsb": 3, "mrpc": 3}  # seeds per task at the selected poin
 
 
 def record_key(run: dict) -> tuple:
-    return run["experiment"], run["task"], run["student"], run["method"], run["config"], int(run["seed"])
+    return run["experiment"], run["task"], run["student"], run["method"], run["point"], int(run["seed"])
 
 
 def read_record(path: Path = RECORD) -> list[dict]:
@@ -67,7 +67,7 @@ def read_record(path: Path = RECORD) -> list[dict]:
 
 def run_dir(workdir: Path, run: dict) -> Path:
     return (workdir / "results/students" / run["experiment"] / run["task"] / run["student"] / run["method"]
-            / run["config"] / f"seed{run['seed']}")
+            / run["point"] / f"seed{run['seed']}")
 
 
 def search_runs(config: dict, tasks: list[str]) -> list[dict]:
@@ -78,7 +78,7 @@ def search_runs(config: dict, tasks: list[str]) -> list[dict]:
         for task in [t for t in spec["tasks"] if t in tasks]:
             for method in spec["methods"]:
                 for point in grid_points(spec, method):
-                    runs.append(dict(experiment=experiment, task=task, student=STUDENT, method=method, config=point,
+                    runs.append(dict(experiment=experiment, task=task, student=STUDENT, method=method, point=point,
                                      seed=spec["seeds"][0]))
     return runs
 
@@ -88,7 +88,7 @@ def investigation_runs(config: dict, tasks: list[str]) -> list[dict]:
     runs = []
     for experiment in INVESTIGATIONS:
         spec = config["experiments"][experiment]
-        runs += [dict(experiment=experiment, task=task, student=STUDENT, method=method, config=point, seed=seed)
+        runs += [dict(experiment=experiment, task=task, student=STUDENT, method=method, point=point, seed=seed)
                  for task in spec["tasks"] if task in tasks for method in spec["methods"]
                  for point in grid_points(spec, method) for seed in spec["seeds"]]
     return runs
@@ -108,7 +108,7 @@ def seed_runs(record: list[dict], config: dict, tasks: list[str], seeds: dict[st
     for (experiment, task, method), point in selected_points(record, config).items():
         if task in tasks:
             for seed in config["experiments"][experiment]["seeds"][1:seeds[task]]:
-                runs.append(dict(experiment=experiment, task=task, student=STUDENT, method=method, config=point,
+                runs.append(dict(experiment=experiment, task=task, student=STUDENT, method=method, point=point,
                                  seed=seed))
     return runs
 
@@ -123,7 +123,7 @@ def commit() -> str:
 def run_command(run: dict) -> str:
     """The command that trains this one run again in a work directory the benchmark prepared (WORKDIR)."""
     target = Path("results/students") / run["experiment"] / run["task"] / run["student"] / run["method"] / \
-        run["config"] / f"seed{run['seed']}" / "metrics.json"
+        run["point"] / f"seed{run['seed']}" / "metrics.json"
     return ("python -m snakemake --snakefile Snakefile --directory WORKDIR --configfile WORKDIR/config.yaml "
             f"--replace-workflow-config --cores 1 --rerun-triggers mtime input -- {target}")
 
@@ -169,7 +169,7 @@ def harvest(workdir: Path, runs: list[dict], invocation: str, code: str) -> int:
             for record in new:
                 handle.write(json.dumps(record, separators=(",", ":")) + "\n")
         for record in new:
-            print(f"recorded {'/'.join(str(record[k]) for k in ('experiment', 'task', 'method', 'config'))} "
+            print(f"recorded {'/'.join(str(record[k]) for k in ('experiment', 'task', 'method', 'point'))} "
                   f"seed {record['seed']}: dev {record['metric']} {record['dev']:.2f} "
                   f"({record['cpu_seconds']:.0f} CPU-s)", flush=True)
     return len(new)

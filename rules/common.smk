@@ -76,7 +76,7 @@ wildcard_constraints:
     experiment="|".join(config.get("experiments", {})) or "no-experiments",
     student="|".join(config.get("students", {})) or "no-students",
     method="[a-z0-9_]+",
-    config="[^/]+",
+    point="[^/]+",
     seed="[0-9]+",
     transfer="train|augmented|unlabelled|unlabelled_augmented",
     shard="[0-9]+",

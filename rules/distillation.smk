@@ -7,18 +7,18 @@ rule distill_student:
     input:
         unpack(
             lambda w: student_inputs(
-                config, w.experiment, w.task, w.student, w.method, w.config, w.seed
+                config, w.experiment, w.task, w.student, w.method, w.point, w.seed
             )
         ),
     output:
-        metrics="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/metrics.json",
-        model="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/model.safetensors",
-        predictions="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/predictions.parquet",
-        curves="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/curves.parquet",
+        metrics="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/metrics.json",
+        model="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/model.safetensors",
+        predictions="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/predictions.parquet",
+        curves="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/curves.parquet",
     log:
-        "logs/distill_student/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.log",
+        "logs/distill_student/{experiment}/{task}/{student}/{method}/{point}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/distill_student/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.tsv"
+        "results/benchmarks/distill_student/{experiment}/{task}/{student}/{method}/{point}/seed{seed}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "experiments.{experiment}")
@@ -28,7 +28,7 @@ rule distill_student:
         runtime=configured_resource("runtime", "experiments.{experiment}"),
     params:
         settings=lambda w: student_settings(
-            config, w.experiment, w.task, w.student, w.method, w.config, w.seed
+            config, w.experiment, w.task, w.student, w.method, w.point, w.seed
         ),
         device=config["device"],
         precision=config["precision"],
@@ -47,14 +47,14 @@ rule compute_assistant_signals:
         ),
         data="results/data/{task}",
         teacher=lambda w: f"results/teachers/{config['experiments'][w.experiment]['teacher']}/{w.task}/model",
-        metrics="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/metrics.json",
-        model="results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/model.safetensors",
+        metrics="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/metrics.json",
+        model="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/model.safetensors",
     output:
-        "results/students/{experiment}/{task}/{student}/{method}/{config}/seed{seed}/signals.safetensors",
+        "results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/signals.safetensors",
     log:
-        "logs/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.log",
+        "logs/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{point}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{config}/seed{seed}.tsv"
+        "results/benchmarks/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{point}/seed{seed}.tsv"
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "experiments.{experiment}")
@@ -64,7 +64,7 @@ rule compute_assistant_signals:
         runtime=configured_resource("runtime", "experiments.{experiment}"),
     params:
         settings=lambda w: student_settings(
-            config, w.experiment, w.task, w.student, w.method, w.config, w.seed
+            config, w.experiment, w.task, w.student, w.method, w.point, w.seed
         ),
         device=config["device"],
         precision=config["precision"],

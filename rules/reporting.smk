@@ -92,7 +92,7 @@ rule glue_submission:
             task="{task}",
             student="{student}",
             method="{method}",
-            config="{config}",
+            point="{point}",
             seed="{seed}",
         ),
         code=code_of("glue_submission.py"),

@@ -9,9 +9,9 @@ import pytest
 from kdflow.reporting.claims import claims_document, read_runs, searched_points, verdict, verdicts
 
 
-def runs_of(method, experiment, dev_by_seed, config="default", fixed=0, task="sst2"):
+def runs_of(method, experiment, dev_by_seed, point="default", fixed=0, task="sst2"):
     """Runs of one grid point on 100 dev examples of label 1, each seed right on its first ``dev`` examples."""
-    return [{"experiment": experiment, "task": task, "student": "bert_3", "method": method, "config": config,
+    return [{"experiment": experiment, "task": task, "student": "bert_3", "method": method, "point": point,
              "seed": seed, "metric": "accuracy", "dev": dev, "cpu_seconds": 60.0,
              "dev_predictions": [1] * int(dev) + [0] * (100 - int(dev))} for seed, dev in dev_by_seed.items()]
 
@@ -42,8 +42,8 @@ def test_a_link_the_runs_reverse_is_contradicted_and_a_missing_side_is_left_out(
 
 def test_each_method_is_judged_at_its_point_chosen_with_the_first_seed():
     # beta0.7 wins the search on seed 1 (85 > 75), so its seeds count, although beta0.2's seed 2 would be better
-    runs = (runs_of("kd", "claims_alp", {1: 75, 2: 95}, config="beta0.2")
-            + runs_of("kd", "claims_alp", {1: 85, 2: 84}, config="beta0.7")
+    runs = (runs_of("kd", "claims_alp", {1: 75, 2: 95}, point="beta0.2")
+            + runs_of("kd", "claims_alp", {1: 85, 2: 84}, point="beta0.7")
             + runs_of("no_kd", "claims_alp", {1: 70, 2: 71}))
     markdown = claims_document(runs, LABELS).markdown()
     assert "| sst2 | claims_alp | KD | accuracy | beta0.7 | 2 | 84.50 ± 0.71 | beta0.2 75.00, beta0.7 85.00 |" in markdown
@@ -81,11 +81,11 @@ def test_a_search_that_has_not_run_every_point_yet_takes_no_part_in_a_verdict():
     config = {"experiments": {"claims_alp": {"methods": {"kd": None, "no_kd": None}, "grid": {"beta": [0.2, 0.5]}}}}
     grids = searched_points(config)
     assert grids == {("claims_alp", "kd"): {"beta0.2", "beta0.5"}, ("claims_alp", "no_kd"): {"default"}}
-    runs = runs_of("kd", "claims_alp", {1: 80, 2: 81, 3: 79}, config="beta0.2") + runs_of("no_kd", "claims_alp",
+    runs = runs_of("kd", "claims_alp", {1: 80, 2: 81, 3: 79}, point="beta0.2") + runs_of("no_kd", "claims_alp",
                                                                                            {1: 70, 2: 72, 3: 71})
     assert verdicts(runs, LABELS, grids).empty  # beta0.5 may still win KD's search
     assert "| beta0.2 (search 1 of 2) |" in claims_document(runs, LABELS, grids).markdown()
-    runs += runs_of("kd", "claims_alp", {1: 60}, config="beta0.5")
+    runs += runs_of("kd", "claims_alp", {1: 60}, point="beta0.5")
     assert verdicts(runs, LABELS, grids).set_index("link").loc["KD > no KD", "verdict"] == "holds"
 
 

@@ -155,7 +155,7 @@ def test_the_selection_reads_every_run_and_its_predictions_where_it_tests_agains
     runs = selection_params(config, "universal_kd_table2")["runs"]
     assert runs == sorted(runs, key=lambda run: list(run.values())) and len(runs) == 5  # kd, il x 2 betas; no_kd once
     inputs = selection_inputs(config, "universal_kd_table2")
-    run_dir = "results/students/universal_kd_table2/{task}/{student}/{method}/{config}/seed{seed}".format(**runs[0])
+    run_dir = "results/students/universal_kd_table2/{task}/{student}/{method}/{point}/seed{seed}".format(**runs[0])
     assert inputs["metrics"][0] == f"{run_dir}/metrics.json"
     assert [path.replace("predictions.parquet", "metrics.json") for path in inputs["predictions"]] == inputs["metrics"]
     assert set(selection_inputs(config, "alp_kd_table2")) == {"metrics"}  # no baseline: no bootstrap
@@ -217,10 +217,10 @@ def test_an_attention_figure_is_filed_under_its_paper():
 def test_takd_students_learn_from_an_assistant_at_the_same_grid_point():
     config = full_config()
     run = assistant_run(config, "universal_kd_table4", "rte", "takd", "bs16_beta0.5_lr2e-05", 1)
-    assert run == {"student": "roberta_base", "method": "kd", "config": "bs16_beta0.5_lr2e-05", "seed": "1"}
+    assert run == {"student": "roberta_base", "method": "kd", "point": "bs16_beta0.5_lr2e-05", "seed": "1"}
     assert assistant_run(config, "universal_kd_table4", "rte", "kd", "bs16_beta0.5_lr2e-05", 1) is None
     jobs = student_jobs(config)
-    assert len({(j["experiment"], j["task"], j["student"], j["method"], j["config"], j["seed"]) for j in jobs}) == len(jobs)
+    assert len({(j["experiment"], j["task"], j["student"], j["method"], j["point"], j["seed"]) for j in jobs}) == len(jobs)
 
 
 @pytest.mark.parametrize(

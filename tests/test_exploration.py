@@ -189,7 +189,7 @@ def test_every_exploration_job_is_valid_and_checked(config):
     for job in student_jobs(config):
         if job["experiment"].startswith("exploration_"):
             run = student_settings(config, job["experiment"], job["task"], job["student"], job["method"],
-                                   job["config"], job["seed"])
+                                   job["point"], job["seed"])
             Hyperparameters.from_dict(run["hyperparameters"])  # e.g. Adadelta takes no betas
     broken = yaml.safe_load((REPO / "config.yaml").read_text())
     broken["exploration"]["studies"]["lr_lstm_s"]["fixed"]["embeddings"] = "glove"

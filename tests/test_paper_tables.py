@@ -358,7 +358,7 @@ def test_hyperparameter_tables_show_the_grid_point_kdflow_selected_beside_the_pa
     table = hyperparameter_table(SELECTED, TABLE9, selections, values)
     assert len(table) == 64
     cola = table[(table.student == "bilstm") & (table.task == "cola")].set_index("hyperparameter")
-    assert cola.kdflow.to_dict() == point and cola.kdflow_config.unique().tolist() == ["p"]
+    assert cola.kdflow.to_dict() == point and cola.kdflow_point.unique().tolist() == ["p"]
     assert cola.agrees.to_dict() == {"learning_rate": True, "batch_size": False, "student.dropout": True, "beta": True}
     missing = table[(table.student == "gated_cnn")].iloc[0]
     assert pd.isna(missing.kdflow) and not missing.agrees

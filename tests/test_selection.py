@@ -15,8 +15,8 @@ from kdflow.reporting.submission import write_submissions
 from kdflow.reporting.tables import experiment_document, experiment_table
 
 
-def run(config, seed, dev, test):
-    return {"config": config, "seed": seed, "scores": {"dev": {"accuracy": dev}, "test": {"accuracy": test}}}
+def run(point, seed, dev, test):
+    return {"point": point, "seed": seed, "scores": {"dev": {"accuracy": dev}, "test": {"accuracy": test}}}
 
 
 def test_selection_uses_dev_only_and_averages_seeds():
@@ -65,10 +65,10 @@ def test_the_best_seed_of_a_point_is_never_a_diverged_one_unless_all_are():
 
 def test_experiment_selection_groups_runs_and_builds_its_table(tmp_path):
     runs, paths = [], []
-    for method, config, seed, dev in [("kd", "beta0.2", 1, 0.6), ("kd", "beta0.7", 1, 0.9), ("no_kd", "default", 1, 0.5)]:
-        path = tmp_path / f"{method}-{config}-{seed}.json"
+    for method, point, seed, dev in [("kd", "beta0.2", 1, 0.6), ("kd", "beta0.7", 1, 0.9), ("no_kd", "default", 1, 0.5)]:
+        path = tmp_path / f"{method}-{point}-{seed}.json"
         path.write_text(json.dumps({"scores": {"dev": {"accuracy": dev, "f1": dev / 2}}}))
-        runs.append({"task": "mrpc", "student": "bert_4", "method": method, "config": config, "seed": str(seed)})
+        runs.append({"task": "mrpc", "student": "bert_4", "method": method, "point": point, "seed": str(seed)})
         paths.append(path)
     selection = select_experiment(runs, paths, {"mrpc": "accuracy"})
     assert [(s["method"], s["selected"]) for s in selection["selections"]] == [("kd", "beta0.7"), ("no_kd", "default")]
@@ -83,11 +83,11 @@ def test_experiment_selection_groups_runs_and_builds_its_table(tmp_path):
 
 def test_experiment_table_marks_diverged_grid_points_and_seeds(tmp_path):
     runs, paths = [], []
-    for method, config, seed, dev in [("kd", "lr1", 1, 0.6), ("kd", "lr1", 2, 0.7), ("kd", "lr2", 1, 0.9),
+    for method, point, seed, dev in [("kd", "lr1", 1, 0.6), ("kd", "lr1", 2, 0.7), ("kd", "lr2", 1, 0.9),
                                       ("kd", "lr2", 2, NAN), ("no_kd", "default", 1, NAN)]:
-        path = tmp_path / f"{method}-{config}-{seed}.json"
+        path = tmp_path / f"{method}-{point}-{seed}.json"
         path.write_text(json.dumps({"scores": {"dev": {"accuracy": dev}}}))  # NaN as Python's json writes it
-        runs.append({"task": "mrpc", "student": "bert_4", "method": method, "config": config, "seed": str(seed)})
+        runs.append({"task": "mrpc", "student": "bert_4", "method": method, "point": point, "seed": str(seed)})
         paths.append(path)
     table = experiment_table(select_experiment(runs, paths, {"mrpc": "accuracy"}))
     assert table[["method", "selected", "diverged_points", "diverged_seeds", "seeds"]].values.tolist() == [
@@ -98,11 +98,11 @@ def test_experiment_table_marks_diverged_grid_points_and_seeds(tmp_path):
 
 
 def test_glue_submission_takes_the_selected_points_best_dev_seed(tmp_path):
-    run_dir = str(tmp_path / "{task}/{student}/{method}/{config}/seed{seed}")
+    run_dir = str(tmp_path / "{task}/{student}/{method}/{point}/seed{seed}")
     for seed, flip in ((1, False), (2, True)):
         for task, names, regression in (("rte", ["entailment", "not_entailment"], False), ("stsb", None, True),
                                         ("sara", ["greet", "bye"], False)):
-            run = Path(run_dir.format(task=task, student="bert_4", method="kd", config="lr1", seed=seed))
+            run = Path(run_dir.format(task=task, student="bert_4", method="kd", point="lr1", seed=seed))
             run.mkdir(parents=True)
             prediction = [5.7, 2.5] if regression else ([1, 0] if flip else [0, 1])
             frame = pd.DataFrame({"split": ["test", "test", "dev"], "idx": [1, 0, 0],
@@ -137,7 +137,7 @@ def test_every_method_is_tested_against_the_experiments_baseline(tmp_path):
         (directory / "metrics.json").write_text(json.dumps({"scores": {"dev": {"accuracy": prediction.mean()}}}))
         pd.DataFrame({"split": "dev", "idx": np.arange(100)[::-1], "label": gold, "prediction": prediction[::-1]}
                      ).to_parquet(directory / "predictions.parquet")  # rows out of idx order on purpose
-        runs.append({"task": "sst2", "student": "bert_3", "method": method, "config": "default", "seed": str(seed)})
+        runs.append({"task": "sst2", "student": "bert_3", "method": method, "point": "default", "seed": str(seed)})
         metric_paths.append(directory / "metrics.json")
         prediction_paths.append(directory / "predictions.parquet")
     selection = select_experiment(runs, metric_paths, {"sst2": "accuracy"}, "kd", prediction_paths)
@@ -163,6 +163,6 @@ def test_every_method_is_tested_against_the_experiments_baseline(tmp_path):
 def test_a_baseline_the_experiment_does_not_run_is_a_clear_error(tmp_path):
     path = tmp_path / "metrics.json"
     path.write_text(json.dumps({"scores": {"dev": {"accuracy": 0.5}}}))
-    runs = [{"task": "sst2", "student": "bert_3", "method": "alp", "config": "default", "seed": "1"}]
+    runs = [{"task": "sst2", "student": "bert_3", "method": "alp", "point": "default", "seed": "1"}]
     with pytest.raises(UserError, match="compare_to: 'kd' is not a method entry of this experiment"):
         select_experiment(runs, [path], {"sst2": "accuracy"}, "kd", [tmp_path / "predictions.parquet"])

@@ -31,27 +31,26 @@ SELECTION_RULE = "the grid point with the best mean dev score over seeds"
 
 
 def select(runs: list[dict], main_metric: str) -> dict:
-    """``runs``: one dict per trained student with ``config``, ``seed`` and ``scores`` (split -> metric -> value)."""
-    by_config: dict[str, list[dict]] = defaultdict(list)
+    """``runs``: one dict per trained student with ``point`` (of the grid), ``seed`` and ``scores`` (split -> metric -> value)."""
+    by_point: dict[str, list[dict]] = defaultdict(list)
     for run in runs:
-        by_config[run["config"]].append(run)
+        by_point[run["point"]].append(run)
     grid = {
-        config: {
+        point: {
             "dev_mean": float(np.mean([r["scores"]["dev"][main_metric] for r in group])),
             "dev_std": statistics.sample_std([r["scores"]["dev"][main_metric] for r in group]),
             "seeds": sorted(r["seed"] for r in group),
             "dev_by_seed": {str(r["seed"]): r["scores"]["dev"][main_metric] for r in sorted(group, key=lambda r: r["seed"])},
             "diverged_seeds": sorted(r["seed"] for r in group if not math.isfinite(r["scores"]["dev"][main_metric])),
         }
-        for config, group in sorted(by_config.items())
+        for point, group in sorted(by_point.items())
     }
 
-    def preference(config: str) -> tuple[float, int]:
-        point = grid[config]
-        return _finite_or_worst(point["dev_mean"]), -len(point["diverged_seeds"])
+    def preference(point: str) -> tuple[float, int]:
+        return _finite_or_worst(grid[point]["dev_mean"]), -len(grid[point]["diverged_seeds"])
 
     winner = max(grid, key=preference)  # first of equals in sorted order
-    winning_runs = by_config[winner]
+    winning_runs = by_point[winner]
     summary = {}
     for split in winning_runs[0]["scores"]:
         for metric in winning_runs[0]["scores"][split]:
@@ -75,7 +74,7 @@ def _finite_or_worst(score: float) -> float:
 def select_experiment(runs: list[dict], metric_paths: list[str], main_metrics: dict[str, str],
                       compare_to: str | None = None, prediction_paths: list[str] | None = None) -> dict:
     """Selections of every (task, student, method) of an experiment. ``runs`` hold the wildcards of each
-    student run (task, student, method, config, seed), ``metric_paths`` their metrics.json files and, with a
+    student run (task, student, method, point, seed), ``metric_paths`` their metrics.json files and, with a
     baseline method entry ``compare_to``, ``prediction_paths`` their predictions.parquet files."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for number, (run, path) in enumerate(zip(runs, metric_paths, strict=True)):
@@ -92,8 +91,8 @@ def select_experiment(runs: list[dict], metric_paths: list[str], main_metrics: d
             if baseline is None:
                 raise UserError(f"compare_to: {compare_to!r} is not a method entry of this experiment for {student} "
                                 f"on {task}")
-            chosen = [r for r in groups[task, student, method] if r["config"] == selection["selected"]]
-            reference = [r for r in groups[task, student, compare_to] if r["config"] == baseline["selected"]]
+            chosen = [r for r in groups[task, student, method] if r["point"] == selection["selected"]]
+            reference = [r for r in groups[task, student, compare_to] if r["point"] == baseline["selected"]]
             entry["comparison"] = compare(chosen, reference, main_metrics[task], compare_to)
         result.append(entry)
     return {"compare_to": compare_to, "selections": result}

@@ -85,10 +85,10 @@ def cells(runs: list[dict], grids: dict | None = None) -> dict[tuple, dict]:
         search = [{**run, "scores": {"dev": {run["metric"]: run["dev"]}}} for run in group if run["seed"] == first]
         point = select(search, group[0]["metric"])["selected"]
         expected = (grids or {}).get(key[1:], set())
-        missing = expected - {run["config"] for run in search}
+        missing = expected - {run["point"] for run in search}
         result[key] = {"point": point, "metric": group[0]["metric"],
-                       "runs": sorted((run for run in group if run["config"] == point), key=lambda run: run["seed"]),
-                       "grid": {run["config"]: run["dev"] for run in search},
+                       "runs": sorted((run for run in group if run["point"] == point), key=lambda run: run["seed"]),
+                       "grid": {run["point"]: run["dev"] for run in search},
                        "searched": None if not missing else f"{len(expected) - len(missing)} of {len(expected)}"}
     return result
 

@@ -158,7 +158,7 @@ def table51(reference: pd.DataFrame, studies: dict[str, dict], runs: pd.DataFram
             row = {"student": spec["student"], "parameter": spec["parameter"], "task": task, "study": study,
                    "kdflow_explored": "; ".join(labels.values())}
             if len(mine):
-                chosen = select([{"config": r.point, "seed": r.seed, "scores": {"dev": {"score": r.dev}}}
+                chosen = select([{"point": r.point, "seed": r.seed, "scores": {"dev": {"score": r.dev}}}
                                  for r in mine.itertuples()], "score")
                 winner = chosen["grid"][chosen["selected"]]
                 single = mine.loc[mine["dev"].idxmax()] if mine["dev"].notna().any() else None

@@ -45,7 +45,7 @@ GLUE_SUBMISSION = "results/glue_submission/{experiment}/"
 SELECTION = "results/selection/{experiment}.json"
 HYPERPARAMETERS_KIND = "hyperparameters"
 HYPERPARAMETER_COLUMNS = ["source", "table", "student", "method", "task", "hyperparameter", "paper", "kdflow",
-                          "agrees", "kdflow_student", "kdflow_method", "kdflow_from", "kdflow_config", "paper_note",
+                          "agrees", "kdflow_student", "kdflow_method", "kdflow_from", "kdflow_point", "paper_note",
                           "kdflow_note"]
 # The papers' MNLI test scores are matched/mismatched accuracies; kdflow keeps mismatched as its own split. Their
 # plain MNLI dev accuracy is the matched one, which is kdflow's `dev`.
@@ -448,7 +448,7 @@ def hyperparameter_table(reference: pd.DataFrame, spec: dict, selections: Mappin
     for row in table_rows(reference, spec).itertuples():
         student, method = kdflow_names(row, spec)
         record = {**row._asdict(), "paper": row.value, "paper_note": row.note, "kdflow_student": student,
-                  "kdflow_method": method, "kdflow": np.nan, "kdflow_from": None, "kdflow_config": None,
+                  "kdflow_method": method, "kdflow": np.nan, "kdflow_from": None, "kdflow_point": None,
                   "kdflow_note": ""}
         found = None if student is None else selected.get(run_key(row.task, student, method))
         if student is None:
@@ -458,7 +458,7 @@ def hyperparameter_table(reference: pd.DataFrame, spec: dict, selections: Mappin
         else:
             experiment, point = found
             value = values[experiment][run_key(row.task, student, method)][point].get(row.hyperparameter)
-            record.update(kdflow=np.nan if value is None else value, kdflow_from=experiment, kdflow_config=point)
+            record.update(kdflow=np.nan if value is None else value, kdflow_from=experiment, kdflow_point=point)
             if value is None:
                 record["kdflow_note"] = f"kdflow's runs have no {row.hyperparameter}"
         records.append(record)

@@ -37,7 +37,7 @@ def glue_file(predictions: pd.DataFrame, task: str, split: str) -> pd.DataFrame:
 
 def write_submissions(selection_path, student_dir: str, out_dir) -> list[Path]:
     """Write the server files of every selected (student, method) under ``out_dir/<student>/<method>/``.
-    ``student_dir`` is the run directory pattern with ``{task}``, ``{student}``, ``{method}``, ``{config}`` and
+    ``student_dir`` is the run directory pattern with ``{task}``, ``{student}``, ``{method}``, ``{point}`` and
     ``{seed}`` fields. Tasks the GLUE server does not score (Sara) are skipped."""
     written = []
     for selection in read_json(selection_path)["selections"]:
@@ -46,7 +46,7 @@ def write_submissions(selection_path, student_dir: str, out_dir) -> list[Path]:
         if not splits:
             continue
         run = student_dir.format(task=task, student=selection["student"], method=selection["method"],
-                                 config=selection["selected"], seed=submitted_seed(selection))
+                                 point=selection["selected"], seed=submitted_seed(selection))
         predictions = read_parquet(Path(run) / "predictions.parquet")
         target = Path(out_dir) / selection["student"] / selection["method"]
         target.mkdir(parents=True, exist_ok=True)

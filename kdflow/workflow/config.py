@@ -73,9 +73,10 @@ def method_entry(experiment: dict, entry: str) -> tuple[str, dict]:
 
 
 def grid_points(experiment: dict, entry: str) -> dict[str, dict]:
-    """The grid of ``experiment`` as seen by method ``entry``: ``{config_id: {axis: value}}``. An axis is a
+    """The grid of ``experiment`` as seen by method ``entry``: ``{point: {axis: value}}``. An axis is a
     training hyperparameter or a method option; options the method does not have (e.g. beta for no_kd) are
-    dropped, so that no identical job is run twice, and so are options the entry fixes itself. ``config_id`` names the point, e.g. ``bs16_beta0.2_lr2e-05`` (axes in name order).
+    dropped, so that no identical job is run twice, and so are options the entry fixes itself. A point is named by
+    its values (:func:`grid_point`), e.g. ``bs16_beta0.2_lr2e-05`` (axes in name order).
 
     An experiment with ``points`` instead of a ``grid`` names its points itself: ``{name: {setting: value}}``, each
     taken as it is (the thesis's one-at-a-time exploration, :mod:`kdflow.workflow.exploration`)."""
@@ -102,7 +103,7 @@ def _grid_points(experiment: dict, entry: str) -> dict[str, dict]:
     points = [{}]
     for name in sorted(axes):
         points = [{**point, name: value} for point in points for value in axes[name]]
-    return {config_id(point): point for point in points}
+    return {grid_point(values): values for values in points}
 
 
 def is_student_axis(name: str) -> bool:
@@ -110,16 +111,17 @@ def is_student_axis(name: str) -> bool:
     return name.startswith("student.")
 
 
-def config_id(point: dict) -> str:
-    if not point:
+def grid_point(values: dict) -> str:
+    """The name of the grid point with these axis values: a run's directory and its ``point`` wildcard."""
+    if not values:
         return "default"
     short = lambda name: _SHORT.get(name, name.removeprefix("student."))  # noqa: E731
-    return "_".join(f"{short(name)}{point[name]:g}" if isinstance(point[name], float)
-                    else f"{short(name)}{point[name]}" for name in sorted(point))
+    return "_".join(f"{short(name)}{values[name]:g}" if isinstance(values[name], float)
+                    else f"{short(name)}{values[name]}" for name in sorted(values))
 
 
 def student_jobs(config: dict) -> list[dict]:
-    """Every student training job: experiment, task, student, method, config (grid point id) and seed."""
+    """Every student training job: experiment, task, student, method, point (of the grid) and seed."""
     jobs = []
     for name, experiment in config.get("experiments", {}).items():
         for task in experiment["tasks"]:
@@ -128,27 +130,27 @@ def student_jobs(config: dict) -> list[dict]:
                     for point in grid_points(experiment, method):
                         for seed in experiment["seeds"]:
                             jobs.append(dict(experiment=name, task=task, student=student, method=method,
-                                             config=point, seed=seed))
+                                             point=point, seed=seed))
     return jobs
 
 
-def student_settings(config: dict, experiment: str, task: str, student: str, method: str, point_id: str,
+def student_settings(config: dict, experiment: str, task: str, student: str, method: str, point: str,
                      seed: int) -> dict:
     """Everything one student job needs: student spec, method options, schedule and hyperparameters."""
     spec = config["experiments"][experiment]
-    point = grid_points(spec, method)[point_id]
+    values = grid_points(spec, method)[point]
     hyperparameters = {
         **config["student_defaults"],
         **spec.get("hyperparameters", {}),
         **spec.get("task_hyperparameters", {}).get(task, {}),
-        **{k: v for k, v in point.items() if k in HYPERPARAMETERS},
+        **{k: v for k, v in values.items() if k in HYPERPARAMETERS},
         "seed": int(seed),
     }
     method, options = method_entry(spec, method)
-    options.update({k: v for k, v in point.items() if k not in HYPERPARAMETERS and not is_student_axis(k)})
+    options.update({k: v for k, v in values.items() if k not in HYPERPARAMETERS and not is_student_axis(k)})
     student_spec = {**config["students"][student],
                     **spec.get("task_students", {}).get(task, {}).get(student, {}),
-                    **{k.removeprefix("student."): v for k, v in point.items() if is_student_axis(k)}}
+                    **{k.removeprefix("student."): v for k, v in values.items() if is_student_axis(k)}}
     stages = spec.get("task_schedule", {}).get(task) or spec.get("schedule") or [{"epochs": hyperparameters["epochs"]}]
     return canonical({
         "teacher": spec["teacher"],
@@ -163,7 +165,7 @@ def student_settings(config: dict, experiment: str, task: str, student: str, met
 
 def run_values(config: dict, experiment: str, task: str, student: str, method: str, names: list[str]) -> dict:
     """What every grid point of ``task``/``student``/``method`` trains with, by kdflow's names (training
-    hyperparameters, method options, ``student.<option>``): ``{config_id: {name: value}}`` for ``names``, None
+    hyperparameters, method options, ``student.<option>``): ``{point: {name: value}}`` for ``names``, None
     where a run has no such setting. A table of selected hyperparameters reads the selected point's."""
     spec = config["experiments"][experiment]
     values = {}
@@ -175,8 +177,8 @@ def run_values(config: dict, experiment: str, task: str, student: str, method: s
     return values
 
 
-def assistant_run(config: dict, experiment: str, task: str, entry: str, point_id: str, seed) -> dict | None:
-    """For a TAKD entry, the run of its teacher assistant (student, method, config, seed), which the student
+def assistant_run(config: dict, experiment: str, task: str, entry: str, point: str, seed) -> dict | None:
+    """For a TAKD entry, the run of its teacher assistant (student, method, point, seed), which the student
     learns from; None for methods that learn from the teacher. The assistant is distilled at the same grid
     point (restricted to the axes its own method has) and seed."""
     methods = load_catalog()["methods"]
@@ -184,12 +186,12 @@ def assistant_run(config: dict, experiment: str, task: str, entry: str, point_id
     method, _ = method_entry(spec, entry)
     if not methods[method]["learns_from_assistant"]:
         return None
-    point = grid_points(spec, entry)[point_id]
-    options = {**methods[method]["defaults"], **method_entry(spec, entry)[1], **point}
+    values = grid_points(spec, entry)[point]
+    options = {**methods[method]["defaults"], **method_entry(spec, entry)[1], **values}
     assistant_method = options["assistant_method"]
     points = grid_points(spec, assistant_method)
-    (assistant_point,) = [pid for pid, p in points.items() if all(point.get(k) == v for k, v in p.items())]
-    return {"student": options["assistant"], "method": assistant_method, "config": assistant_point, "seed": str(seed)}
+    (assistant_point,) = [name for name, own in points.items() if all(values.get(k) == v for k, v in own.items())]
+    return {"student": options["assistant"], "method": assistant_method, "point": assistant_point, "seed": str(seed)}
 
 
 # Augmented transfer sets.
@@ -221,16 +223,16 @@ def generator_tasks(config: dict) -> list[str]:
 # Where a student run's files live (rule distill_student's outputs): one directory per grid point and seed, below
 # the directory of the student and method's runs (what a named student model selects among).
 STUDENT_METHOD_DIR = "results/students/{experiment}/{task}/{student}/{method}"
-STUDENT_RUN_DIR = STUDENT_METHOD_DIR + "/{config}/seed{seed}"
+STUDENT_RUN_DIR = STUDENT_METHOD_DIR + "/{point}/seed{seed}"
 
 
 def student_run_file(name: str, **run) -> str:
-    """File ``name`` of one student run, ``run`` being its experiment, task, student, method, config (the grid
-    point) and seed."""
+    """File ``name`` of one student run, ``run`` being its experiment, task, student, method, point (of the
+    grid) and seed."""
     return f"{STUDENT_RUN_DIR}/{{name}}".format(name=name, **run)
 
 
-RUN_KEYS = ("task", "student", "method", "config", "seed")  # a run's directory below its experiment
+RUN_KEYS = ("task", "student", "method", "point", "seed")  # a run's directory below its experiment
 
 
 def experiment_runs(config: dict, experiment: str) -> list[dict]:
@@ -644,14 +646,14 @@ def teacher_signal_inputs(teacher: str, task: str, transfer: str) -> dict[str, s
             "heads": f"results/pseudo_heads/{teacher}/{task}/heads.safetensors", **transfer_set_file(transfer, task)}
 
 
-def student_inputs(config: dict, experiment: str, task: str, student: str, method: str, point_id: str,
+def student_inputs(config: dict, experiment: str, task: str, student: str, method: str, point: str,
                    seed) -> dict:
     """Data, teacher, the signals the student learns from (the teacher's, or TAKD's assistant's) and the
     word-vectors file it reads, if any: a missing file stops the plan, not a job."""
     spec = config["experiments"][experiment]
-    assistant = assistant_run(config, experiment, task, method, point_id, seed)
+    assistant = assistant_run(config, experiment, task, method, point, seed)
     transfer = transfer_of(spec)
-    settings = student_settings(config, experiment, task, student, method, point_id, seed)
+    settings = student_settings(config, experiment, task, student, method, point, seed)
     vectors = (settings["student"].get("embeddings") or {}).get("path")
     if assistant is None:
         signals = f"results/signals/{spec['teacher']}/{task}/{transfer}.safetensors"

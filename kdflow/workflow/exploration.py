@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from kdflow.workflow.config import canonical, config_id, student_run_file, student_settings
+from kdflow.workflow.config import canonical, grid_point, student_run_file, student_settings
 
 PREFIX = "exploration_"
 SIZE_AXES = ("width", "depth")
@@ -132,7 +132,7 @@ def _axis(spec: dict, student: str, name: str, values) -> list[tuple[str, str, s
         return [(name, f"{name[0]}{value}".replace("/", "-"), f"{_SYMBOLS[name]}={value}", {name: str(value)})
                 for value in values]
     symbol = _SYMBOLS.get(name, name)
-    return [(name, config_id({name: value}) if name not in _SHORT else f"{_SHORT[name]}{value:g}",
+    return [(name, grid_point({name: value}) if name not in _SHORT else f"{_SHORT[name]}{value:g}",
              f"{symbol}={number_label(name, value)}", {name: value}) for value in values]
 
 
@@ -308,7 +308,7 @@ def drawn_runs(config: dict, figure: str) -> list[dict]:
 def run_files(runs: list[dict]) -> dict[str, list[str]]:
     """The learning curves and metrics of ``runs`` (exploration run records), in order."""
     return {name: [student_run_file(f"{name}.{extension}", experiment=run["experiment"], task=run["task"],
-                                    student=run["student"], method=run["method"], config=run["point"],
+                                    student=run["student"], method=run["method"], point=run["point"],
                                     seed=run["seed"]) for run in runs]
             for name, extension in (("curves", "parquet"), ("metrics", "json"))}
 

@@ -40,7 +40,7 @@ def runtime_jobs(config: dict) -> list[dict]:
     students = student_jobs(config)
     for step, run_of in sorted(spec["students"].items()):
         for task in spec["tasks"]:
-            runs = sorted((job["method"], job["config"], f"seed{job['seed']}") for job in students
+            runs = sorted((job["method"], job["point"], f"seed{job['seed']}") for job in students
                           if (job["experiment"], job["task"], job["student"]) == (run_of["experiment"], task,
                                                                                  run_of["student"]))
             jobs += [dict(step=step, task=task, rule="distill_student", run="/".join(run),
