@@ -27,4 +27,4 @@ include: "rules/reporting.smk"
 rule all:
     default_target: True
     input:
-        default_targets(config, EXPLORATION_EXPERIMENTS),
+        with_status_page(STATUS_TARGETS),

@@ -14,8 +14,7 @@ rule analyse_predictions:
         html=report(
             "results/report/analysis_{task}.html",
             caption="../report/analysis.rst",
-            category="Sučík (2020)",
-            subcategory="Prediction analysis (§6.2)",
+            **paper_place("thesis_sucik2020", "Table 6.2"),
             labels={"task": "{task}", "result": "tables (Tables 6.1-6.2)"},
         ),
     log:
@@ -53,8 +52,7 @@ rule classify_sentences:
         html=report(
             "results/report/sentence_probes_{task}.html",
             caption="../report/sentence_probes.rst",
-            category="Sučík (2020)",
-            subcategory="Prediction analysis (§6.2)",
+            **paper_place("thesis_sucik2020", "Table 6.3"),
             labels={
                 "task": "{task}",
                 "result": "sentences and variants (Tables 6.3, C.1)",

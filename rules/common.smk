@@ -13,6 +13,13 @@ from kdflow.reporting.paper_tables import (
     table_inputs,
     title_of,
 )
+from kdflow.reporting.report_menu import (
+    attention_report_entry,
+    category,
+    paper_place,
+    paper_table_place,
+)
+from kdflow.reporting.status import status_inputs
 from kdflow.workflow.config import (
     canonical,
     class_distribution_tasks,
@@ -60,7 +67,7 @@ from kdflow.workflow.model_inputs import (
 )
 from kdflow.workflow.provenance import script_fingerprint, workflow_fingerprint
 from kdflow.workflow.runtime_jobs import runtime_jobs
-from kdflow.workflow.targets import attention_report_entry, default_targets
+from kdflow.workflow.targets import default_targets, with_status_page
 
 
 def code_of(script):

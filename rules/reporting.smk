@@ -31,6 +31,10 @@ EXPLORATION = config.get(
 )  # the thesis's Chapter 5 and Appendix B: figures and Table 5.1
 
 
+# What the status page accounts for: everything the default target asks for.
+STATUS_TARGETS = default_targets(config, EXPLORATION_EXPERIMENTS)
+
+
 rule select_students:
     """Per task, student and method of an experiment, the grid point with the best mean dev score over
     seeds (dev only, never test), recorded with the whole grid; and the experiment's table of the selected
@@ -45,7 +49,7 @@ rule select_students:
         html=report(
             "results/report/experiment_{experiment}.html",
             caption="../report/experiment.rst",
-            category="Experiments",
+            category=category("Experiments"),
             labels={"experiment": "{experiment}"},
         ),
     log:
@@ -117,7 +121,7 @@ rule teacher_table:
         html=report(
             "results/report/teachers.html",
             caption="../report/teachers.rst",
-            category="Teachers",
+            category=category("Teachers"),
             labels={"table": "teachers and their per-layer pseudo-heads"},
         ),
     log:
@@ -149,7 +153,7 @@ rule claims_table:
         html=report(
             "results/report/claims.html",
             caption="../report/claims.rst",
-            category="Evidence on real data",
+            category=category("Evidence on real data"),
             labels={"table": "the papers' claims, tested"},
         ),
     log:
@@ -168,6 +172,40 @@ rule claims_table:
         "../scripts/claims_table.py"
 
 
+rule status_page:
+    """The report's status page: every numbered table and figure of the three works (reference/paper_artifacts.csv)
+    and what this run has of it, built last from the config's default targets (kdflow.reporting.status).
+    """
+    input:
+        artifacts="reference/paper_artifacts.csv",
+        made=status_inputs(STATUS_TARGETS),
+    output:
+        table="results/tables/status.csv",
+        markdown="results/tables/status.md",
+        html=report(
+            "results/report/status.html",
+            caption="../report/status.rst",
+            category=category("Status"),
+            labels={"page": "the works' tables and figures"},
+        ),
+    log:
+        "logs/status_page.log",
+    benchmark:
+        "results/benchmarks/status_page.tsv"
+    localrule: True
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        targets=STATUS_TARGETS,
+        code=code_of("status_page.py"),
+    script:
+        "../scripts/status_page.py"
+
+
 rule ledger_table:
     """The deviation ledger as a page of its own: every difference from the papers' protocols and every setting
     they leave silent, with the paper's value, kdflow's, why and the effect (kdflow.reporting.ledger).
@@ -180,7 +218,7 @@ rule ledger_table:
         html=report(
             "results/report/ledger.html",
             caption="../report/ledger.rst",
-            category="Deviation ledger",
+            category=category("Deviation ledger"),
             labels={"table": "kdflow against the papers' protocols"},
         ),
     log:
@@ -216,8 +254,15 @@ rule paper_table:
         html=report(
             "results/report/paper_{paper_table}.html",
             caption="../report/paper_table.rst",
-            category="Paper tables",
-            labels={"table": "{paper_table}"},
+            category=lambda w: paper_table_place(PAPER_TABLES, w.paper_table)[
+                "category"
+            ],
+            subcategory=lambda w: paper_table_place(PAPER_TABLES, w.paper_table)[
+                "subcategory"
+            ],
+            labels=lambda w: {
+                "table": title_of(PAPER_TABLES["tables"][w.paper_table])
+            },
         ),
     log:
         "logs/paper_table/{paper_table}.log",
@@ -253,8 +298,8 @@ rule runtime_table:
         html=report(
             "results/report/runtimes.html",
             caption="../report/runtime_table.rst",
-            category="Paper tables",
-            labels={"table": "thesis_table45 (runtimes)"},
+            **paper_place("thesis_sucik2020", "Table 4.5"),
+            labels={"table": "runtimes of the pipeline's steps"},
         ),
     log:
         "logs/runtime_table.log",
@@ -287,8 +332,7 @@ rule probing_table:
         html=report(
             "results/report/probing.html",
             caption="../report/probing_table.rst",
-            category="Sučík (2020)",
-            subcategory="Probing (§6.1)",
+            **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
             labels={"result": "accuracy per model, task and layer (table)"},
         ),
     log:
@@ -321,8 +365,7 @@ rule probing_thesis_table:
         html=report(
             "results/report/probing_thesis.html",
             caption="../report/probing_thesis.rst",
-            category="Sučík (2020)",
-            subcategory="Probing (§6.1)",
+            **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
             labels={"result": "kdflow beside the thesis (table)"},
         ),
     log:
@@ -364,8 +407,7 @@ rule figure_teacher_curves:
         figure=report(
             "results/figures/teacher_curves_{teacher}.png",
             caption="../report/figure_teacher_curves.rst",
-            category="Sučík (2020)",
-            subcategory="Teacher fine-tuning (Fig. 4.2)",
+            **paper_place("thesis_sucik2020", "Figure 4.2"),
             labels={
                 "teacher": "{teacher}",
                 "figure": "dev score and η over fine-tuning",
@@ -398,8 +440,7 @@ rule figure_class_distribution:
         figure=report(
             "results/figures/class_distribution.png",
             caption="../report/figure_class_distribution.rst",
-            category="Sučík (2020)",
-            subcategory="Data (Fig. A.1)",
+            **paper_place("thesis_sucik2020", "Figure A.1"),
             labels={"figure": "class distribution per task and split"},
         ),
     log:
@@ -427,8 +468,7 @@ rule figure_pseudo_heads:
         report(
             "results/figures/pseudo_heads.png",
             caption="../report/figure_pseudo_heads.rst",
-            category="Universal-KD (Wu et al. 2021)",
-            subcategory="Figure 3",
+            **paper_place("universal_kd_wu2021", "Figure 3"),
             labels={"figure": "pseudo-heads' distance to the gold label (left)"},
         ),
     log:
@@ -455,16 +495,14 @@ rule figure_probing:
         layers=report(
             "results/figures/probing.png",
             caption="../report/figure_probing.rst",
-            category="Sučík (2020)",
-            subcategory="Probing (§6.1)",
-            labels={"result": "accuracy per layer (Figs. 6.1-6.2)"},
+            **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
+            labels={"result": "accuracy per layer"},
         ),
         depth=report(
             "results/figures/probing_relative_depth.png",
             caption="../report/figure_probing.rst",
-            category="Sučík (2020)",
-            subcategory="Probing (§6.1)",
-            labels={"result": "accuracy per relative depth (Figs. 6.1-6.2)"},
+            **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
+            labels={"result": "accuracy per relative depth"},
         ),
     log:
         "logs/figure_probing.log",
@@ -493,30 +531,26 @@ rule figure_probing_thesis:
         fig6_1=report(
             "results/figures/probing_thesis_6_1.png",
             caption="../report/figure_probing_thesis.rst",
-            category="Sučík (2020)",
-            subcategory="Probing (§6.1)",
-            labels={"result": "teachers beside the thesis (Fig. 6.1)"},
+            **paper_place("thesis_sucik2020", "Figure 6.1"),
+            labels={"result": "teachers beside the thesis"},
         ),
         fig6_2=report(
             "results/figures/probing_thesis_6_2.png",
             caption="../report/figure_probing_thesis.rst",
-            category="Sučík (2020)",
-            subcategory="Probing (§6.1)",
-            labels={"result": "students, embed. beside the thesis (Fig. 6.2)"},
+            **paper_place("thesis_sucik2020", "Figure 6.2"),
+            labels={"result": "students, embed. beside the thesis"},
         ),
         fig6_3=report(
             "results/figures/probing_thesis_6_3.png",
             caption="../report/figure_probing_thesis.rst",
-            category="Sučík (2020)",
-            subcategory="Probing (§6.1)",
-            labels={"result": "from scratch beside the thesis (Fig. 6.3)"},
+            **paper_place("thesis_sucik2020", "Figure 6.3"),
+            labels={"result": "from scratch beside the thesis"},
         ),
         figC_1=report(
             "results/figures/probing_thesis_C_1.png",
             caption="../report/figure_probing_thesis.rst",
-            category="Sučík (2020)",
-            subcategory="Probing (§6.1)",
-            labels={"result": "from scratch, all tasks, beside the thesis (Fig. C.1)"},
+            **paper_place("thesis_sucik2020", "Figure C.1"),
+            labels={"result": "from scratch, all tasks, beside the thesis"},
         ),
     log:
         "logs/figure_probing_thesis.log",
@@ -544,23 +578,20 @@ rule figure_analysis:
         confidence=report(
             "results/figures/confidence_correlation_{task}.png",
             caption="../report/figure_confidence.rst",
-            category="Sučík (2020)",
-            subcategory="Prediction analysis (§6.2)",
-            labels={"task": "{task}", "result": "confidence correlation (Fig. 6.5)"},
+            **paper_place("thesis_sucik2020", "Figure 6.5"),
+            labels={"task": "{task}", "result": "confidence correlation"},
         ),
         mistakes=report(
             "results/figures/mistake_overlap_{task}.png",
             caption="../report/figure_mistakes.rst",
-            category="Sučík (2020)",
-            subcategory="Prediction analysis (§6.2)",
-            labels={"task": "{task}", "result": "mistake overlap (Fig. C.2)"},
+            **paper_place("thesis_sucik2020", "Figure C.2"),
+            labels={"task": "{task}", "result": "mistake overlap"},
         ),
         average=report(
             "results/figures/average_confidence_{task}.png",
             caption="../report/figure_average_confidence.rst",
-            category="Sučík (2020)",
-            subcategory="Prediction analysis (§6.2)",
-            labels={"task": "{task}", "result": "average confidence (Fig. 6.6)"},
+            **paper_place("thesis_sucik2020", "Figure 6.6"),
+            labels={"task": "{task}", "result": "average confidence"},
         ),
         average_data="results/figures/average_confidence_{task}.csv",
     log:
@@ -644,8 +675,7 @@ rule layer_outputs:
         figure=report(
             "results/figures/layer_outputs_{task}.png",
             caption="../report/figure_layer_outputs.rst",
-            category="ALP-KD (Passban et al. 2021)",
-            subcategory="Figure 4",
+            **paper_place("alp_kd_passban2021", "Figure 4"),
             labels={
                 "figure": "layer outputs: principal components, cosine distance",
                 "task": "{task}",
@@ -688,8 +718,10 @@ rule figure_exploration_curves:
         figure=report(
             "results/figures/thesis_{figure}.png",
             caption="../report/figure_exploration.rst",
-            category="Sučík (2020)",
-            subcategory="Hyperparameter exploration (§5.1, App. B.1-B.2.1)",
+            category=category("Sučík (2020)"),
+            subcategory=lambda w: paper_place(
+                "thesis_sucik2020", f"Figure {w.figure}"
+            )["subcategory"],
             labels=lambda w: {
                 "figure": f"Fig. {w.figure}",
                 "result": figure_title(config, w.figure),
@@ -727,8 +759,10 @@ rule figure_gradient_explosion:
         figure=report(
             "results/figures/thesis_{figure}.png",
             caption="../report/figure_gradient_explosion.rst",
-            category="Sučík (2020)",
-            subcategory="Student size (App. B.2.2)",
+            category=category("Sučík (2020)"),
+            subcategory=lambda w: paper_place(
+                "thesis_sucik2020", f"Figure {w.figure}"
+            )["subcategory"],
             labels=lambda w: {
                 "figure": f"Fig. {w.figure}",
                 "result": figure_title(config, w.figure),
@@ -764,8 +798,10 @@ rule figure_student_sizes:
         figure=report(
             "results/figures/thesis_{figure}.png",
             caption="../report/figure_student_sizes.rst",
-            category="Sučík (2020)",
-            subcategory="Student size (App. B.2.2)",
+            category=category("Sučík (2020)"),
+            subcategory=lambda w: paper_place(
+                "thesis_sucik2020", f"Figure {w.figure}"
+            )["subcategory"],
             labels=lambda w: {
                 "figure": f"Fig. {w.figure}",
                 "result": figure_title(config, w.figure),
@@ -806,8 +842,7 @@ rule exploration_table:
         html=report(
             "results/report/thesis_table51.html",
             caption="../report/exploration_table.rst",
-            category="Sučík (2020)",
-            subcategory="Hyperparameter exploration (§5.1, App. B.1-B.2.1)",
+            **paper_place("thesis_sucik2020", "Table 5.1"),
             labels={
                 "table": "Table 5.1",
                 "result": "values explored, chosen and kdflow's best",
@@ -854,7 +889,7 @@ rule plan:
         html=report(
             "results/report/plan.html",
             caption="../report/plan.rst",
-            category="Cost plan",
+            category=category("Cost plan"),
             labels={"table": "jobs and estimated hours before the run"},
         ),
     log:

@@ -128,8 +128,7 @@ rule transfer_statistics:
         html=report(
             "results/report/transfer_{task}_{teacher}.html",
             caption="../report/transfer_statistics.rst",
-            category="Sučík (2020)",
-            subcategory="Augmented transfer sets (§3.2)",
+            **paper_place("thesis_sucik2020", "Augmented transfer sets (§3.2)"),
             labels={"task": "{task}", "teacher": "{teacher}"},
         ),
     log:

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from conftest import REPO
 
+from kdflow.reporting.report_menu import attention_report_entry
 from kdflow.workflow.config import (
     assistant_run,
     check_references,
@@ -29,7 +30,7 @@ from kdflow.workflow.config import (
 from kdflow.workflow.config_files import validate_config
 from kdflow.workflow.cost_plan import counted_files
 from kdflow.workflow.exploration import exploration_experiments, with_exploration
-from kdflow.workflow.targets import attention_report_entry, default_targets
+from kdflow.workflow.targets import default_targets
 
 
 def full_config():
@@ -209,7 +210,7 @@ def test_a_transfer_set_reads_its_sources_and_a_student_its_signals():
 
 def test_an_attention_figure_is_filed_under_its_paper():
     entry = attention_report_entry(demo_config(), "alp_kd_figure3")
-    assert entry["category"] == "ALP-KD (Passban et al. 2021)" and entry["subcategory"] == "Figure 3"
+    assert entry["category"] == "1 ALP-KD (Passban et al. 2021)" and entry["subcategory"] == "06 Figure 3"
     assert entry["labels"]["student layer"] == "1"
     assert attention_report_entry(demo_config(), "universal_kd_figure3")["labels"]["student layer"] == "top attending"
 

@@ -11,10 +11,13 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import DEMO, REPO, copy_repo, job_stats, planned_jobs, rule_scripts, snakemake
+from report_browser import chromium, visit_report
 from safetensors import safe_open
 
 from kdflow.distillation.methods.registry import available_methods
 from kdflow.reporting.plan_pages import calibration
+from kdflow.reporting.report_menu import CATEGORIES, category, paper_items, paper_place
+from kdflow.reporting.status import PAPERS
 from kdflow.workflow.provenance import script_closure
 
 # What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, measured
@@ -145,14 +148,71 @@ def check_demo_evidence(workdir, config):
     assert [record["method"] for record in attention] == ["universal_kd_il", "alp"]
     assert {record["student_layer"] for record in attention} == {2}  # the penultimate of 3 layers
     check_demo_exploration(workdir, config)
+
+
+@pytest.fixture(scope="module")
+def demo_report(demo_run):
+    workdir, _ = demo_run
     snakemake(*DEMO, "--report", "report.html", cwd=workdir)
-    report = (workdir / "report.html").read_text()
-    for category in ["Paper tables", "Evidence on real data", "Deviation ledger", "Universal-KD (Wu et al. 2021)", "ALP-KD (Passban et al. 2021)", "Teachers",
-                     "Experiments", "Figure 3", "Figure 4", "sentence_probes_cola.html", "sentence_probes_sst2.html",
-                     "average_confidence_sst2.png",
-                     "Teacher fine-tuning (Fig. 4.2)", "Data (Fig. A.1)", "thesis_table45 (runtimes)",
-                     "Hyperparameter exploration (", "Student size (App. B.2.2)"]:  # the report escapes "§"
-        assert category in report, category
+    return workdir / "report.html"
+
+
+@pytest.mark.slow
+def test_the_report_files_every_page_under_its_paper_in_the_papers_order(demo_report):
+    report = demo_report.read_text()
+
+    def shown(text: str) -> bool:  # the report embeds its menus as JSON, non-ASCII letters escaped
+        return text in report or json.dumps(text)[1:-1] in report
+
+    for name in CATEGORIES:
+        assert shown(category(name)), name
+    for paper, item in [("alp_kd_passban2021", "Table 2"), ("alp_kd_passban2021", "Figure 4"),
+                        ("universal_kd_wu2021", "Figure 3"), ("thesis_sucik2020", "Table 4.5"),
+                        ("thesis_sucik2020", "Figure B.11")]:
+        assert shown(paper_place(paper, item)["subcategory"]), (paper, item)
+    for gone in ["Paper tables", "thesis_table45 (runtimes)"]:
+        assert gone not in report
+
+
+@pytest.mark.slow
+def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees_with_the_results(demo_report):
+    """Issue 32: the demo's report in headless Chromium at 1400x900 (tests/report_browser.py); screenshots of the
+    landing page, a paper table, an experiment and the ledger go to test-artefacts/report/."""
+    if chromium() is None:
+        pytest.skip("no chromium on this machine (.ci/run installs Debian's)")
+    pytest.importorskip("playwright", reason="Playwright for Python drives the browser (the test extra has it)")
+    artefacts = REPO / "test-artefacts" / "report"
+    artefacts.mkdir(parents=True, exist_ok=True)
+    visit = visit_report(demo_report, artefacts, keep={"landing", "paper_alp_kd_table2.html",
+                                                       "experiment_alp_kd_table2.html", "ledger.html"})
+    assert visit["errors"] == []
+    numbered = {category(name): name for name in CATEGORIES}
+    assert set(visit["menu"]) <= set(numbered), "a category outside the report's order"
+    assert list(visit["menu"]) == [name for name in numbered if name in visit["menu"]]
+    for shown, subcategories in visit["menu"].items():
+        paper = {title: key for key, title in PAPERS.items()}.get(numbered[shown])
+        if paper is not None:  # a work's items in the paper's order, tables first
+            order = [paper_place(paper, item)["subcategory"] for item in paper_items(paper)]
+            assert subcategories == [name for name in order if name in subcategories]
+    for path, entry in visit["entries"].items():
+        assert entry["category"] in numbered, path
+        if entry["kind"] == "html":
+            assert entry["text"] > 0, f"{path}: an empty page"
+        elif entry["kind"] == "img":
+            assert entry["natural_width"] > 0 and entry["shown_width"] > 0, f"{path}: a broken image"
+    workdir = demo_report.parent
+    status = pd.read_csv(workdir / "results/tables/status.csv", keep_default_na=False)
+    for row in status.itertuples():
+        files = [workdir / name for name in row.files.split(", ") if name]
+        if row.status.endswith(" cells"):
+            table = pd.read_csv(files[0])
+            assert row.status == f"{table.kdflow.notna().sum()}/{len(table)} cells", row
+        elif row.status == "made":
+            assert files and all(path.exists() for path in files), row
+        else:
+            assert files == [], row
+    counts = status.status.str.replace(r"^\d+/\d+ cells$", "paper table", regex=True).value_counts()
+    assert counts["made"] > 0 and counts["paper table"] > 0 and counts["not a result"] > 0
 
 
 def check_demo_prediction_analysis(workdir, analysis, config):
@@ -279,7 +339,7 @@ def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, d
     result = snakemake("-n", *DEMO, cwd=workdir).stdout
     assert job_stats(result) == Counter(  # and the cost plan, which every config edit changes
         finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1,
-        figure_teacher_curves=1, plan=1, all=1,
+        figure_teacher_curves=1, plan=1, all=1, status_page=1,
     )
     assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
     assert "Params have changed since last execution" in result
@@ -293,7 +353,8 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
     config["experiments"]["thesis_table52"]["seeds"].append(7)
     save(config)
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # alp_kd_table3's, and ALP-KD Fig. 3 of its ALP student
-        distill_student=1 + 2, select_students=2, glue_submission=2, paper_table=1, attention_maps=1, plan=1, all=1
+        distill_student=1 + 2, select_students=2, glue_submission=2, paper_table=1, attention_maps=1, plan=1, all=1,
+        status_page=1,
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM)
 
 
@@ -309,7 +370,7 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
     # the transfer set's words), each probed on 3 tasks
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
         sample_transfer_shard=2, build_transfer_set=2, compute_teacher_signals=2, transfer_statistics=1,
-        distill_student=2 * seeds + 2 * 2 + 1, select_students=3, glue_submission=3, plan=1, all=1,
+        distill_student=2 * seeds + 2 * 2 + 1, select_students=3, glue_submission=3, plan=1, all=1, status_page=1,
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM) + Counter(encode_probing_tasks=2 + 1, probe_model=(2 + 1) * 3)
 
 
@@ -361,6 +422,7 @@ def test_editing_raw_data_reruns_that_task_only(demo_run):
         prepare_task=1, finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1,
         figure_pseudo_heads=1, all=1, classify_sentences=1, figure_teacher_curves=1, figure_class_distribution=1,
         plan=1,  # the cost plan, which counts the raw rows
+        status_page=1,  # the status page, which reads the sentence list and the teacher's curves
     )
     snakemake(*DEMO, "--touch", "--cores", "1", cwd=workdir)
 

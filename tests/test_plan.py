@@ -64,7 +64,7 @@ def test_the_toy_config_plans_every_job_of_its_dag_with_its_work():
     assert Counter(jobs.rule) == Counter(
         prepare_task=1, figure_class_distribution=1, finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1,
         evaluate_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, figure_teacher_curves=1,
-        compute_teacher_signals=1, distill_student=2, select_students=1, glue_submission=1, plan=1)
+        compute_teacher_signals=1, distill_student=2, select_students=1, glue_submission=1, plan=1, status_page=1)
     teacher = jobs[jobs.rule == "finetune_teacher"].iloc[0]
     # 2 epochs of 640 examples in 20 batches; dev (200) after each epoch: 400 examples in 2 x 2 batches of 100
     assert (teacher.train_examples, teacher.train_batches) == (1280, 40)
@@ -143,7 +143,7 @@ def test_estimate_adds_start_up_floor_and_flops():
     assert (on_gpu.loc["teacher_table"].seconds, on_gpu.loc["teacher_table"].device) == (1.0, "cpu")
     estimated = cost_plan.estimate(jobs, rates, startup, ("G", "bf16"))
     table = cost_plan.plan_table(estimated, cost_plan.section_order(toy_config()))
-    assert list(table.section.unique()) == ["data", "teachers", "e", "plan"]
+    assert list(table.section.unique()) == ["data", "teachers", "e", "paper tables and figures", "plan"]
     students = table.set_index("rule").loc["distill_student"]
     assert (students.jobs, students.examples_x_epochs, students.device) == (2, 1280, "G")
     per_table = cost_plan.paper_table_hours(table, {**toy_config(), "paper_tables": {"tables": {"x": {
@@ -214,7 +214,7 @@ def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):
                              f"PLAN_ARGS={options}"], cwd=workdir, capture_output=True, text=True)
     assert result.returncode == 0 and "1 of 1 steps (100%) done" in result.stderr, result.stdout + result.stderr
     table = pd.read_csv(workdir / "results/plan.csv")
-    assert table.jobs.sum() == 161 - 1  # every job of the demo's DAG but `all`
+    assert table.jobs.sum() == 162 - 1  # every job of the demo's DAG but `all`
     assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
     students = table[table.rule == "distill_student"]
     assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])

@@ -33,6 +33,7 @@ from kdflow.core import statistics
 from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Paragraph, Table
 from kdflow.core.tasks import GLUE_FILES
 from kdflow.reporting.ledger import read_ledger
+from kdflow.reporting.status import SHORT_NAMES
 from kdflow.workflow.config import canonical, run_values
 
 TEACHER_METHOD = "teacher"
@@ -392,7 +393,8 @@ def write_paper_table(table: pd.DataFrame, title: str, csv_path, markdown_path, 
 
 
 def title_of(spec: dict) -> str:
-    return spec.get("title") or f"{spec['source']} Table {spec['table']}"
+    """The config's title of a paper table, else the paper's name for it ("ALP-KD Table 2")."""
+    return spec.get("title") or f"{SHORT_NAMES.get(spec['source'], spec['source'])} Table {spec['table']}"
 
 
 # Selected hyperparameters (Universal-KD Tables 7-9): the paper's choice beside kdflow's dev-selected grid point.

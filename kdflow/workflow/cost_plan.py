@@ -96,7 +96,7 @@ SECTIONS = {
                      "probing_thesis_table", "figure_probing_thesis"], "probing"),
     **dict.fromkeys(["analyse_predictions", "figure_analysis", "classify_sentences"], "prediction analysis"),
     **dict.fromkeys(["measure_inference", "paper_table", "runtime_table", "attention_maps", "layer_outputs",
-                     "claims_table", "ledger_table"], "paper tables and figures"),
+                     "claims_table", "ledger_table", "status_page"], "paper tables and figures"),
     **dict.fromkeys(["exploration_table", "figure_exploration_curves", "figure_gradient_explosion",
                      "figure_student_sizes"], "exploration figures"),
     "plan": "plan",

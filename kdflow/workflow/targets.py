@@ -10,10 +10,6 @@ from kdflow.workflow.config import augmented_jobs, class_distribution_tasks, gen
 GLUE_TASKS = {task for task, _ in GLUE_FILES}
 THESIS_PROBING_FIGURES = [f"results/figures/probing_thesis_{name}.png" for name in ("6_1", "6_2", "6_3", "C_1")]
 ANALYSIS_FIGURES = ("confidence_correlation", "mistake_overlap", "average_confidence")
-PAPER_CATEGORIES = {  # the report's category of each paper's figures
-    "universal_kd_wu2021": "Universal-KD (Wu et al. 2021)",
-    "alp_kd_passban2021": "ALP-KD (Passban et al. 2021)",
-}
 
 
 def default_targets(config: dict, exploration_experiments: set[str]) -> list[str]:
@@ -55,10 +51,6 @@ def default_targets(config: dict, exploration_experiments: set[str]) -> list[str
     ]
 
 
-def attention_report_entry(config: dict, figure: str) -> dict:
-    """Where the report files an attention figure (config ``attention_maps``): its paper's category, the paper's
-    figure and its labels."""
-    spec = config["attention_maps"][figure]
-    return {"category": PAPER_CATEGORIES[spec["paper"]], "subcategory": f"Figure {spec['figure']}",
-            "labels": {"figure": "attention over teacher layers", "task": spec["task"],
-                       "student layer": str(spec["student_layer"] or "top attending")}}
+def with_status_page(targets: list[str]) -> list[str]:
+    """The default targets and the status page, which accounts for them (rule status_page)."""
+    return [*targets, "results/tables/status.md"]

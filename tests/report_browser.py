@@ -1,0 +1,76 @@
+"""The Snakemake report as a user sees it: opened in headless Chromium (Debian's ``chromium``, driven by Playwright
+for Python) at 1400x900, its menus read and every entry shown in turn (issue 32).
+
+The report is one HTML page whose React app keeps its data in globals: ``categories`` (category -> subcategory ->
+result paths), ``results`` (path -> data URI, MIME type) and ``app`` (whose ``setView`` shows an entry, as a click on
+the entry's eye button does). An HTML entry is shown in an iframe, an image in an ``img``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+VIEWPORT = {"width": 1400, "height": 900}
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def visit_report(report: Path, screenshots: Path | None = None, keep: set[str] = frozenset()) -> dict:
+    """``menu``: category -> its subcategories in the order the menus show them; ``entries``: per result path its
+    kind, category, subcategory, the frame's width and the widest element inside it (HTML) or the image's natural
+    and shown width; ``errors``: every JavaScript error and console error of the visit. Screenshots of the landing
+    page (``landing``) and of the entries whose file names are in ``keep`` go to ``screenshots``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        page = browser.new_page(viewport=VIEWPORT)
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+        page.on("console", lambda message: errors.append(f"console: {message.text}")
+                if message.type == "error" else None)
+        page.goto(report.resolve().as_uri())
+        page.wait_for_function("typeof app !== 'undefined' && typeof categories !== 'undefined'")
+        if screenshots is not None and "landing" in keep:
+            page.screenshot(path=screenshots / "landing.png")
+        menu = page.evaluate("""() => Object.fromEntries(Object.keys(categories).sort((a, b) => a.localeCompare(b))
+            .map(c => [c, Object.keys(categories[c]).sort((a, b) => a.localeCompare(b))]))""")
+        placed = page.evaluate("""() => Object.fromEntries(Object.entries(categories).flatMap(([c, subs]) =>
+            Object.entries(subs).flatMap(([s, paths]) => paths.map(p => [p, [c, s]]))))""")
+        entries = {}
+        for path, mime in page.evaluate("() => Object.entries(results).map(([k, v]) => [k, v.mime_type])"):
+            kind = "html" if mime == "text/html" else "img" if mime.startswith("image/") else "download"
+            entry = {"kind": kind, "mime": mime, "category": placed.get(path, [None, None])[0],
+                     "subcategory": placed.get(path, [None, None])[1]}
+            if kind != "download":
+                page.evaluate("([path, kind]) => app.setView({content: kind, contentPath: results[path].data_uri, "
+                              "resultPath: path})", [path, kind])
+                entry.update(show_html(page) if kind == "html" else show_image(page))
+                if screenshots is not None and Path(path).name in keep:
+                    page.screenshot(path=screenshots / (Path(path).stem + ".png"))
+            entries[path] = entry
+        browser.close()
+    return {"menu": menu, "entries": entries, "errors": errors}
+
+
+def show_html(page) -> dict:
+    page.wait_for_selector("iframe")
+    frame = page.query_selector("iframe").content_frame()
+    frame.wait_for_load_state()
+    frame_width = page.evaluate("() => document.querySelector('iframe').getBoundingClientRect().width")
+    inside = frame.evaluate("""() => ({
+        text: document.body ? document.body.innerText.trim().length : 0,
+        widest: Math.max(document.documentElement.scrollWidth,
+                         ...Array.from(document.querySelectorAll('table, img, pre')).map(e => e.scrollWidth)),
+    })""")
+    return {"frame_width": frame_width, "text": inside["text"], "widest": inside["widest"]}
+
+
+def show_image(page) -> dict:
+    handle = page.wait_for_selector("div.p-3 > img")  # the content pane's image, not the logo
+    page.wait_for_function("img => img.complete", arg=handle)
+    natural, shown = page.evaluate("img => [img.naturalWidth, img.getBoundingClientRect().width]", handle)
+    return {"natural_width": natural, "shown_width": shown}
