@@ -137,8 +137,8 @@ def test_alp_kd_table1_shows_kdflow_beside_a_dash_where_the_paper_is_not_transcr
     assert ckd.kdflow == 50.0 and pd.isna(ckd.paper) and pd.isna(ckd.difference)
     assert cell(table, "bert-4", "pkd", "cola").paper == 32.1  # as Universal-KD Table 2 quotes it
     text = paper_document(table, "ALP-KD Table 1").markdown()
-    assert "| bert-4 | ckd_no | bert_4 / ckd_no | — (—) | — (—) | — (—) | — (—) | — (—) | 50.00 (—) |" in text
-    assert "| bert-4 | pkd | bert_4 / pkd | 50.00 (32.1) |" in text
+    assert "| bert-4 | ckd_no | bert_4 / ckd_no | — (—) | — (—) | — (—) | — (—) | — (—) | 50.0 (—) |" in text
+    assert "| bert-4 | pkd | bert_4 / pkd | 50.0 (32.1) |" in text
 
 
 def test_averages_are_kdflows_over_the_same_tasks_only_when_it_has_them_all():
@@ -262,9 +262,9 @@ def test_markdown_shows_kdflow_and_paper_per_cell_and_marks_missing_values():
     assert text.startswith("# Universal-KD Table 2\n")
     assert ("| student | method | kdflow | cola | mnli | mrpc | qnli | qqp | rte | sst2 | stsb | average |\n"
             "|---|---|---|" + "---:|" * 9) in text  # scores right-aligned
-    assert "| bert-4 | kd | bert_4 / kd | 40.00 (29.2) | 41.00 (79.3) |" in text
-    assert "| bert-4 | no_kd | bert_4 / no_kd | — (31) |" in text
-    assert "| bert-4 | kd | bert_4 / kd | +10.80 | -38.30 |" in text  # kdflow − paper
+    assert "| bert-4 | kd | bert_4 / kd | 40.0 (29.2) | 41.0 (79.3) |" in text
+    assert "| bert-4 | no_kd | bert_4 / no_kd | — (31.0) |" in text
+    assert "| bert-4 | kd | bert_4 / kd | +10.8 | -38.3 |" in text  # kdflow − paper
     assert "- paper: taken from ALP-KD paper (bert-4 / pkd, bert-4 / alp)" in text
     assert "<li>paper: taken from ALP-KD paper (bert-4 / pkd, bert-4 / alp)</li>" in page.html()
 
@@ -287,12 +287,12 @@ def test_thesis_markdown_names_each_score_of_a_task():
 
 def test_thesis_markdown_compares_scores_but_not_sizes_and_speeds():
     scores, differences = paper_document(table_of("thesis_table52"), "Table 5.2").markdown().split("## kdflow − paper")
-    assert "| 303.36 (340) | 40.00 (750) |" in scores
+    assert "| 303.36 (340.00) | 40.00 (750.00) |" in scores
     assert ("| student | method | kdflow | cola mcc dev | cola mcc test | sst2 accuracy dev | sst2 accuracy test "
             "| sara f1_micro dev | sara f1_micro test |") in differences
     # kdflow's seed interval (mean ± t_{0.975,2} s sqrt(4/3)): SST-2 90.0 ± 2.48 holds the paper's 91.2, Sara
     # 85.0 ± 0.99 does not hold its 86.4
-    assert "| bilstm_s | kd | lstm_s / mse_logits | — | — | -1.20 ✓ | — | — | -1.40 ✗ |" in differences
+    assert "| bilstm_s | kd | lstm_s / mse_logits | — | — | -1.2 ✓ | — | — | -1.4 ✗ |" in differences
     table = table_of("thesis_table52")
     assert cell(table, "bilstm_s", "kd", "sst2", "accuracy").within_spread == True  # noqa: E712 (numpy bool)
     assert cell(table, "bilstm_s", "kd", "sara", "f1_micro", split="test").within_spread == False  # noqa: E712
@@ -304,8 +304,8 @@ def test_latex_is_a_booktabs_tabular_with_escaped_names():
     lines = text.splitlines()
     assert lines[1:3] == [r"\begin{tabular}{lllrrrrrrrrr}", r"\toprule"]
     assert lines[3] == r"student & method & kdflow & cola & mnli & mrpc & qnli & qqp & rte & sst2 & stsb & average \\"
-    assert r"bert-4 & kd & bert\_4 / kd & 40.00 (29.2) & 41.00 (79.3)" in text
-    assert r"bert-4 & no\_kd & bert\_4 / no\_kd & --- (31) &" in text
+    assert r"bert-4 & kd & bert\_4 / kd & 40.0 (29.2) & 41.0 (79.3)" in text
+    assert r"bert-4 & no\_kd & bert\_4 / no\_kd & --- (31.0) &" in text
     assert lines[-2:] == [r"\bottomrule", r"\end{tabular}"] and "—" not in text
 
 

@@ -295,10 +295,26 @@ def _number(value, digits: int, missing: str, signed: bool = False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
-def _score_cell(digits: int):
-    """"kdflow (paper)"; a paper value can be missing too (ALP-KD Table 1 is transcribed only where Universal-KD
-    quotes it)."""
-    return lambda row: f"{_number(row.kdflow, digits, '—')} ({'—' if pd.isna(row.paper) else f'{row.paper:g}'})"
+def paper_digits(table: pd.DataFrame) -> dict[str, int]:
+    """Per metric, the decimals the paper prints its numbers with: the most any of them needs (a transcribed 91.0
+    reads back as 91, so one value alone does not tell)."""
+    def decimals(value: float) -> int:
+        text = f"{value:.6f}".rstrip("0")
+        return len(text) - text.index(".") - 1
+    return {metric: max((decimals(v) for v in rows.paper.dropna()), default=0)
+            for metric, rows in table.groupby("metric")}
+
+
+def _digits(digits: int | None, precision: dict[str, int]):
+    """The decimals of a row's numbers: ``digits`` where given, else the paper's for the row's metric."""
+    return lambda row: digits if digits is not None else precision.get(row.metric, 2)
+
+
+def _score_cell(table: pd.DataFrame, digits: int | None):
+    """"kdflow (paper)", both at the paper's precision unless ``digits`` is given; a paper value can be missing too
+    (ALP-KD Table 1 is transcribed only where Universal-KD quotes it)."""
+    of = _digits(digits, paper_digits(table))
+    return lambda row: f"{_number(row.kdflow, of(row), '—')} ({_number(row.paper, of(row), '—')})"
 
 
 def _notes(table: pd.DataFrame) -> list[str]:
@@ -335,15 +351,17 @@ SPREAD_LEGEND = (f"✓: the paper's number lies within kdflow's {statistics.CONF
                  "within kdflow's seed spread. ✗: outside it. No mark: kdflow has fewer than 2 seeds.")
 
 
-def paper_document(table: pd.DataFrame, title: str, digits: int = 2, deviations: list[dict] = ()) -> Document:
+def paper_document(table: pd.DataFrame, title: str, digits: int | None = None, deviations: list[dict] = ()) -> Document:
     """The table as people read it: "kdflow (paper)" per cell, then kdflow − paper of the scores, the notes, and
-    the ledger's differences between what kdflow ran and what the paper did."""
-    differences = _wide(table, lambda r: _number(r.difference, digits, "—", signed=True) + SPREAD_MARKS[r.within_spread],
+    the ledger's differences between what kdflow ran and what the paper did. Numbers have the paper's decimals per
+    metric, or ``digits``."""
+    of = _digits(digits, paper_digits(table))
+    differences = _wide(table, lambda r: _number(r.difference, of(r), "—", signed=True) + SPREAD_MARKS[r.within_spread],
                         only=is_score(table))
     document = Document(title, [
         Paragraph("Each cell: kdflow (paper). kdflow: mean over seeds of the configuration selected on dev "
                   "(teachers: the fine-tuned model); — : kdflow has no value (see the notes)."),
-        Table(_wide(table, _score_cell(digits))),
+        Table(_wide(table, _score_cell(table, digits))),
         Heading("kdflow − paper, for scores"),
         Paragraph(SPREAD_LEGEND),
         Table(differences),
@@ -364,9 +382,9 @@ def latex_escape(text: str) -> str:
     return "".join(LATEX_SPECIAL.get(char, char) for char in text)
 
 
-def paper_latex(table: pd.DataFrame, title: str, digits: int = 2) -> str:
-    """A booktabs tabular of "kdflow (paper)" cells (``---``: kdflow has no value)."""
-    return _latex(_wide(table, _score_cell(digits)), title)
+def paper_latex(table: pd.DataFrame, title: str, digits: int | None = None) -> str:
+    """A booktabs tabular of "kdflow (paper)" cells (``---``: kdflow has no value), at the paper's precision."""
+    return _latex(_wide(table, _score_cell(table, digits)), title)
 
 
 def _latex(cells: pd.DataFrame, title: str) -> str:
