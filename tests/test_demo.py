@@ -4,6 +4,7 @@ starts this file first when the suite runs in parallel."""
 
 import json
 import re
+from pathlib import Path
 from collections import Counter
 
 import numpy as np
@@ -198,6 +199,8 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
         assert entry["category"] in numbered, path
         if entry["kind"] == "html":
             assert entry["text"] > 0, f"{path}: an empty page"
+            if Path(path).name.startswith("paper_") or Path(path).name == "status.html":  # the pages made to fit
+                assert entry["widest"] <= entry["frame_width"], f"{path}: {entry['widest']} px in a {entry['frame_width']}-px frame"
         elif entry["kind"] == "img":
             assert entry["natural_width"] > 0 and entry["shown_width"] > 0, f"{path}: a broken image"
     workdir = demo_report.parent

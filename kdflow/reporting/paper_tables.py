@@ -51,7 +51,8 @@ HYPERPARAMETER_COLUMNS = ["source", "table", "student", "method", "task", "hyper
 # The papers' MNLI test scores are matched/mismatched accuracies; kdflow keeps mismatched as its own split. Their
 # plain MNLI dev accuracy is the matched one, which is kdflow's `dev`.
 MNLI_SPLIT_SUFFIX = {"accuracy_matched": "", "accuracy_mismatched": "_mismatched"}
-SHORT_METRICS = {"params_millions_non_embedding": "params (M)", "ms_per_example_cpu": "ms/example (CPU)"}
+SHORT_METRICS = {"params_millions_non_embedding": "params (M)", "ms_per_example_cpu": "ms/example (CPU)",
+                 "accuracy_matched": "m", "accuracy_mismatched": "mm"}  # MNLI-m/mm, as GLUE names them
 COLUMNS = ["source", "table", "teacher", "student", "method", "task", "metric", "split", "paper", "kdflow",
            "difference", "kdflow_std", "seeds", "within_spread", "kdflow_student", "kdflow_method", "kdflow_from", "paper_note",
            "kdflow_note"]
@@ -286,7 +287,28 @@ def _wide(table: pd.DataFrame, cell, only: pd.Series | None = None) -> pd.DataFr
         line = lines.setdefault((row.student, row.method), {"kdflow": kdflow_name(row)})
         line[column(row)] = cell(row)
     rows = [[s, m, line["kdflow"], *(line.get(c, "") for c in columns)] for (s, m), line in lines.items()]
-    return pd.DataFrame(rows, columns=["student", "method", "kdflow", *columns])
+    return pd.DataFrame(rows, columns=[*KEY_COLUMNS, *columns])
+
+
+KEY_COLUMNS = ["student", "method", "kdflow"]
+# Data columns per table of a page: with the key columns, a table of "kdflow (paper)" cells then fits the report's
+# frame (1,120 px in a 1,400-px window; tests/test_demo.py measures it in a browser).
+COLUMNS_PER_TABLE = 5
+
+
+def split_by_task(wide: pd.DataFrame, per_table: int = COLUMNS_PER_TABLE) -> list[pd.DataFrame]:
+    """A wide table (:func:`_wide`) as several, each with the key columns and at most ``per_table`` data columns,
+    a task's columns kept together (unless one task alone has more)."""
+    groups: dict[str, list[str]] = {}
+    for column in wide.columns[len(KEY_COLUMNS):]:
+        groups.setdefault(column.split(" ")[0], []).append(column)
+    chunks: list[list[str]] = []
+    for columns in groups.values():
+        if chunks and len(chunks[-1]) + len(columns) <= per_table:
+            chunks[-1] += columns
+        else:
+            chunks.append(list(columns))
+    return [wide[KEY_COLUMNS + chunk] for chunk in chunks] or [wide]
 
 
 def _number(value, digits: int, missing: str, signed: bool = False) -> str:
@@ -361,10 +383,10 @@ def paper_document(table: pd.DataFrame, title: str, digits: int | None = None, d
     document = Document(title, [
         Paragraph("Each cell: kdflow (paper). kdflow: mean over seeds of the configuration selected on dev "
                   "(teachers: the fine-tuned model); — : kdflow has no value (see the notes)."),
-        Table(_wide(table, _score_cell(table, digits))),
+        *map(Table, split_by_task(_wide(table, _score_cell(table, digits)))),
         Heading("kdflow − paper, for scores"),
         Paragraph(SPREAD_LEGEND),
-        Table(differences),
+        *map(Table, split_by_task(differences)),
     ])
     notes = _notes(table)
     if notes:

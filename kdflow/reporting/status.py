@@ -94,5 +94,5 @@ def status_document(status: pd.DataFrame) -> Document:
         blocks += [Heading(title), Paragraph(
             f"{int(made.sum())} of {int((rows.status != 'not a result').sum())} results made; "
             f"{int((rows.status == 'not a result').sum())} items hold no result."),
-            Table(rows.drop(columns="paper"))]
+            Table(rows.drop(columns=["paper", "section", "files"]))]  # in the CSV: the page fits the report's frame
     return Document("Status: the works' tables and figures", blocks)
