@@ -44,13 +44,18 @@ rule select_students:
         unpack(lambda w: selection_inputs(config, w.experiment)),
     output:
         selection="results/selection/{experiment}.json",
-        csv="results/tables/experiments/{experiment}.csv",
+        csv=report(
+            "results/tables/experiments/{experiment}.csv",
+            caption="../report/experiment.rst",
+            category=category("Experiments"),
+            labels={"experiment": "{experiment}", "format": "CSV"},
+        ),
         markdown="results/tables/experiments/{experiment}.md",
         html=report(
             "results/report/experiment_{experiment}.html",
             caption="../report/experiment.rst",
             category=category("Experiments"),
-            labels={"experiment": "{experiment}"},
+            labels={"experiment": "{experiment}", "format": "page"},
         ),
     log:
         "logs/select_students/{experiment}.log",
@@ -180,13 +185,18 @@ rule status_page:
         artifacts="reference/paper_artifacts.csv",
         made=status_inputs(STATUS_TARGETS),
     output:
-        table="results/tables/status.csv",
+        table=report(
+            "results/tables/status.csv",
+            caption="../report/status.rst",
+            category=category("Status"),
+            labels={"page": "the works' tables and figures", "format": "CSV"},
+        ),
         markdown="results/tables/status.md",
         html=report(
             "results/report/status.html",
             caption="../report/status.rst",
             category=category("Status"),
-            labels={"page": "the works' tables and figures"},
+            labels={"page": "the works' tables and figures", "format": "page"},
         ),
     log:
         "logs/status_page.log",
@@ -213,13 +223,18 @@ rule ledger_table:
     input:
         ledger=PAPER_TABLES.get("deviations", []),
     output:
-        table="results/tables/ledger.csv",
+        table=report(
+            "results/tables/ledger.csv",
+            caption="../report/ledger.rst",
+            category=category("Deviation ledger"),
+            labels={"table": "kdflow against the papers' protocols", "format": "CSV"},
+        ),
         markdown="results/tables/ledger.md",
         html=report(
             "results/report/ledger.html",
             caption="../report/ledger.rst",
             category=category("Deviation ledger"),
-            labels={"table": "kdflow against the papers' protocols"},
+            labels={"table": "kdflow against the papers' protocols", "format": "page"},
         ),
     log:
         "logs/ledger_table.log",
@@ -248,7 +263,20 @@ rule paper_table:
         unpack(lambda w: table_inputs(PAPER_TABLES, w.paper_table, REFERENCE)),
         deviations=PAPER_TABLES.get("deviations", []),
     output:
-        csv="results/tables/papers/{paper_table}.csv",
+        csv=report(
+            "results/tables/papers/{paper_table}.csv",
+            caption="../report/paper_table.rst",
+            category=lambda w: paper_table_place(PAPER_TABLES, w.paper_table)[
+                "category"
+            ],
+            subcategory=lambda w: paper_table_place(PAPER_TABLES, w.paper_table)[
+                "subcategory"
+            ],
+            labels=lambda w: {
+                "table": title_of(PAPER_TABLES["tables"][w.paper_table]),
+                "format": "CSV",
+            },
+        ),
         markdown="results/tables/papers/{paper_table}.md",
         latex="results/tables/papers/{paper_table}.tex",
         html=report(
@@ -261,7 +289,8 @@ rule paper_table:
                 "subcategory"
             ],
             labels=lambda w: {
-                "table": title_of(PAPER_TABLES["tables"][w.paper_table])
+                "table": title_of(PAPER_TABLES["tables"][w.paper_table]),
+                "format": "page",
             },
         ),
     log:

@@ -41,10 +41,11 @@ def visit_report(report: Path, screenshots: Path | None = None, keep: set[str] =
         placed = page.evaluate("""() => Object.fromEntries(Object.entries(categories).flatMap(([c, subs]) =>
             Object.entries(subs).flatMap(([s, paths]) => paths.map(p => [p, [c, s]]))))""")
         entries = {}
-        for path, mime in page.evaluate("() => Object.entries(results).map(([k, v]) => [k, v.mime_type])"):
+        for path, mime, size in page.evaluate(
+                "() => Object.entries(results).map(([k, v]) => [k, v.mime_type, v.data_uri.length])"):
             kind = "html" if mime == "text/html" else "img" if mime.startswith("image/") else "download"
             entry = {"kind": kind, "mime": mime, "category": placed.get(path, [None, None])[0],
-                     "subcategory": placed.get(path, [None, None])[1]}
+                     "subcategory": placed.get(path, [None, None])[1], "data_uri_length": size}
             if kind != "download":
                 page.evaluate("([path, kind]) => app.setView({content: kind, contentPath: results[path].data_uri, "
                               "resultPath: path})", [path, kind])

@@ -203,6 +203,11 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
                 assert entry["widest"] <= entry["frame_width"], f"{path}: {entry['widest']} px in a {entry['frame_width']}-px frame"
         elif entry["kind"] == "img":
             assert entry["natural_width"] > 0 and entry["shown_width"] > 0, f"{path}: a broken image"
+    downloads = {(entry["category"], entry["subcategory"]) for path, entry in visit["entries"].items()
+                 if path.endswith(".csv") and entry["kind"] == "download" and entry["data_uri_length"] > 100}
+    for path, entry in visit["entries"].items():  # a table's page, and its CSV to download beside it
+        if Path(path).name.startswith(("paper_", "experiment_", "status", "ledger")):
+            assert (entry["category"], entry["subcategory"]) in downloads, f"{path}: no CSV beside it"
     workdir = demo_report.parent
     status = pd.read_csv(workdir / "results/tables/status.csv", keep_default_na=False)
     for row in status.itertuples():
