@@ -197,7 +197,8 @@ def run_workflow(workdir: Path, runs: list[dict], cores: int, label: str, nolock
     known = {record_key(r) for r in read_record()}
     runs = [run for run in runs if record_key(run) not in known]
     if not runs:
-        print(f"{label}: every run is in the record", flush=True)
+        print(f"{label}: nothing to train (every run is in the record, or, for seeds, no search is complete)",
+              flush=True)
         return
     targets = [str(run_dir(workdir, run).relative_to(workdir) / "metrics.json") for run in runs]
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
@@ -217,12 +218,15 @@ def run_workflow(workdir: Path, runs: list[dict], cores: int, label: str, nolock
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
     try:
-        subprocess.run(command, check=False, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                       stdout=subprocess.DEVNULL)
+        result = subprocess.run(command, check=False, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                                stdout=subprocess.DEVNULL)
     finally:
         finished.set()
         poller.join()
         harvest(workdir, runs, shown, code)
+    if result.returncode != 0:  # a failed run, or Snakemake that did not start (a stale lock): look before going on
+        sys.exit(f"{label}: Snakemake exited with {result.returncode} (its messages are above); the finished runs "
+                 "are in the record, and the next call trains the others")
 
 
 def main() -> None:
