@@ -203,6 +203,8 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
                 assert entry["widest"] <= entry["frame_width"], f"{path}: {entry['widest']} px in a {entry['frame_width']}-px frame"
         elif entry["kind"] == "img":
             assert entry["natural_width"] > 0 and entry["shown_width"] > 0, f"{path}: a broken image"
+            if Path(path).name.startswith("probing_thesis_"):  # the figures made to fit: shrunk at most 2x
+                assert entry["natural_width"] <= 2 * entry["shown_width"], f"{path}: {entry}"
     downloads = {(entry["category"], entry["subcategory"]) for path, entry in visit["entries"].items()
                  if path.endswith(".csv") and entry["kind"] == "download" and entry["data_uri_length"] > 100}
     for path, entry in visit["entries"].items():  # a table's page, and its CSV to download beside it

@@ -306,11 +306,15 @@ REFERENCE_STYLES = {"majority": ("majority class (thesis: Conneau et al. 2018)",
                     "morphology": ("morphology guess (thesis)", "#000000")}
 
 
+THESIS_PANEL_COLUMNS = 4
+
+
 def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figure_id: str, path,
                           reference: pd.DataFrame | None = None) -> Path:
     """Thesis Fig. ``figure_id`` (6.1, 6.2, 6.3 or C.1) with kdflow's results beside the thesis's: the thesis models
     the figure shows (``thesis_figures`` of ``comparison``, :func:`kdflow.reporting.probing_reference.thesis_comparison`),
-    one row of panels per downstream task (pre-trained models in every row) and one column per probing task. Per
+    a block of panels per downstream task (pre-trained models in every block), one panel per probing task, at most
+    :data:`THESIS_PANEL_COLUMNS` a row. Per
     model, in the colour of its family: the thesis's test accuracy per layer (dashed, open markers) and kdflow's
     (solid) over every layer kdflow probed of its counterpart (``probing``: results/tables/probing.csv); a model
     compared at one layer that has no position among encoder layers (LSTM_S's top BiLSTM layer, "embed.") is a
@@ -333,13 +337,20 @@ def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figur
     lines = {} if reference is None else {(line.task, line.baseline): line.score for line in reference.itertuples()
                                           if figure_id in line.thesis_figures.split()}
 
-    figure = new_figure(max(2.5 * len(tasks) + 0.6, 7.5), 2.2 * len(downstream) + 1.6)
-    grid = figure.subplots(len(downstream), len(tasks), squeeze=False)
+    # At most THESIS_PANEL_COLUMNS panels a row (a downstream task's panels wrap onto more rows), so that the figure,
+    # shown at the report's width, keeps its text readable: ten side by side made it 3,840 px wide.
+    columns = min(len(tasks), THESIS_PANEL_COLUMNS)
+    rows_per_task = -(-len(tasks) // columns)
+    figure = new_figure(max(2.5 * columns + 0.6, 7.5), 2.2 * rows_per_task * len(downstream) + 1.6)
+    grid = figure.subplots(rows_per_task * len(downstream), columns, squeeze=False)
+    for row_number in range(len(downstream)):
+        for axes in grid[row_number * rows_per_task:(row_number + 1) * rows_per_task].flat[len(tasks):]:
+            axes.set_axis_off()  # the empty places of a downstream task's last row
     handles = {}
     for row_number, downstream_task in enumerate(downstream):
         shown = rows[rows["downstream_task"].isin([downstream_task, "none"])]
         for column, task in enumerate(tasks):
-            axes = grid[row_number, column]
+            axes = grid[row_number * rows_per_task + column // columns, column % columns]
             for _, model_rows in shown[shown["task"] == task].groupby("thesis_model", sort=False):
                 colour = colours[model_rows["family"].iloc[0]]
                 numbered = model_rows["thesis_layer"].str.fullmatch(NUMBERED_LAYER)
@@ -369,11 +380,11 @@ def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figur
             axes.set_xlim(min(left, -0.5), max(right, 1.5))  # a panel of one layer keeps whole-layer ticks
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
             axes.xaxis.set_major_formatter(FuncFormatter(lambda x, _: "E" if x == 0 else f"{x:g}"))
-            if row_number == 0:
-                axes.set_title(task, fontsize="medium")
-            if row_number == len(downstream) - 1:
+            axes.set_title(task if len(downstream) == 1 else f"{downstream_task}: {task}", fontsize="medium")
+            if column % columns == 0:
+                axes.set_ylabel(f"{downstream_task}\ntest accuracy (%)")
+            if column + columns >= len(tasks):  # the lowest panel of its column in this downstream task's rows
                 axes.set_xlabel("layer (E = embeddings)")
-        grid[row_number, 0].set_ylabel(f"{downstream_task}\ntest accuracy (%)")
     compared = set(rows.loc[rows["kdflow"].notna(), "family"])
     legend = [Line2D([], [], color=colours[family], linewidth=2,
                      label=family if family in compared else f"{family} (thesis only)") for family in families]
@@ -381,7 +392,7 @@ def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figur
                Line2D([], [], color="#444444", linestyle="--", marker="o", markerfacecolor="none", linewidth=1,
                       label="thesis (Sučík 2020)"), *handles.values()]
     figure.suptitle(f"Thesis Fig. {figure_id}: probing accuracy per layer\nkdflow (solid) beside the thesis (dashed)")
-    legend_below(figure, legend, columns=3 if len(tasks) < 4 else 6)
+    legend_below(figure, legend, columns=3 if columns < 4 else 4)
     return save(figure, path)
 
 
