@@ -11,13 +11,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import DEMO, REPO, copy_repo, planned_jobs
+from conftest import DEMO, REPO, copy_repo, planned_jobs, snakemake_config
 
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.workflow import cost_plan
 from kdflow.workflow.catalog import load_catalog
 from kdflow.workflow.config import class_distribution_tasks
-from kdflow.workflow.config_files import load_config_file, validate_config
+from kdflow.workflow.config_files import validate_config
 from kdflow.workflow.dag_jobs import workflow_jobs
 from kdflow.workflow.exploration import with_exploration
 
@@ -174,13 +174,6 @@ def test_the_plan_module_imports_no_torch():
     assert result.stdout.split() == ["False", "False"]
 
 
-def snakemake_config(path: str) -> dict:
-    """The config a run with ``path`` sees: validated, the exploration's experiments added."""
-    config = load_config_file(REPO / path)
-    validate_config(config, REPO / "schemas/config.schema.yaml")
-    return config | with_exploration(config)
-
-
 def test_the_demo_plan_prices_every_job_of_the_demo_dry_run():
     """The plan lists no job itself: Snakemake's DAG, priced job by job, has the dry run's jobs but `all`."""
     config = snakemake_config("demo/config.yaml")
@@ -202,7 +195,8 @@ def test_a_rule_the_plan_does_not_know_is_a_clear_error():
     """A new rule must say which section of the plan its jobs go to, not fail with a KeyError."""
     dag = [{"rule": "new_rule", "wildcards": {}, "params": {}, "resources": {}, "benchmark": "b.tsv"}]
     with pytest.raises(cost_plan.UserError, match="rule new_rule has no section in the cost plan: add it to SECTIONS"):
-        cost_plan.planned_jobs(dag, toy_config(), {}, load_catalog(), {})
+        config = toy_config()
+        cost_plan.planned_jobs(dag, config, cost_plan.task_sizes(config, TOY_SIZES), load_catalog(), {})
 
 
 def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):

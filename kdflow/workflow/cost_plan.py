@@ -52,6 +52,7 @@ from kdflow.workflow.config import (
     task_source_dir,
     teacher_jobs,
     teacher_settings,
+    transfer_of,
     transfer_sets,
     unlabelled_files,
 )
@@ -303,8 +304,14 @@ def planned_jobs(dag: list[dict], config: dict, sizes: dict, catalog: dict, prob
     (:func:`kdflow.workflow.catalog.load_catalog`); ``probing_files``: the SentEval file of each probing task (counted
     where it exists). A job's work is read from its params (settings, sampling, probe grid) where it has them, else
     from the config by its wildcards."""
-    context = {"config": config, "sizes": sizes, "catalog": catalog, "probing_files": probing_files,
-               "teachers": {name: teacher_model(config, name) for name in config["teachers"]}}
+    # The files behind split sizes are counted once, not per job: every probe and encoding job reads the probing
+    # tasks', every student and teacher-signal job its transfer set's.
+    transfers = {(transfer_of(spec), task) for spec in config.get("experiments", {}).values() for task in spec["tasks"]}
+    context = {"config": config, "sizes": sizes, "catalog": catalog,
+               "teachers": {name: teacher_model(config, name) for name in config["teachers"]},
+               "probing_splits": {task: probing_split_sizes(probing_files[task])
+                                  for task in config.get("probing", {}).get("tasks", [])},
+               "transfer_sizes": {pair: transfer_size(config, sizes, *pair) for pair in transfers}}
     return [planned_job(dag_job, context) for dag_job in dag if dag_job["benchmark"]]
 
 
@@ -351,7 +358,7 @@ def pseudo_heads_work(wildcards: dict, params: dict, context: dict, training: bo
 
 def teacher_signals_work(wildcards: dict, params: dict, context: dict) -> dict:
     hp, size, model_ = teacher_work(wildcards, context)
-    examples = transfer_size(context["config"], context["sizes"], wildcards["transfer"], wildcards["task"])
+    examples = context["transfer_sizes"][wildcards["transfer"], wildcards["task"]]
     return {"task": wildcards["task"], "model_": model_, "tokens": tokens_of(size, hp),
             **inference_work(examples, hp["eval_batch_size"])}
 
@@ -381,7 +388,7 @@ def student_work(wildcards: dict, params: dict, context: dict, training: bool) -
     settings, task = params["settings"], wildcards["task"]
     hp, size = settings["hyperparameters"], context["sizes"][task]
     student = student_model(settings["student"], context["teachers"][settings["teacher"]], context["catalog"])
-    examples = transfer_size(context["config"], context["sizes"], settings["transfer"], task)
+    examples = context["transfer_sizes"][settings["transfer"], task]
     return {"task": task, "model_": student, "tokens": tokens_of(size, hp),
             **(training_work(hp, settings["stages"], examples, size["dev"], size["dev"] + size["other"]) if training
                else inference_work(examples, hp["eval_batch_size"]))}
@@ -441,15 +448,11 @@ def probe_parameters(width: int, classes: int, probe: dict, logistic: bool) -> f
     return configs * sum(hidden * (width + classes) for hidden in probe["hidden_sizes"])
 
 
-def probing_sentences(context: dict) -> dict[str, dict[str, int]]:
-    return {task: probing_split_sizes(context["probing_files"][task]) for task in context["config"]["probing"]["tasks"]}
-
-
 def encoding_work(wildcards: dict, params: dict, context: dict) -> dict:
     """One model's encodings of every probing task's sentences."""
     found, _ = named_model(context["config"], wildcards["model"], context["catalog"], context["teachers"])
     settings = params["settings"]
-    sentences = sum(sum(counts.values()) for counts in probing_sentences(context).values())
+    sentences = sum(sum(counts.values()) for counts in context["probing_splits"].values())
     return {"model_": found, "tokens": min(SENTEVAL_TOKENS, settings["max_seq_length"]),
             **inference_work(sentences, settings["encode_batch_size"])}
 
@@ -459,7 +462,7 @@ def probe_work(wildcards: dict, params: dict, context: dict) -> dict:
     task, probe = wildcards["probing_task"], {**PROBE_DEFAULTS, **params["probe"]}
     found, layers = named_model(context["config"], wildcards["model"], context["catalog"], context["teachers"])
     epochs = min(probe["max_epochs"] + probe["epochs_per_check"], PROBE_EPOCHS)
-    train = probing_sentences(context)[task]["tr"]
+    train = context["probing_splits"][task]["tr"]
     logistic = task in probe["logistic_regression_tasks"]
     grid = model("probe", 1, found["width"], probe_parameters(found["width"], PROBE_CLASSES.get(task, 2), probe, logistic))
     return {"model_": grid, "tokens": 1.0, "probe_examples": layers * train * epochs,
