@@ -332,10 +332,9 @@ def _digits(digits: int | None, precision: dict[str, int]):
     return lambda row: digits if digits is not None else precision.get(row.metric, 2)
 
 
-def _score_cell(table: pd.DataFrame, digits: int | None):
-    """"kdflow (paper)", both at the paper's precision unless ``digits`` is given; a paper value can be missing too
-    (ALP-KD Table 1 is transcribed only where Universal-KD quotes it)."""
-    of = _digits(digits, paper_digits(table))
+def _score_cell(of):
+    """"kdflow (paper)", both with ``of(row)`` decimals (:func:`_digits`); a paper value can be missing too (ALP-KD
+    Table 1 is transcribed only where Universal-KD quotes it)."""
     return lambda row: f"{_number(row.kdflow, of(row), '—')} ({_number(row.paper, of(row), '—')})"
 
 
@@ -383,7 +382,7 @@ def paper_document(table: pd.DataFrame, title: str, digits: int | None = None, d
     document = Document(title, [
         Paragraph("Each cell: kdflow (paper). kdflow: mean over seeds of the configuration selected on dev "
                   "(teachers: the fine-tuned model); — : kdflow has no value (see the notes)."),
-        *map(Table, split_by_task(_wide(table, _score_cell(table, digits)))),
+        *map(Table, split_by_task(_wide(table, _score_cell(of)))),
         Heading("kdflow − paper, for scores"),
         Paragraph(SPREAD_LEGEND),
         *map(Table, split_by_task(differences)),
@@ -406,7 +405,7 @@ def latex_escape(text: str) -> str:
 
 def paper_latex(table: pd.DataFrame, title: str, digits: int | None = None) -> str:
     """A booktabs tabular of "kdflow (paper)" cells (``---``: kdflow has no value), at the paper's precision."""
-    return _latex(_wide(table, _score_cell(table, digits)), title)
+    return _latex(_wide(table, _score_cell(_digits(digits, paper_digits(table)))), title)
 
 
 def _latex(cells: pd.DataFrame, title: str) -> str:

@@ -3,8 +3,9 @@ prices these jobs; ``python -m kdflow.workflow.dag_jobs CONFIG OUT.jsonl`` write
 two versions of the rules (a refactor that should leave every job as it was).
 
 Snakemake's API builds the DAG without running it but has no public accessor for its jobs, so this reads the
-workflow object behind :class:`snakemake.api.DAGApi` (checked by the plan's tests against each Snakemake release the
-project allows). Building the full config's DAG takes about 30 CPU-seconds (18,359 jobs); the demo's, about 10.
+workflow object behind :class:`snakemake.api.DAGApi`: the plan's tests check it against the installed Snakemake's
+dry run, and a Snakemake upgrade that moves these internals fails them. Building the full config's DAG takes about
+30 CPU-seconds (18,359 jobs); the demo's, about 10.
 """
 
 from __future__ import annotations
