@@ -18,6 +18,8 @@ from kdflow.core.tasks import get_task
 from kdflow.teachers.finetune import evaluate_teacher, finetune
 from kdflow.training import loop
 from kdflow.workflow import provenance
+from kdflow.workflow.config_files import load_config_file, validate_config
+from kdflow.workflow.exploration import with_exploration
 
 # The tests' models are tiny: a second intra-op thread buys nothing, and on a busy 2-core machine OpenMP threads
 # waiting for each other made a 60-step BiLSTM run take 85 s instead of 4 s. The environment carries it to the
@@ -226,3 +228,11 @@ def copy_repo(destination: Path) -> Path:
     ignore = shutil.ignore_patterns(".git", ".venv", ".snakemake", "results", "logs", "__pycache__", "*.egg-info")
     shutil.copytree(REPO, destination, ignore=ignore)
     return destination
+
+
+def snakemake_config(path: str) -> dict:
+    """The config a run with ``path`` (relative to the repository) sees: validated, the exploration's experiments
+    added."""
+    config = load_config_file(REPO / path)
+    validate_config(config, REPO / "schemas/config.schema.yaml")
+    return config | with_exploration(config)

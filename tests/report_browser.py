@@ -49,7 +49,7 @@ def visit_report(report: Path, screenshots: Path | None = None, keep: set[str] =
             if kind != "download":
                 page.evaluate("([path, kind]) => app.setView({content: kind, contentPath: results[path].data_uri, "
                               "resultPath: path})", [path, kind])
-                entry.update(show_html(page) if kind == "html" else show_image(page))
+                entry.update(show_html(page, path) if kind == "html" else show_image(page, path))
                 if screenshots is not None and Path(path).name in keep:
                     page.screenshot(path=screenshots / (Path(path).stem + ".png"))
             entries[path] = entry
@@ -57,8 +57,10 @@ def visit_report(report: Path, screenshots: Path | None = None, keep: set[str] =
     return {"menu": menu, "entries": entries, "errors": errors}
 
 
-def show_html(page) -> dict:
-    page.wait_for_selector("iframe")
+def show_html(page, path: str) -> dict:
+    """The shown page's frame width, text length and widest element, once the iframe holds ``path``'s page (not the
+    entry shown before: React updates the iframe after setView returns)."""
+    page.wait_for_function("path => document.querySelector('iframe')?.src === results[path].data_uri", arg=path)
     frame = page.query_selector("iframe").content_frame()
     frame.wait_for_load_state()
     frame_width = page.evaluate("() => document.querySelector('iframe').getBoundingClientRect().width")
@@ -70,8 +72,9 @@ def show_html(page) -> dict:
     return {"frame_width": frame_width, "text": inside["text"], "widest": inside["widest"]}
 
 
-def show_image(page) -> dict:
-    handle = page.wait_for_selector("div.p-3 > img")  # the content pane's image, not the logo
+def show_image(page, path: str) -> dict:
+    page.wait_for_function("path => document.querySelector('div.p-3 > img')?.src === results[path].data_uri", arg=path)
+    handle = page.query_selector("div.p-3 > img")  # the content pane's image, not the logo
     page.wait_for_function("img => img.complete", arg=handle)
     natural, shown = page.evaluate("img => [img.naturalWidth, img.getBoundingClientRect().width]", handle)
     return {"natural_width": natural, "shown_width": shown}

@@ -2,7 +2,7 @@
 
 import pandas as pd
 import pytest
-from conftest import REPO
+from conftest import REPO, snakemake_config
 
 from kdflow.reporting.paper_tables import read_reference
 from kdflow.reporting.report_menu import category, paper_items, paper_place, paper_table_place
@@ -15,17 +15,14 @@ from kdflow.reporting.status import (
     status_document,
     status_inputs,
 )
-from kdflow.workflow.config_files import load_config_file, validate_config
-from kdflow.workflow.exploration import exploration_experiments, with_exploration
+from kdflow.workflow.config_files import load_config_file
+from kdflow.workflow.exploration import exploration_experiments
 from kdflow.workflow.targets import default_targets
 
 
 def workflow_targets(path: str) -> list[str]:
-    """The default targets of a config as the workflow sees it (validated, the exploration's experiments added)."""
-    config = load_config_file(REPO / path)
-    validate_config(config, REPO / "schemas/config.schema.yaml")
-    exploration = set(exploration_experiments(config))
-    return default_targets(config | with_exploration(config), exploration)
+    """The default targets of a config as the workflow sees it."""
+    return default_targets(snakemake_config(path), set(exploration_experiments(load_config_file(REPO / path))))
 
 
 def artifacts(*rows) -> pd.DataFrame:
