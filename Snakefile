@@ -27,4 +27,4 @@ include: "rules/reporting.smk"
 rule all:
     default_target: True
     input:
-        with_status_page(STATUS_TARGETS),
+        with_run_summaries(STATUS_TARGETS),

@@ -67,7 +67,7 @@ from kdflow.workflow.model_inputs import (
 )
 from kdflow.workflow.provenance import script_fingerprint, workflow_fingerprint
 from kdflow.workflow.runtime_jobs import runtime_jobs
-from kdflow.workflow.targets import default_targets, with_status_page
+from kdflow.workflow.targets import default_targets, with_run_summaries
 
 
 def code_of(script):

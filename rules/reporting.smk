@@ -38,7 +38,8 @@ STATUS_TARGETS = default_targets(config, EXPLORATION_EXPERIMENTS)
 rule select_students:
     """Per task, student and method of an experiment, the grid point with the best mean dev score over
     seeds (dev only, never test), recorded with the whole grid; and the experiment's table of the selected
-    students (mean ± sample std over seeds, and the tests against the experiment's ``compare_to``).
+    students (mean ± sample std over seeds, and the tests against the experiment's ``compare_to``) and of
+    every grid point and seed.
     """
     input:
         unpack(lambda w: selection_inputs(config, w.experiment)),
@@ -48,14 +49,23 @@ rule select_students:
             "results/tables/experiments/{experiment}.csv",
             caption="../report/experiment.rst",
             category=category("Experiments"),
-            labels={"experiment": "{experiment}", "format": "CSV"},
+            subcategory="{experiment}",
+            labels={"result": "selected points", "format": "CSV"},
+        ),
+        grid=report(
+            "results/tables/experiments/{experiment}_grid.csv",
+            caption="../report/experiment.rst",
+            category=category("Experiments"),
+            subcategory="{experiment}",
+            labels={"result": "every grid point and seed", "format": "CSV"},
         ),
         markdown="results/tables/experiments/{experiment}.md",
         html=report(
             "results/report/experiment_{experiment}.html",
             caption="../report/experiment.rst",
             category=category("Experiments"),
-            labels={"experiment": "{experiment}", "format": "page"},
+            subcategory="{experiment}",
+            labels={"result": "selected points and grid", "format": "page"},
         ),
     log:
         "logs/select_students/{experiment}.log",
@@ -72,6 +82,45 @@ rule select_students:
         code=code_of("select_students.py"),
     script:
         "../scripts/select_students.py"
+
+
+rule figure_experiment_curves:
+    """The dev learning curve of every run of an experiment (every grid point and seed), a panel per task and
+    student, the selected points bold, and the data behind it."""
+    input:
+        selection="results/selection/{experiment}.json",
+        curves=lambda w: experiment_run_files(config, w.experiment, "curves.parquet"),
+        metrics=lambda w: experiment_run_files(config, w.experiment),
+    output:
+        data=report(
+            "results/figures/experiments/{experiment}_curves.csv",
+            caption="../report/figure_experiment_curves.rst",
+            category=category("Experiments"),
+            subcategory="{experiment}",
+            labels={"result": "learning curves", "format": "CSV"},
+        ),
+        figure=report(
+            "results/figures/experiments/{experiment}_curves.png",
+            caption="../report/figure_experiment_curves.rst",
+            category=category("Experiments"),
+            subcategory="{experiment}",
+            labels={"result": "learning curves", "format": "figure"},
+        ),
+    log:
+        "logs/figure_experiment_curves/{experiment}.log",
+    benchmark:
+        "results/benchmarks/figure_experiment_curves/{experiment}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        runs=lambda w: selection_params(config, w.experiment)["runs"],
+        code=code_of("figure_experiment_curves.py"),
+    script:
+        "../scripts/figure_experiment_curves.py"
 
 
 rule glue_submission:
@@ -914,6 +963,7 @@ rule plan:
         ),
     output:
         csv="results/plan.csv",
+        jobs="results/plan_jobs.csv",
         markdown="results/plan.md",
         html=report(
             "results/report/plan.html",
@@ -949,3 +999,42 @@ rule plan:
         code=code_of("plan.py"),
     script:
         "../scripts/plan.py"
+
+
+rule plan_measured:
+    """The cost plan against the run: per section and rule, the planned hours beside the hours Snakemake's
+    benchmark files measured for the jobs that ran, built last from the config's default targets
+    (kdflow.reporting.plan_pages).
+    """
+    input:
+        jobs="results/plan_jobs.csv",
+        made=STATUS_TARGETS,
+    output:
+        table=report(
+            "results/tables/plan_measured.csv",
+            caption="../report/plan_measured.rst",
+            category=category("Cost plan"),
+            labels={"table": "planned against measured hours", "format": "CSV"},
+        ),
+        markdown="results/tables/plan_measured.md",
+        html=report(
+            "results/report/plan_measured.html",
+            caption="../report/plan_measured.rst",
+            category=category("Cost plan"),
+            labels={"table": "planned against measured hours", "format": "page"},
+        ),
+    log:
+        "logs/plan_measured.log",
+    benchmark:
+        "results/benchmarks/plan_measured.tsv"
+    localrule: True
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_of("plan_measured.py"),
+    script:
+        "../scripts/plan_measured.py"

@@ -6,7 +6,7 @@ import logging
 import pandas as pd
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.plan_pages import write_plan
+from kdflow.reporting.plan_pages import plan_jobs, write_plan
 from kdflow.workflow.catalog import load_catalog
 from kdflow.workflow.cost_plan import (
     cost_plan,
@@ -26,6 +26,7 @@ with rule_job(snakemake):
     jobs = cost_plan(dag, config, task_table, read_throughput(snakemake.input.throughput),
                      read_startup(snakemake.input.startup), load_catalog(), snakemake.params.probing_files,
                      snakemake.params.gpu)
+    plan_jobs(jobs).to_csv(snakemake.output.jobs, index=False, float_format="%.6g")
     table = plan_table(jobs, section_order(config))
     document = write_plan(table, paper_table_hours(table, config), sizes_note(config, task_table),
                           snakemake.output.csv, snakemake.output.markdown, snakemake.output.html)

@@ -1,12 +1,13 @@
 """Rule select_students: per task, student and method, the best grid point on dev (mean over seeds), and the
-experiment's table of the selected students, with their tests against the experiment's baseline."""
+experiment's table of the selected students, with their tests against the experiment's baseline, and of its whole
+grid."""
 
 import json
 from pathlib import Path
 
 from kdflow.core.runtime import rule_job
 from kdflow.distillation.selection import select_experiment
-from kdflow.reporting.tables import experiment_document, experiment_table
+from kdflow.reporting.tables import experiment_document, experiment_table, grid_table
 
 with rule_job(snakemake):
     runs = snakemake.params.runs
@@ -15,4 +16,7 @@ with rule_job(snakemake):
     Path(snakemake.output.selection).write_text(json.dumps(selection, indent=2) + "\n")
     table = experiment_table(selection)
     table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")
-    experiment_document(snakemake.wildcards.experiment, table).write(snakemake.output.markdown, snakemake.output.html)
+    grid = grid_table(selection)
+    grid.to_csv(snakemake.output.grid, index=False, float_format="%.4f")
+    experiment_document(snakemake.wildcards.experiment, table, grid).write(snakemake.output.markdown,
+                                                                           snakemake.output.html)

@@ -19,9 +19,10 @@ def chromium() -> str | None:
 
 
 def visit_report(report: Path, screenshots: Path | None = None, keep: set[str] = frozenset()) -> dict:
-    """``menu``: category -> its subcategories in the order the menus show them; ``entries``: per result path its
-    kind, category, subcategory, the frame's width and the widest element inside it (HTML) or the image's natural
-    and shown width; ``errors``: every JavaScript error and console error of the visit. Screenshots of the landing
+    """``menu``: category -> its subcategories in the order the menus show them; ``landing_height``: the landing
+    page's height (px); ``entries``: per result path its kind, category, subcategory, the frame's width, text
+    length and overflow (HTML) or the image's natural and shown width, its info panel's text and the sidebar's
+    width while it lists the entry's (sub)category; ``errors``: every JavaScript error and console error of the visit. Screenshots of the landing
     page (``landing``) and of the entries whose file names are in ``keep`` go to ``screenshots``."""
     from playwright.sync_api import sync_playwright
 
@@ -34,6 +35,8 @@ def visit_report(report: Path, screenshots: Path | None = None, keep: set[str] =
                 if message.type == "error" else None)
         page.goto(report.resolve().as_uri())
         page.wait_for_function("typeof app !== 'undefined' && typeof categories !== 'undefined'")
+        page.wait_for_selector("#rulegraph canvas, #rulegraph svg")
+        landing_height = page.evaluate("() => document.documentElement.scrollHeight")
         if screenshots is not None and "landing" in keep:
             page.screenshot(path=screenshots / "landing.png")
         menu = page.evaluate("""() => Object.fromEntries(Object.keys(categories).sort((a, b) => a.localeCompare(b))
@@ -52,13 +55,29 @@ def visit_report(report: Path, screenshots: Path | None = None, keep: set[str] =
                 entry.update(show_html(page, path) if kind == "html" else show_image(page, path))
                 if screenshots is not None and Path(path).name in keep:
                     page.screenshot(path=screenshots / (Path(path).stem + ".png"))
+            entry.update(show_info(page, path, entry["category"], entry["subcategory"]))
             entries[path] = entry
         browser.close()
-    return {"menu": menu, "entries": entries, "errors": errors}
+    return {"menu": menu, "entries": entries, "errors": errors, "landing_height": landing_height}
+
+
+def show_info(page, path: str, category: str | None, subcategory: str | None) -> dict:
+    """The text of ``path``'s info panel (its eye button's neighbour), and the sidebar's width while it lists the
+    entry's category or subcategory."""
+    page.evaluate("path => app.setView({navbarMode: 'resultinfo', resultPath: path})", path)
+    page.wait_for_function("path => document.querySelector('nav').innerText.includes(path)", arg=path)
+    text = page.evaluate("() => document.querySelector('nav').innerText")
+    page.evaluate("([category, subcategory]) => app.setView({navbarMode: subcategory ? 'subcategory' : 'category', "
+                  "category: category, subcategory: subcategory})", [category, subcategory])
+    page.wait_for_function("path => !document.querySelector('nav').innerText.includes(path)", arg=path)
+    width = page.evaluate("() => document.querySelector('nav').getBoundingClientRect().width")
+    page.evaluate("() => app.setView({navbarMode: 'menu', category: undefined, subcategory: undefined})")
+    return {"info": text, "listing_sidebar_width": width}
 
 
 def show_html(page, path: str) -> dict:
-    """The shown page's frame width, text length and widest element, once the iframe holds ``path``'s page (not the
+    """The shown page's frame width, text length and overflow (how many pixels the page, or a table, pre or image
+    inside its box, is wider than its room: 0 when everything fits), once the iframe holds ``path``'s page (not the
     entry shown before: React updates the iframe after setView returns)."""
     page.wait_for_function("path => document.querySelector('iframe')?.src === results[path].data_uri", arg=path)
     frame = page.query_selector("iframe").content_frame()
@@ -66,10 +85,11 @@ def show_html(page, path: str) -> dict:
     frame_width = page.evaluate("() => document.querySelector('iframe').getBoundingClientRect().width")
     inside = frame.evaluate("""() => ({
         text: document.body ? document.body.innerText.trim().length : 0,
-        widest: Math.max(document.documentElement.scrollWidth,
-                         ...Array.from(document.querySelectorAll('table, img, pre')).map(e => e.scrollWidth)),
+        overflow: Math.max(document.documentElement.scrollWidth - document.documentElement.clientWidth,
+                           ...Array.from(document.querySelectorAll('table, img, pre'))
+                               .map(e => e.scrollWidth - e.parentElement.clientWidth)),
     })""")
-    return {"frame_width": frame_width, "text": inside["text"], "widest": inside["widest"]}
+    return {"frame_width": frame_width, **inside}
 
 
 def show_image(page, path: str) -> dict:

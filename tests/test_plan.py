@@ -64,7 +64,8 @@ def test_the_toy_config_plans_every_job_of_its_dag_with_its_work():
     assert Counter(jobs.rule) == Counter(
         prepare_task=1, figure_class_distribution=1, finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1,
         evaluate_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, figure_teacher_curves=1,
-        compute_teacher_signals=1, distill_student=2, select_students=1, glue_submission=1, plan=1, status_page=1)
+        compute_teacher_signals=1, distill_student=2, select_students=1, figure_experiment_curves=1, glue_submission=1,
+        plan=1, status_page=1, plan_measured=1)
     teacher = jobs[jobs.rule == "finetune_teacher"].iloc[0]
     # 2 epochs of 640 examples in 20 batches; dev (200) after each epoch: 400 examples in 2 x 2 batches of 100
     assert (teacher.train_examples, teacher.train_batches) == (1280, 40)
@@ -208,7 +209,7 @@ def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):
                              f"PLAN_ARGS={options}"], cwd=workdir, capture_output=True, text=True)
     assert result.returncode == 0 and "1 of 1 steps (100%) done" in result.stderr, result.stdout + result.stderr
     table = pd.read_csv(workdir / "results/plan.csv")
-    assert table.jobs.sum() == 162 - 1  # every job of the demo's DAG but `all`
+    assert table.jobs.sum() == 171 - 1  # every job of the demo's DAG but `all`
     assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
     students = table[table.rule == "distill_student"]
     assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])
@@ -225,3 +226,31 @@ def test_a_config_without_probing_or_generation_plans_its_dag(tmp_path):
     assert dry_run == Counter(plan=1)
     assert planned_jobs("--configfile", str(config), "--replace-workflow-config", "--forceall") - Counter(all=1) == \
         Counter(job["rule"] for job in toy_jobs().to_dict("records"))
+
+
+def test_the_plan_against_the_run_sums_the_jobs_that_ran_and_compares_cpu_time_or_gpu_hours(tmp_path):
+    """Per section and rule: planned jobs and hours, and of the jobs whose benchmark file exists, the planned
+    hours beside the measured ones; a CPU job compares its CPU time, a GPU job its wall clock."""
+    from kdflow.reporting.plan_pages import measured_against_plan, measured_document
+
+    (tmp_path / "b").mkdir()
+    for name, wall, cpu in [("a1", 7200, 3600), ("g1", 1800, 900)]:
+        (tmp_path / "b" / f"{name}.tsv").write_text(f"s\th:m:s\tmax_rss\tcpu_time\n{wall}\t-\t-\t{cpu}\n")
+    jobs = pd.DataFrame([
+        {"section": "e", "rule": "distill_student", "task": "rte", "device": "cpu", "precision": "fp32",
+         "seconds": 1800.0, "benchmark": "b/a1.tsv"},
+        {"section": "e", "rule": "distill_student", "task": "rte", "device": "cpu", "precision": "fp32",
+         "seconds": 3600.0, "benchmark": "b/a2.tsv"},  # not run yet
+        {"section": "e", "rule": "probe_model", "task": "", "device": "h100", "precision": "bf16",
+         "seconds": 3600.0, "benchmark": "b/g1.tsv"},
+    ])
+    table = measured_against_plan(jobs, tmp_path)
+    student, probe = table.to_dict("records")
+    assert (student["jobs"], student["ran"], student["planned_hours"], student["ran_planned_hours"]) == (2, 1, 1.5, 0.5)
+    assert (student["wall_hours"], student["cpu_hours"], student["ratio"]) == (2.0, 1.0, 2.0)  # CPU time / planned
+    assert (probe["wall_hours"], probe["ratio"]) == (0.5, 0.5)  # a GPU job: its wall clock
+    page = measured_document(table).markdown()
+    assert "2 of 3 planned jobs have run" in page and "CPU jobs: 0.5 planned, 1 measured (2.00x) CPU-hours" in page
+    none = measured_against_plan(jobs.assign(benchmark="b/missing.tsv"), tmp_path)
+    assert none.ran.sum() == 0 and none.ratio.isna().all()
+    assert "0 of 3 planned jobs have run" in measured_document(none).markdown()

@@ -12,7 +12,7 @@ import pytest
 from kdflow.core.errors import UserError
 from kdflow.distillation.selection import best_seed, select, select_experiment
 from kdflow.reporting.submission import write_submissions
-from kdflow.reporting.tables import experiment_document, experiment_table
+from kdflow.reporting.tables import experiment_document, experiment_table, grid_table
 
 
 def run(point, seed, dev, test):
@@ -75,10 +75,13 @@ def test_experiment_selection_groups_runs_and_builds_its_table(tmp_path):
     table = experiment_table(selection)
     assert len(table) == 4  # 2 methods x 2 metrics on dev
     assert table.query("method == 'kd' and metric == 'f1'")["mean"].item() == pytest.approx(45.0)
-    page = experiment_document("demo", table)
+    page = experiment_document("demo", table, grid_table(selection))
     # one seed: no spread to give
     assert "| bert_4 | kd | 90.0 | 45.0 |" in page.markdown() and "Diverged" not in page.markdown()
     assert "<td>90.0</td>" in page.html() and "sample standard deviation (ddof=1)" in page.markdown()
+    # the grid: every point, also the one not selected, with its seed's score
+    assert "| mrpc | bert_4 | kd | beta0.2 | accuracy |  | 60.0 | 60.0 | 0 |" in page.markdown()
+    assert "| mrpc | bert_4 | kd | beta0.7 | accuracy | ✓ | 90.0 | 90.0 | 0 |" in page.markdown()
 
 
 def test_experiment_table_marks_diverged_grid_points_and_seeds(tmp_path):
@@ -89,10 +92,17 @@ def test_experiment_table_marks_diverged_grid_points_and_seeds(tmp_path):
         path.write_text(json.dumps({"scores": {"dev": {"accuracy": dev}}}))  # NaN as Python's json writes it
         runs.append({"task": "mrpc", "student": "bert_4", "method": method, "point": point, "seed": str(seed)})
         paths.append(path)
-    table = experiment_table(select_experiment(runs, paths, {"mrpc": "accuracy"}))
+    selection = select_experiment(runs, paths, {"mrpc": "accuracy"})
+    table = experiment_table(selection)
     assert table[["method", "selected", "diverged_points", "diverged_seeds", "seeds"]].values.tolist() == [
         ["kd", "lr1", 1, 0, 2], ["no_kd", "default", 1, 1, 1]]
-    markdown = experiment_document("demo", table).markdown()
+    grid = grid_table(selection)
+    assert grid[["method", "point", "selected", "seeds", "diverged_seeds"]].values.tolist() == [
+        ["kd", "lr1", True, 2, 0], ["kd", "lr2", False, 2, 1], ["no_kd", "default", True, 1, 1]]
+    assert grid.loc[1, "seed 1"] == pytest.approx(90.0) and math.isnan(grid.loc[1, "seed 2"])
+    assert math.isnan(grid.loc[2, "seed 2"])  # no_kd ran seed 1 alone
+    markdown = experiment_document("demo", table, grid).markdown()
+    assert "| mrpc | bert_4 | kd | lr2 | accuracy |  | diverged | 90.0 | — | 1 |" in markdown
     assert "| bert_4 | kd | 65.0 ± 7.1 |" in markdown and "| bert_4 | no_kd | diverged |" in markdown
     assert "## Diverged runs" in markdown and "| mrpc | bert_4 | no_kd | 1 | 1 | 1 |" in markdown
 
@@ -154,7 +164,7 @@ def test_every_method_is_tested_against_the_experiments_baseline(tmp_path):
     table = experiment_table(selection)
     row = table.query("method == 'alp'").iloc[0]
     assert row["compare_to"] == "kd" and row["difference"] == pytest.approx(25 / 3)
-    markdown = experiment_document("claims", table).markdown()
+    markdown = experiment_document("claims", table, grid_table(selection)).markdown()
     assert r"| bert_3 | alp | 88.3 ± 2.9\*† |" in markdown and "| bert_3 | kd | 80.0 ± 0.0 |" in markdown
     assert "## Against kd (dev)" in markdown
     assert r"| sst2 | bert_3 | alp | accuracy | +8.33 | 3 | 0.038 | \[+" in markdown

@@ -8,8 +8,10 @@ renderer escapes text for its own format, so a sentence or a cell holding ``|``,
 tabulate (behind ``to_markdown``) neither escapes ``|`` nor leaves number-like text alone ("40.00" becomes 40), so
 the cells would need this module's formatting and escaping anyway, and a pipe table is a few lines more.
 
-Both formats style a column by what its cells hold: numbers right-aligned, text left-aligned, and only columns of
-sentences wrap; HTML tables wider than the page scroll sideways inside their own box.
+Both formats style a column by what its cells hold: numbers right-aligned, text left-aligned. In HTML, numbers keep
+to one line and text wraps where the page is too narrow for it: at spaces, and after the ``_ . / , =`` of
+identifiers (``<wbr>``, which a copied name does not carry), so that a table fits the report's frame at 1400 px; one
+that cannot fit (too many number columns) scrolls sideways inside its own box.
 
 This module is in ``core`` because the transfer and analysis stages write pages too, and precede ``reporting``.
 """
@@ -68,16 +70,17 @@ Block = Heading | Paragraph | Bullets | Table
 MISSING = "—"
 # A number cell: a (signed) number first, as in "40.00 (29.2)", "+1.2", "85.3 ± 1.2", or a missing value.
 NUMBER = re.compile(r"$|[-+−]?\.?\d|—")
-PROSE = 40  # characters: a column with a longer cell holds sentences, which wrap; other cells keep to one line
-COLUMN_STYLE = {
-    "number": "text-align: right; font-variant-numeric: tabular-nums;",
-    "prose": "white-space: normal; min-width: 24em;",
-}
+PROSE = 40  # characters: a column with a longer cell holds sentences, which keep a readable width when wrapped
+NUMBER_STYLE = "text-align: right; font-variant-numeric: tabular-nums;"
+PROSE_WIDTH = 42  # em: the sentence columns of a table share this minimum width, at most 14em each
+# Where an identifier may break in HTML: after the punctuation of settings.paths, file_names, a/b, k=v and
+# model:field, and inside a camelCase word (SentEval's task names head columns of numbers).
+IDENTIFIER_BREAK = re.compile(r"(?<=[_./,=:])(?=\w)|(?<=[a-z])(?=[A-Z])")
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 .table { overflow-x: auto; margin: 0.8em 0 1.6em; }
 table { border-collapse: collapse; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; white-space: nowrap; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.4em; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; }
 tr:nth-child(even) td { background: #fafafa; }
 code { background: #f4f4f4; padding: 0 0.2em; }
@@ -180,12 +183,23 @@ def _table_markdown(cells: pd.DataFrame) -> str:
 
 def _table_html(cells: pd.DataFrame, table_id: str) -> tuple[str, str]:
     """The table in a box that scrolls sideways, and the CSS that styles its columns by kind."""
-    table = cells.to_html(index=False, escape=True, border=0, table_id=table_id, justify="left")
-    rules = [
-        f"#{table_id} td:nth-child({j}), #{table_id} th:nth-child({j}) {{ {COLUMN_STYLE[kind]} }}"
-        for j, kind in enumerate(column_kinds(cells), start=1)
-        if kind
-    ]
+    def breakable(text: str) -> str:
+        return "<wbr>".join(html.escape(part) for part in IDENTIFIER_BREAK.split(text))
+
+    kinds = column_kinds(cells)
+    shown = pd.DataFrame({j: column.map(html.escape if kind == "number" else breakable)
+                          for j, ((_, column), kind) in enumerate(zip(cells.items(), kinds))})
+    shown.columns = [breakable(name) for name in cells.columns]
+    table = shown.to_html(index=False, escape=False, border=0, table_id=table_id, justify="left")
+    prose_width = min(14, PROSE_WIDTH // max(1, kinds.count("prose")))
+    rules = []
+    for j, kind in enumerate(kinds, start=1):
+        column = f"#{table_id} td:nth-child({j})"
+        if kind == "number":  # a number keeps to one line; its header may wrap
+            rules.append(f"{column}, #{table_id} th:nth-child({j}) {{ {NUMBER_STYLE} }}")
+            rules.append(f"{column} {{ white-space: nowrap; }}")
+        elif kind == "prose":
+            rules.append(f"{column} {{ min-width: {prose_width}em; }}")
     return f'<div class="table">\n{table}\n</div>', "\n".join(rules)
 
 

@@ -10,8 +10,7 @@ exploration's student runs (:mod:`kdflow.workflow.exploration`).
   with the size in non-embedding parameters.
 - Table 5.1 (:func:`table51`): the values explored, the thesis's initial and chosen values, and kdflow's best.
 
-Scores are x100 as in the thesis. An evaluation's position is in epochs: its optimiser step over the run's steps
-per epoch (the transfer set's examples over the batch size), after the epochs of earlier stages.
+Scores are x100 as in the thesis. An evaluation's position is in epochs (:func:`epoch_positions`).
 """
 
 from __future__ import annotations
@@ -32,6 +31,17 @@ from kdflow.reporting.paper_tables import deviation_blocks
 KEYS = ["study", "task", "task_name", "metric", "student_label", "point"]  # a line; a seed is one repeat
 
 
+def epoch_positions(curves: pd.DataFrame, metrics: dict) -> np.ndarray:
+    """Each evaluation's position in epochs (``curves``: a run's ``curves.parquet``, ``metrics``: its
+    ``metrics.json``): its optimiser step over the run's steps per epoch (the transfer set's examples over the batch
+    size), after the epochs of earlier stages (a student's steps restart at each stage)."""
+    steps = math.ceil(metrics["transfer"]["examples"] / metrics["hyperparameters"]["batch_size"])
+    stage_epochs = [stage.get("epochs", metrics["hyperparameters"]["epochs"]) for stage in metrics["stages"]]
+    offsets = np.concatenate([[0], np.cumsum(stage_epochs)])
+    stage = curves["stage"].to_numpy() if "stage" in curves else np.ones(len(curves), dtype=int)
+    return offsets[stage - 1] + curves["step"].to_numpy() / steps
+
+
 def load_run(run: dict, curves_path, metrics_path) -> pd.DataFrame:
     """One run's evaluations: the run's fields (study, task, student_label, point, seed), ``epoch`` (position in
     epochs), ``step``, ``lr``, the gradient norms, ``dev`` (the task's main metric, x100), the metric's and the
@@ -39,12 +49,8 @@ def load_run(run: dict, curves_path, metrics_path) -> pd.DataFrame:
     curves = pd.read_parquet(curves_path)
     metrics = json.loads(Path(metrics_path).read_text())
     task = get_task(run["task"])
-    steps = math.ceil(metrics["transfer"]["examples"] / metrics["hyperparameters"]["batch_size"])
-    stage_epochs = [stage.get("epochs", metrics["hyperparameters"]["epochs"]) for stage in metrics["stages"]]
-    offsets = np.concatenate([[0], np.cumsum(stage_epochs)])
-    stage = curves["stage"].to_numpy() if "stage" in curves else np.ones(len(curves), dtype=int)
     frame = pd.DataFrame({
-        "epoch": offsets[stage - 1] + curves["step"].to_numpy() / steps,
+        "epoch": epoch_positions(curves, metrics),
         "step": curves["step"].to_numpy(),
         "lr": curves["lr"].to_numpy(),
         "grad_norm_mean": curves["grad_norm_mean"].to_numpy(),

@@ -41,6 +41,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from kdflow.probing.senteval import PROBING_TASKS
 
 DPI = 150
+WIDEST = 14.0  # inches: 2,100 px, shown at least half size in the report's 1,100-px pane
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 BASELINES = {"majority": ("majority class", "#7f7f7f", "--"), "morphology": ("morphology guess", "#000000", "-.")}
@@ -504,7 +505,7 @@ def class_distribution_figure(data: pd.DataFrame, path, bars: str = "dev") -> Pa
     shown = pd.concat([shown[shown["task"] == task].sort_values("proportion", ascending=False, kind="stable")
                        for task in tasks])
     position = {key: x for x, key in enumerate(zip(shown["task"], shown["label"]))}
-    figure = new_figure(2 + 0.2 * len(shown), 6)
+    figure = new_figure(min(WIDEST, 2 + 0.2 * len(shown)), 6)
     axes = figure.subplots()
     colours = [colour for colour in OKABE_ITO if colour != "#000000"]  # black is the markers'
     axes.bar(range(len(shown)), 100 * shown["proportion"],

@@ -81,23 +81,68 @@ def write_plan(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str, c
     return document
 
 
-def calibration(table: pd.DataFrame, benchmarks) -> pd.DataFrame:
-    """Per rule, the plan's estimate (``table``: results/plan.csv) beside what the run took, summed over its jobs'
-    Snakemake benchmark files under ``benchmarks`` (results/benchmarks/<rule>/...): wall-clock seconds and CPU
-    seconds, and the ratio of each to the estimate. The plan estimates a job alone on its core; on a shared machine
-    the wall clock also counts the waits for a core, CPU time does not. Rules without benchmark files (not run
-    yet) are left out."""
-    measured = {}
-    for path in Path(benchmarks).rglob("*.tsv"):
-        rule = path.relative_to(benchmarks).parts[0].removesuffix(".tsv")
-        measured.setdefault(rule, []).append(read_benchmark(path))
-    estimated = table.groupby("rule", sort=False).agg(jobs=("jobs", "sum"), hours=("hours", "sum"))
-    rows = [{"rule": rule, "jobs": int(row.jobs), "measured_jobs": len(measured[rule]),
-             "estimated_seconds": row.hours * 3600,
-             "measured_seconds": sum(run["seconds"] for run in measured[rule]),
-             "measured_cpu_seconds": sum(run["cpu_seconds"] for run in measured[rule])}
-            for rule, row in estimated.iterrows() if rule in measured]
-    frame = pd.DataFrame(rows, columns=["rule", "jobs", "measured_jobs", "estimated_seconds", "measured_seconds",
-                                        "measured_cpu_seconds"])
-    return frame.assign(wall_ratio=frame.measured_seconds / frame.estimated_seconds,
-                        cpu_ratio=frame.measured_cpu_seconds / frame.estimated_seconds)
+JOB_COLUMNS = ["section", "rule", "task", "device", "precision", "seconds", "benchmark"]  # results/plan_jobs.csv
+MEASURED_TITLE = "Cost plan against the run: planned and measured hours of the jobs that ran"
+
+
+def plan_jobs(estimated: pd.DataFrame) -> pd.DataFrame:
+    """The plan's jobs one by one (:func:`kdflow.workflow.cost_plan.cost_plan`), with the benchmark file each job
+    writes when it runs: what :func:`measured_against_plan` compares the run with."""
+    return estimated[JOB_COLUMNS]
+
+
+def measured_against_plan(jobs: pd.DataFrame, root=".") -> pd.DataFrame:
+    """Per section and rule of the plan (``jobs``: :func:`plan_jobs`), its planned jobs and hours, and of the jobs
+    that ran (their Snakemake benchmark file exists under ``root``): their planned hours, the wall-clock and CPU
+    hours they took, and ``ratio``, measured over planned. The plan estimates a CPU job as one thread alone on its
+    core, so a CPU job's ratio takes its CPU time (a shared machine's waits for a core are not the plan's to
+    predict); a GPU job's, its wall clock (GPU-hours)."""
+    rows = []
+    for job in jobs.itertuples(index=False):
+        path = Path(root) / job.benchmark
+        measured = read_benchmark(path) if path.exists() else None
+        rows.append({"section": job.section, "rule": job.rule, "device": job.device, "planned_hours": job.seconds / 3600,
+                     "ran": measured is not None,
+                     "ran_planned_hours": job.seconds / 3600 if measured else 0.0,
+                     "wall_hours": measured["seconds"] / 3600 if measured else 0.0,
+                     "cpu_hours": measured["cpu_seconds"] / 3600 if measured else 0.0})
+    per_job = pd.DataFrame(rows, columns=["section", "rule", "device", "planned_hours", "ran", "ran_planned_hours",
+                                          "wall_hours", "cpu_hours"])
+    per_job["compared_hours"] = per_job.cpu_hours.where(per_job.device == "cpu", per_job.wall_hours)
+    table = per_job.groupby(["section", "rule", "device"], sort=False).agg(
+        jobs=("rule", "size"), planned_hours=("planned_hours", "sum"), ran=("ran", "sum"),
+        ran_planned_hours=("ran_planned_hours", "sum"), wall_hours=("wall_hours", "sum"),
+        cpu_hours=("cpu_hours", "sum"), compared_hours=("compared_hours", "sum")).reset_index()
+    ratio = table.compared_hours / table.ran_planned_hours
+    return table.assign(ratio=ratio.where(table.ran > 0)).drop(columns="compared_hours")
+
+
+def measured_document(table: pd.DataFrame) -> Document:
+    """``table``: :func:`measured_against_plan`."""
+    ran = table[table.ran > 0]
+    cpu, gpu = ran[ran.device == "cpu"], ran[ran.device != "cpu"]
+
+    def total(rows: pd.DataFrame, measured: str) -> str:
+        return (f"{hours(rows.ran_planned_hours.sum())} planned, {hours(rows[measured].sum())} measured "
+                f"({rows[measured].sum() / rows.ran_planned_hours.sum():.2f}x)")
+
+    summary = [f"{int(table.ran.sum())} of {int(table.jobs.sum())} planned jobs have run (their benchmark file "
+               "exists)."]
+    if len(cpu):
+        summary.append(f"CPU jobs: {total(cpu, 'cpu_hours')} CPU-hours.")
+    if len(gpu):
+        summary.append(f"GPU jobs: {total(gpu, 'wall_hours')} GPU-hours.")
+    shown = table.assign(**{name: table[name].map(hours) for name in
+                            ("planned_hours", "ran_planned_hours", "wall_hours", "cpu_hours")},
+                         ratio=table.ratio.map(lambda value: "—" if pd.isna(value) else f"{value:.2f}"),
+                         ran=table.ran.astype(int))
+    return Document(MEASURED_TITLE, [
+        Paragraph(" ".join(summary)),
+        Paragraph("Per section and rule: the plan's jobs and hours (results/plan.csv, made before the run), and of "
+                  "the jobs that ran, their planned hours beside what Snakemake's benchmark files measured "
+                  "(results/benchmarks/): the wall clock and the CPU time (user and system, of the job's processes). "
+                  "ratio: measured over planned, CPU time for a CPU job (the plan estimates one thread alone on its "
+                  "core; waiting for a core on a shared machine is not in it) and the wall clock for a GPU job. A job "
+                  "counts as run if its benchmark file exists, also from an earlier run of the same job."),
+        Table(shown),
+    ])

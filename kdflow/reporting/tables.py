@@ -86,6 +86,22 @@ def experiment_table(selection: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def grid_table(selection: dict) -> pd.DataFrame:
+    """Every grid point of every (task, student, method) of an experiment, as the selection saw it: the dev main
+    metric of each seed, their mean and sample std (x100), the diverged seeds, and whether the point was selected."""
+    rows = []
+    for entry in selection["selections"]:
+        for point, scores in entry["grid"].items():
+            rows.append({"task": entry["task"], "student": entry["student"], "method": entry["method"],
+                         "point": point, "metric": entry["main_metric"], "selected": point == entry["selected"],
+                         "mean": 100 * scores["dev_mean"], "std": 100 * scores["dev_std"],
+                         "seeds": len(scores["seeds"]), "diverged_seeds": len(scores["diverged_seeds"]),
+                         **{f"seed {seed}": 100 * score for seed, score in scores["dev_by_seed"].items()}})
+    frame = pd.DataFrame(rows)
+    seeds = sorted((name for name in frame.columns if name.startswith("seed ")), key=lambda name: int(name[5:]))
+    return frame[[name for name in frame.columns if not name.startswith("seed ")] + seeds]
+
+
 def _comparison_columns(comparison: dict | None) -> dict:
     if comparison is None:
         return dict.fromkeys(COMPARISON, math.nan) | {"compare_to": None, "pairs": pd.NA}
@@ -100,7 +116,24 @@ def _score(mean: float, std: float) -> str:
     return f"{mean:.1f}" + (f" ± {std:.1f}" if math.isfinite(std) else "")
 
 
-def experiment_document(name: str, table: pd.DataFrame) -> Document:
+def grid_blocks(grid: pd.DataFrame) -> list:
+    """The grid on the experiment's page: a row per point, its seeds' dev scores, and the selected point marked."""
+    seeds = [name for name in grid.columns if name.startswith("seed ")]
+    frame = grid[["task", "student", "method", "point", "metric"]].assign(
+        selected=grid["selected"].map({True: "✓", False: ""}),
+        dev=[_score(mean, std) for mean, std in zip(grid["mean"], grid["std"])],
+        **{name: grid[name] for name in seeds},
+        diverged=grid["diverged_seeds"],
+    )
+    return [Heading("Every grid point and seed (dev)"),
+            Paragraph("The selection's view of the grid: each point's dev main metric per seed (x100), their mean ± "
+                      "sample std, and the point selected for the tables above (✓: the best mean; a point with a "
+                      "diverged seed loses to every point without one). Learning curves of every run: the "
+                      "experiment's curves figure beside this page."),
+            Table(frame, digits=1)]
+
+
+def experiment_document(name: str, table: pd.DataFrame, grid: pd.DataFrame) -> Document:
     tested = table[table["compare_to"].notna()]
     table = table.assign(score=[_score(m, s) + (statistics.marks(p, low, high) if isinstance(b, str) else "")
                                 for m, s, b, p, low, high in zip(table["mean"], table["std"], table["compare_to"],
@@ -137,6 +170,7 @@ def experiment_document(name: str, table: pd.DataFrame) -> Document:
                                       "the selection to every point without one. Per student: grid points with a "
                                       "diverged seed, and the diverged seeds of the selected point (of its seeds)."),
                             Table(counts)]
+    document.blocks += grid_blocks(grid)
     return document
 
 

@@ -100,7 +100,7 @@ SECTIONS = {
                      "claims_table", "ledger_table", "status_page"], "paper tables and figures"),
     **dict.fromkeys(["exploration_table", "figure_exploration_curves", "figure_gradient_explosion",
                      "figure_student_sizes"], "exploration figures"),
-    "plan": "plan",
+    **dict.fromkeys(["plan", "plan_measured"], "plan"),
 }
 KINDS = ("train", "infer", "decode", "probe")
 START_UP_ONLY = "start-up only"  # the source of a job that runs no model
@@ -298,7 +298,7 @@ def tokens_of(size: dict, hp: dict) -> float:
 
 
 def planned_jobs(dag: list[dict], config: dict, sizes: dict, catalog: dict, probing_files: dict[str, str]) -> list[dict]:
-    """Every job of the DAG that runs code, with its work. ``dag``: the jobs Snakemake lists
+    """Every job of the DAG that runs code, with its work and its benchmark file. ``dag``: the jobs Snakemake lists
     (:func:`kdflow.workflow.dag_jobs.workflow_jobs`; the target rule ``all``, which runs nothing, has no benchmark
     and is left out); ``sizes``: :func:`task_sizes`; ``catalog``: the registered students
     (:func:`kdflow.workflow.catalog.load_catalog`); ``probing_files``: the SentEval file of each probing task (counted
@@ -312,7 +312,8 @@ def planned_jobs(dag: list[dict], config: dict, sizes: dict, catalog: dict, prob
                "probing_splits": {task: probing_split_sizes(probing_files[task])
                                   for task in config.get("probing", {}).get("tasks", [])},
                "transfer_sizes": {pair: transfer_size(config, sizes, *pair) for pair in transfers}}
-    return [planned_job(dag_job, context) for dag_job in dag if dag_job["benchmark"]]
+    return [{**planned_job(dag_job, context), "benchmark": dag_job["benchmark"]} for dag_job in dag
+            if dag_job["benchmark"]]
 
 
 def planned_job(dag_job: dict, context: dict) -> dict:

@@ -30,6 +30,8 @@ def default_targets(config: dict, exploration_experiments: set[str]) -> list[str
         *[f"results/transfer/{task}/statistics/{transfer}.md" for transfer, task in augmented_jobs(config)],
         *[f"results/generators/{task}/metrics.json" for task in generator_tasks(config)],
         *[f"results/tables/experiments/{name}.md" for name in own_table],
+        *[f"results/tables/experiments/{name}_grid.csv" for name in own_table],
+        *[f"results/figures/experiments/{name}_curves.png" for name in own_table],
         *[f"results/figures/thesis_{figure}.png" for figure in exploration.get("figures", {})],
         *(["results/tables/thesis_table51.md"] if exploration.get("table") else []),
         *(["results/tables/probing.csv"] if "probing" in config else []),
@@ -51,6 +53,7 @@ def default_targets(config: dict, exploration_experiments: set[str]) -> list[str
     ]
 
 
-def with_status_page(targets: list[str]) -> list[str]:
-    """The default targets and the status page, which accounts for them (rule status_page)."""
-    return [*targets, "results/tables/status.md"]
+def with_run_summaries(targets: list[str]) -> list[str]:
+    """The default targets and the pages that account for them, built last: the status page (rule status_page)
+    and the plan against the hours the jobs took (rule plan_measured)."""
+    return [*targets, "results/tables/status.md", "results/tables/plan_measured.md"]
