@@ -6,8 +6,9 @@ from kdflow.core.data import TaskData
 from kdflow.core.devices import select_device
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.precision import resolve_precision
+from kdflow.core.intermediates import read_training_record
 from kdflow.core.runtime import rule_job
-from kdflow.teachers.finetune import finetune
+from kdflow.teachers.finetune import check_divergence, finetune
 from kdflow.training.checkpoint import job_checkpoint
 from kdflow.training.curves import tensorboard_for_job
 from kdflow.training.parallel import process_count, run_processes
@@ -33,4 +34,9 @@ with rule_job(snakemake):
         log_path=snakemake.log[0],
         threads=snakemake.threads,
     )
+    teacher, task = snakemake.wildcards.teacher, snakemake.wildcards.task
+    # Read from the config, not params: keeping a divergence reruns nothing; after the error, the rerun that keeps
+    # it restores the diverged run from its checkpoint instead of training again.
+    check_divergence(read_training_record(Path(snakemake.output.model), "teacher"), teacher, task,
+                     snakemake.config["teachers"][teacher].get("keep_diverged", False))
     checkpoint.remove()

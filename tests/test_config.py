@@ -8,6 +8,7 @@ import pytest
 import yaml
 from conftest import REPO
 
+from kdflow.core.errors import UserError
 from kdflow.reporting.report_menu import attention_report_entry
 from kdflow.workflow.config import (
     assistant_run,
@@ -291,11 +292,18 @@ def test_experiments_must_reference_what_exists(change, message):
                                                  "student": "distilroberta", "method": "universal_kd_cg"}),
                     c["layer_outputs"]["sst2"]["models"].append("cg_sst2")),
          "layer_outputs.sst2: the students learn from different teachers ['bert_base', 'roberta_large']"),
+        (lambda c: c["paper_tables"]["tables"]["alp_kd_table2"].update(experiments=["alp_kd_tabel2"]),
+         "paper_tables.tables.alp_kd_table2.experiments: ['alp_kd_tabel2'] not in the config's experiments"),
+        (lambda c: c["paper_tables"]["tables"]["alp_kd_table2"].update(teacher="bert_bas"),
+         "paper_tables.tables.alp_kd_table2.teacher: unknown teacher 'bert_bas'"),
+        (lambda c: c["paper_tables"]["tables"]["alp_kd_table2"]["students"].update({"bert-4": "bert4"}),
+         "paper_tables.tables.alp_kd_table2.students: unknown students ['bert4']"),
     ],
     ids=["method-option", "student-option", "student-type", "embedding-option", "embedding-mode", "embedding-init",
          "student-axis", "grid-axis", "assistant-method", "compare-to", "task-student-option", "task-student-task",
          "task-student-name", "sentence-model-task", "sentence-reported", "sentence-regression",
-         "attention-map-task", "layer-outputs-teacher-model", "layer-outputs-two-teachers"],
+         "attention-map-task", "layer-outputs-teacher-model", "layer-outputs-two-teachers", "paper-table-experiment",
+         "paper-table-teacher", "paper-table-student"],
 )
 def test_every_option_is_checked_before_any_job_runs(edit, message):
     config = full_config()
@@ -368,3 +376,17 @@ def test_catalog_is_rebuilt_when_a_method_changes(tmp_path, monkeypatch):
     catalog.load_catalog.cache_clear()
     assert "kd_copy" not in first["methods"] and second["methods"]["kd_copy"]["defaults"]["extra"] == 1
     assert len(list((tmp_path / "cache").glob("catalog-*.json"))) == 2
+
+
+@pytest.mark.parametrize("method, point, message", [
+    ("kd", "dropuot0.1", "experiments.universal_kd_table2.methods.kd: no grid point 'dropuot0.1' in the config; its "
+                         "points: "),
+    ("kdd", "beta0.5", "experiments.universal_kd_table2: no method entry 'kdd'; its entries: no_kd, kd"),
+], ids=["point", "method"])
+def test_a_target_with_a_run_the_config_lacks_names_what_it_has(method, point, message):
+    """A mistyped target path (.../kd/dropuot0.1/seed1/...) reaches the input functions with wildcards the config
+    has no run for: the error names the experiment, the method and the points it has."""
+    config = full_config()
+    with pytest.raises(UserError) as error:
+        student_inputs(config, "universal_kd_table2", "rte", "bert_4", method, point, 1)
+    assert str(error.value).startswith(message)

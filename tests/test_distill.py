@@ -145,7 +145,7 @@ def test_a_student_whose_loss_turns_nan_ends_its_schedule_and_writes_its_outputs
     run(separable, teacher, tmp_path, "bilstm", "kd", stages=stages, max_train_examples=64)
     assert len(losses) == 6
     saved = json.loads((tmp_path / "metrics.json").read_text())
-    assert saved["diverged"] == {"stage": 2, "epoch": 1, "step": 2} and saved["best"] == {"stage": 2, "epoch": 1}
+    assert saved["diverged"] == {"stage": 2, "epoch": 1, "step": 2, "what": "training loss nan"} and saved["best"] == {"stage": 2, "epoch": 1}
     assert [(r["stage"], r["epoch"]) for r in saved["history"]] == [(1, 1)]
     assert all(math.isnan(value) for value in saved["scores"]["dev"].values())
     assert set(pd.read_parquet(tmp_path / "predictions.parquet")["split"]) == {"dev", "test"}

@@ -12,9 +12,10 @@ from conftest import TEACHER_HP, TINY_BERT, finetuned
 from safetensors.torch import load_file
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+from kdflow.core.errors import UserError
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.intermediates import DamagedFile
-from kdflow.teachers.finetune import evaluate_teacher, logits_of
+from kdflow.teachers.finetune import check_divergence, evaluate_teacher, logits_of
 from kdflow.teachers.pseudo_heads import (
     LayerHeads,
     evaluate_pseudo_heads,
@@ -120,14 +121,14 @@ def test_a_teacher_whose_loss_turns_nan_records_where_and_writes_its_outputs(pre
     report = finetuned(data, TINY_BERT, hp, tmp_path / "out", CPU, checkpoint)
     assert len(losses) == 6 and math.isnan(losses[-1])  # stopped at the NaN step
     saved = json.loads((tmp_path / "out/metrics.json").read_text())
-    assert saved["diverged"] == report["diverged"] == {"epoch": 2, "step": 6}
+    assert saved["diverged"] == report["diverged"] == {"epoch": 2, "step": 6, "what": "training loss nan"}
     assert all(math.isnan(value) for value in saved["scores"]["dev"].values())
     assert [record["epoch"] for record in saved["history"]] == [1]
     assert len(pd.read_parquet(tmp_path / "out/predictions.parquet")) > 0
     assert (tmp_path / "out/model/config.json").exists()
 
     rerun = finetuned(data, TINY_BERT, hp, tmp_path / "rerun", CPU, checkpoint)  # restored, not trained again
-    assert len(losses) == 6 and rerun["diverged"] == {"epoch": 2, "step": 6}
+    assert len(losses) == 6 and rerun["diverged"] == saved["diverged"]
 
 
 def test_a_non_finite_dev_score_is_a_divergence_too():
@@ -137,7 +138,7 @@ def test_a_non_finite_dev_score_is_a_divergence_too():
                    lambda rng: ({"x": torch.ones(2, 2)} for _ in range(3)), 6,
                    lambda model: {"score": next(dev_scores)}, "score",
                    Hyperparameters(learning_rate=1e-2, batch_size=2, epochs=3), CPU)
-    assert result.diverged == {"epoch": 2, "step": 6} and result.best_epoch == 2 and math.isnan(result.best_score)
+    assert result.diverged == {"epoch": 2, "step": 6, "what": "dev score nan"} and result.best_epoch == 2 and math.isnan(result.best_score)
     torch.testing.assert_close(result.best_state["weight"], model.weight.detach())  # as it diverged
 
 
@@ -146,7 +147,7 @@ def test_pseudo_heads_that_diverge_score_nan_on_every_layer(trained_teacher, sep
     loss_turns_nan(3)
     train_pseudo_heads(separable, teacher_dir, {**HEADS, "max_seq_length": 32}, tmp_path, CPU)
     report = evaluate_pseudo_heads(separable, teacher_dir, tmp_path / "heads.safetensors", tmp_path, CPU)
-    assert report["diverged"] == {"epoch": 1, "step": 3}
+    assert report["diverged"] == {"epoch": 1, "step": 3, "what": "training loss nan"}
     assert all(math.isnan(layer["accuracy"]) for layer in report["layers"]) and len(report["layers"]) == 2
     assert (tmp_path / "heads.safetensors").exists() and (tmp_path / "dev_predictions.parquet").exists()
 
@@ -227,3 +228,16 @@ def test_hyperparameters_reject_unknown_names_and_subsets_are_seeded():
     picked = subset_indices(100, 10, seed=3)
     assert len(set(picked)) == 10 and list(picked) == sorted(picked)
     assert (picked == subset_indices(100, 10, seed=3)).all() and not (picked == subset_indices(100, 10, 4)).all()
+
+
+def test_a_diverged_teacher_stops_its_job_with_the_step_the_loss_and_what_to_change_unless_kept():
+    record = {"diverged": {"epoch": 1, "step": 3, "what": "training loss nan"},
+              "hyperparameters": {"learning_rate": 1000.0}}
+    with pytest.raises(UserError) as error:
+        check_divergence(record, "tiny_bert", "stsb", keep=False)
+    assert str(error.value) == (
+        "teacher tiny_bert diverged on stsb at epoch 1, optimiser step 3 (training loss nan) with learning rate "
+        "1000.0: lower teachers.tiny_bert.task_hyperparameters.stsb.learning_rate (or raise warmup_ratio, lower "
+        "max_grad_norm), or set teachers.tiny_bert.keep_diverged: true to keep the run and its NaN scores")
+    check_divergence(record, "tiny_bert", "stsb", keep=True)  # kept: no error
+    check_divergence({**record, "diverged": None}, "tiny_bert", "stsb", keep=False)

@@ -15,6 +15,7 @@ import yaml
 from conftest import DEMO, REPO, copy_repo, planned_jobs, planned_outputs, rule_blocks, snakemake
 from safetensors import safe_open
 
+from kdflow.core.intermediates import read_training_record
 from kdflow.teachers.pseudo_heads import training_record
 
 
@@ -180,6 +181,31 @@ def test_broken_data_fails_with_one_clear_line(tmp_path):
     log = (workdir / "logs/prepare_task/rte.log").read_text()
     assert "demo/data/glue/RTE/train.tsv:6: expected 4 tab-separated fields, found 2" in log
     assert "Traceback" not in log
+
+
+@pytest.mark.slow
+def test_a_teacher_that_diverges_stops_with_what_to_change_and_is_kept_only_when_asked(tmp_path):
+    """Issue 33: the demo teacher on STS-B at a learning rate of 1e3 turns its loss non-finite. Its fine-tuning
+    job fails with the step, the loss and the keys to change, instead of handing NaN signals to its students;
+    with keep_diverged it finishes, restored from the failed attempt's checkpoint rather than trained again."""
+    workdir = copy_repo(tmp_path / "kdflow")
+    model = "results/teachers/tiny_bert/stsb/model"
+
+    def run(teacher: dict):  # a config file: Snakemake's --config reads nested numbers as strings
+        (workdir / "diverge.yaml").write_text(yaml.safe_dump({"teachers": {"tiny_bert": teacher}}))
+        return snakemake("--configfile", "demo/config.yaml", "diverge.yaml", "--replace-workflow-config", "--cores",
+                         "1", model, cwd=workdir, check=False)
+
+    diverging = {"task_hyperparameters": {"stsb": {"learning_rate": 1000.0}}}
+    result = run(diverging)
+    assert result.returncode != 0 and not (workdir / model).exists()
+    log = (workdir / "logs/finetune_teacher/tiny_bert/stsb.log").read_text()
+    assert "teacher tiny_bert diverged on stsb at epoch 1, optimiser step" in log
+    assert "lower teachers.tiny_bert.task_hyperparameters.stsb.learning_rate" in log and "Traceback" not in log
+    assert run({**diverging, "keep_diverged": True}).returncode == 0
+    assert "finished before: weights and results restored from the checkpoint" in (
+        workdir / "logs/finetune_teacher/tiny_bert/stsb.log").read_text()
+    assert read_training_record(workdir / model, "teacher")["diverged"]["what"].startswith("training loss")
 
 
 @pytest.mark.slow

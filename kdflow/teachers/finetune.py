@@ -4,8 +4,10 @@ initialised model) with a sequence-classification head, trained with cross-entro
 Defaults follow the papers (see config.yaml): BERT-large as in the thesis Table 4.1 (AdamW 5e-5, 10% linear
 warm-up then linear decay, batch 36, 3 epochs, 10 for Sara). The model of the best dev epoch is kept; its dev
 logits and test predictions are written for the students and for GLUE submissions. A teacher whose training
-diverged (:mod:`kdflow.training.loop`) writes the same outputs from the weights it diverged with, its scores NaN
-and ``diverged`` (epoch and step) in its metrics.
+diverged (:mod:`kdflow.training.loop`) stops its job with an error naming the step, the loss and what to change
+(:func:`check_divergence`): every student would learn from it. With ``keep_diverged: true`` in the teacher's config
+it writes the same outputs from the weights it diverged with instead, its scores NaN and ``diverged`` (epoch and
+step) in its metrics.
 
 Training (:func:`finetune`, rule finetune_teacher) writes the model alone, its training record in
 ``model/training.json``; evaluation (:func:`evaluate_teacher`, rule evaluate_teacher) writes what describes it.
@@ -27,6 +29,7 @@ import torch.distributed as dist
 from kdflow.core import metrics
 from kdflow.core.data import TaskData
 from kdflow.core.devices import seed_everything
+from kdflow.core.errors import UserError
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.intermediates import read_training_record, write_parquet
 from kdflow.core.io import atomic_output, write_json
@@ -113,6 +116,20 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
     }
     save_trained(model, tokenizer, record, Path(out_dir) / "model")
     return record
+
+
+def check_divergence(record: dict, teacher: str, task: str, keep: bool) -> None:
+    """Stop a teacher whose fine-tuning diverged (``record``: its training record), unless ``keep``: its students'
+    signals would be NaN or meaningless. The message names the step, what turned non-finite and what to change."""
+    diverged = record["diverged"]
+    if diverged is None or keep:
+        return
+    hp = record["hyperparameters"]
+    raise UserError(
+        f"teacher {teacher} diverged on {task} at epoch {diverged['epoch']}, optimiser step {diverged['step']} "
+        f"({diverged.get('what', 'a non-finite loss or dev score')}) with learning rate {hp['learning_rate']}: lower "
+        f"teachers.{teacher}.task_hyperparameters.{task}.learning_rate (or raise warmup_ratio, lower max_grad_norm), "
+        f"or set teachers.{teacher}.keep_diverged: true to keep the run and its NaN scores")
 
 
 def evaluate_teacher(task: TaskData, model_dir: Path, out_dir: Path, device, precision: Precision = FP32) -> dict:

@@ -59,7 +59,8 @@ def subset_indices(n: int, limit: int | None, seed: int) -> np.ndarray:
 class TrainResult:
     """What a run leaves. ``best_*`` describe the kept model: the best dev evaluation's, or with ``keep: final``
     the final model's. A diverged run's ``diverged`` holds the epoch and the (1-based) optimiser step whose
-    loss was non-finite (for a non-finite dev score: the evaluation's step); its best state is then the weights
+    loss was non-finite (for a non-finite dev score: the evaluation's step) and ``what`` turned non-finite (e.g.
+    "training loss nan"); its best state is then the weights
     it diverged with and its best score NaN: a run cut short is not a result of its hyper-parameters, so no
     earlier evaluation stands in for it."""
 
@@ -68,7 +69,7 @@ class TrainResult:
     best_step: int = 0
     best_score: float = float("-inf")
     best_state: dict[str, torch.Tensor] | None = None
-    diverged: dict[str, int] | None = None
+    diverged: dict[str, int | str] | None = None
 
 
 OPTIMIZERS = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam, "adadelta": torch.optim.Adadelta}
@@ -213,7 +214,7 @@ def train(
 
     def diverge(epoch: int, at_step: int, what: str) -> TrainResult:
         log.warning("run %s diverged at epoch %d, step %d (%s): stopped", run, epoch, at_step, what)
-        result.diverged = {"epoch": epoch, "step": at_step}
+        result.diverged = {"epoch": epoch, "step": at_step, "what": what}
         keep(epoch, at_step, float("nan"))
         live.close()
         if checkpoint is not None:

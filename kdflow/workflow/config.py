@@ -91,6 +91,20 @@ def grid_points(experiment: dict, entry: str) -> dict[str, dict]:
 _GRIDS: dict[str, dict[str, dict]] = {}
 
 
+def point_values(config: dict, experiment: str, entry: str, point: str) -> dict:
+    """The values of grid point ``point`` of method ``entry`` in ``experiment`` (:func:`grid_points`), or a clear
+    error naming what the config has, for a target path with a mistyped method or point."""
+    spec = config["experiments"][experiment]
+    if method_entry(spec, entry)[0] not in load_catalog()["methods"]:
+        raise UserError(f"experiments.{experiment}: no method entry {entry!r}; its entries: {', '.join(spec['methods'])}")
+    points = grid_points(spec, entry)
+    if point not in points:
+        shown = ", ".join(list(points)[:8]) + (f", ... ({len(points)} in all)" if len(points) > 8 else "")
+        raise UserError(f"experiments.{experiment}.methods.{entry}: no grid point {point!r} in the config; its "
+                        f"points: {shown}")
+    return points[point]
+
+
 def _grid_points(experiment: dict, entry: str) -> dict[str, dict]:
     methods = load_catalog()["methods"]
     method, _ = method_entry(experiment, entry)
@@ -138,7 +152,7 @@ def student_settings(config: dict, experiment: str, task: str, student: str, met
                      seed: int) -> dict:
     """Everything one student job needs: student spec, method options, schedule and hyperparameters."""
     spec = config["experiments"][experiment]
-    values = grid_points(spec, method)[point]
+    values = point_values(config, experiment, method, point)
     hyperparameters = {
         **config["student_defaults"],
         **spec.get("hyperparameters", {}),
@@ -183,10 +197,10 @@ def assistant_run(config: dict, experiment: str, task: str, entry: str, point: s
     point (restricted to the axes its own method has) and seed."""
     methods = load_catalog()["methods"]
     spec = config["experiments"][experiment]
+    values = point_values(config, experiment, entry, point)
     method, _ = method_entry(spec, entry)
     if not methods[method]["learns_from_assistant"]:
         return None
-    values = grid_points(spec, entry)[point]
     options = {**methods[method]["defaults"], **method_entry(spec, entry)[1], **values}
     assistant_method = options["assistant_method"]
     points = grid_points(spec, assistant_method)
@@ -551,11 +565,30 @@ def _runtime_table_problems(config: dict) -> list[str]:
     return problems
 
 
+def _paper_table_problems(config: dict) -> list[str]:
+    """A paper table reads experiments, a teacher and students of the config: each must exist (else Snakemake would
+    only say that some experiment's table has no rule to make it)."""
+    problems = []
+    experiments, students = config.get("experiments", {}), config.get("students", {})
+    for name, spec in config.get("paper_tables", {}).get("tables", {}).items():
+        where = f"paper_tables.tables.{name}"
+        unknown = [experiment for experiment in spec.get("experiments", []) if experiment not in experiments]
+        if unknown:
+            problems.append(f"{where}.experiments: {unknown} not in the config's experiments "
+                            f"({', '.join(experiments) or 'none'}); add them under `experiments` or remove the table")
+        if "teacher" in spec and spec["teacher"] not in config["teachers"]:
+            problems.append(f"{where}.teacher: unknown teacher {spec['teacher']!r}")
+        unknown = [student for student in spec.get("students", {}).values() if student not in students]
+        if unknown:
+            problems.append(f"{where}.students: unknown students {unknown}")
+    return problems
+
+
 def check_references(config: dict) -> None:
     """What the JSON schema cannot check, before any job runs: experiments name existing teachers, students and
     methods, tasks their teacher is trained on, and only options that the registered methods and students (and
-    the training hyperparameters) have; named models point at jobs of the DAG, and so does thesis Table 4.5's
-    ``runtime_table``."""
+    the training hyperparameters) have; named models point at jobs of the DAG, and so do thesis Table 4.5's
+    ``runtime_table`` and the paper tables."""
     catalog = load_catalog()
     methods = catalog["methods"]
     problems = _student_problems(config, catalog)
@@ -590,6 +623,7 @@ def check_references(config: dict) -> None:
         problems += _experiment_option_problems(name, spec, config, catalog)
     problems += _model_problems(config)
     problems += _runtime_table_problems(config)
+    problems += _paper_table_problems(config)
     for key in ("reference", "deviations", "selected_hyperparameters"):  # read while planning
         path = config.get("paper_tables", {}).get(key)
         if path is not None and not os.path.isfile(path):
