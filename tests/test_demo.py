@@ -357,7 +357,7 @@ def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, d
     result = snakemake("-n", *DEMO, cwd=workdir).stdout
     assert job_stats(result) == Counter(  # and the cost plan, which every config edit changes
         finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1,
-        figure_teacher_curves=1, plan=1, all=1, status_page=1,
+        figure_teacher_curves=1, plan=1, all=1, status_page=1, plan_measured=1,
     )
     assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
     assert "Params have changed since last execution" in result
@@ -371,8 +371,8 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
     config["experiments"]["thesis_table52"]["seeds"].append(7)
     save(config)
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # alp_kd_table3's, and ALP-KD Fig. 3 of its ALP student
-        distill_student=1 + 2, select_students=2, glue_submission=2, paper_table=1, attention_maps=1, plan=1, all=1,
-        status_page=1,
+        distill_student=1 + 2, select_students=2, figure_experiment_curves=2, glue_submission=2, paper_table=1,
+        attention_maps=1, plan=1, all=1, status_page=1, plan_measured=1,
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM)
 
 
@@ -388,7 +388,8 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
     # the transfer set's words), each probed on 3 tasks
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
         sample_transfer_shard=2, build_transfer_set=2, compute_teacher_signals=2, transfer_statistics=1,
-        distill_student=2 * seeds + 2 * 2 + 1, select_students=3, glue_submission=3, plan=1, all=1, status_page=1,
+        distill_student=2 * seeds + 2 * 2 + 1, select_students=3, figure_experiment_curves=3, glue_submission=3, plan=1,
+        all=1, status_page=1, plan_measured=1,
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM) + Counter(encode_probing_tasks=2 + 1, probe_model=(2 + 1) * 3)
 
 
@@ -441,6 +442,7 @@ def test_editing_raw_data_reruns_that_task_only(demo_run):
         figure_pseudo_heads=1, all=1, classify_sentences=1, figure_teacher_curves=1, figure_class_distribution=1,
         plan=1,  # the cost plan, which counts the raw rows
         status_page=1,  # the status page, which reads the sentence list and the teacher's curves
+        plan_measured=1,  # the plan against the run, built last like the status page
     )
     snakemake(*DEMO, "--touch", "--cores", "1", cwd=workdir)
 

@@ -7,10 +7,15 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
+import torch
 import yaml
-from conftest import REPO, copy_repo
+from conftest import REPO, copy_repo, snakemake
+from safetensors import safe_open
+
+from kdflow.core.intermediates import read_training_record
 
 # Two rounds of submissions, GPU and CPU jobs, single and grouped: the SST-2 data and teacher, and the probing of
 # the demo teacher's random initialisation (its encodings, then two probe jobs as one group job).
@@ -45,12 +50,13 @@ def cluster_account():
     return account.strip()
 
 
-def write_test_setup(workdir, account):
-    """The demo with GPU jobs as in the full config (code still on CPU), and the SLURM profile
-    with the edits a user makes for a cluster (account, GPU model) plus fast status checks."""
+def write_test_setup(workdir, account, edit_config=lambda config: None, retries=0):
+    """The demo with GPU jobs as in the full config (code still on CPU), edited by ``edit_config``, and the SLURM
+    profile with the edits a user makes for a cluster (account, GPU model) plus fast status checks."""
     config = yaml.safe_load((REPO / "demo/config.yaml").read_text())
     config["resources"]["gpu"] = 1
     config["probing"]["resources"]["gpu"] = 1
+    edit_config(config)
     # The demo as the workflow's own config: jobs on the cluster do not get --replace-workflow-config.
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
@@ -58,7 +64,7 @@ def write_test_setup(workdir, account):
     profile["default-resources"]["slurm_account"] = account
     for resources in profile["set-resources"].values():
         resources["gpu_model"] = "fake"
-    profile.update({"slurm-init-seconds-before-status-checks": 1, "latency-wait": 5, "retries": 0,
+    profile.update({"slurm-init-seconds-before-status-checks": 1, "latency-wait": 5, "retries": retries,
                     "keep-going": False})
     (workdir / "slurm-test").mkdir()
     (workdir / "slurm-test/config.yaml").write_text(yaml.safe_dump(profile))
@@ -102,3 +108,65 @@ def test_slurm_profile_gives_gpu_jobs_a_gpu_and_cpu_jobs_none(tmp_path):
         assert partition == ("gpu" if on_gpu else "cpu"), (jobs[job], partition)
         # One GPU each, also for the group of two probe jobs: they ran one after another on it.
         assert bool(re.search(r"gres/gpu=1(,|$)", tres)) == on_gpu, (jobs[job], tres)
+
+
+def longer_teacher(config):
+    """The demo teacher trains 20 epochs on SST-2 (300 steps) and checkpoints after each epoch and every 20 steps:
+    long enough to be interrupted after a checkpoint and before its end."""
+    config["teachers"]["tiny_bert"]["task_hyperparameters"]["sst2"] = {"epochs": 20}
+    config["checkpoints"] = {"every_steps": 20, "every_minutes": None}
+
+
+TEACHER = "results/teachers/tiny_bert/sst2/model"
+TEACHER_LOG = "logs/finetune_teacher/tiny_bert/sst2.log"
+
+
+def wait_for(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.2)
+
+
+def same_weights(first, second):
+    with safe_open(str(first / "model.safetensors"), "pt") as a, safe_open(str(second / "model.safetensors"), "pt") as b:
+        return a.keys() == b.keys() and all(torch.equal(a.get_tensor(k), b.get_tensor(k)) for k in a.keys())
+
+
+@pytest.mark.slow
+def test_a_job_cancelled_with_scancel_is_retried_and_resumes_from_its_checkpoint(tmp_path):
+    """Issue 33, fault 1: `scancel` of the running teacher job. The profile's retry resubmits it, the retry resumes
+    from the last checkpoint (its log says from which step) and ends with the weights and training record of an
+    uninterrupted run (the same config, run without SLURM)."""
+    account = cluster_account()
+    workdir = copy_repo(tmp_path / "kdflow")
+    write_test_setup(workdir, account, longer_teacher, retries=1)
+    output = workdir / "snakemake.out"
+    with output.open("w") as sink:
+        run = subprocess.Popen([sys.executable, "-m", "snakemake", "--profile", "slurm-test", TEACHER], cwd=workdir,
+                               stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        log = workdir / TEACHER_LOG
+        wait_for(lambda: log.exists() and "checkpoint saved" in log.read_text(), RUN_TIMEOUT, "a checkpoint")
+        job = next(job for job, rule in submissions(output.read_text()).items() if rule == "rule_finetune_teacher")
+        subprocess.run(["scancel", job], check=True)
+        run.wait(timeout=RUN_TIMEOUT)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            subprocess.run(["scancel", *submissions(output.read_text())], check=False)
+    assert run.returncode == 0, output.read_text()
+    attempts = [job for job, rule in submissions(output.read_text()).items() if rule == "rule_finetune_teacher"]
+    assert len(attempts) == 2 and accounting(attempts[:1])[attempts[0]][2].startswith("CANCELLED"), attempts
+    resumed = re.search(r"resuming run train from its checkpoint: epoch \d+, batch \d+ \(step (\d+)\)",
+                        (workdir / TEACHER_LOG).read_text())
+    assert resumed and int(resumed.group(1)) >= 15, (workdir / TEACHER_LOG).read_text()  # an epoch: 15 steps
+
+    uninterrupted = copy_repo(tmp_path / "uninterrupted")
+    shutil.copy(workdir / "config.yaml", uninterrupted / "config.yaml")
+    snakemake("--cores", "1", TEACHER, cwd=uninterrupted)
+    record = read_training_record(workdir / TEACHER, "teacher")
+    expected = read_training_record(uninterrupted / TEACHER, "teacher")
+    assert [r["dev_accuracy"] for r in record["history"]] == [r["dev_accuracy"] for r in expected["history"]]
+    assert same_weights(workdir / TEACHER, uninterrupted / TEACHER)
