@@ -16,6 +16,7 @@ from conftest import REPO, copy_repo, snakemake
 from safetensors import safe_open
 
 from kdflow.core.intermediates import read_training_record
+from kdflow.workflow.slurm_status import first_word, recognise_cancelled_jobs
 
 # Two rounds of submissions, GPU and CPU jobs, single and grouped: the SST-2 data and teacher, and the probing of
 # the demo teacher's random initialisation (its encodings, then two probe jobs as one group job).
@@ -170,3 +171,26 @@ def test_a_job_cancelled_with_scancel_is_retried_and_resumes_from_its_checkpoint
     expected = read_training_record(uninterrupted / TEACHER, "teacher")
     assert [r["dev_accuracy"] for r in record["history"]] == [r["dev_accuracy"] for r in expected["history"]]
     assert same_weights(workdir / TEACHER, uninterrupted / TEACHER)
+
+
+def test_a_cancelled_jobs_state_reads_as_cancelled_for_the_plugin():
+    """sacct's "CANCELLED by <uid>" reaches the SLURM plugin as "CANCELLED", one of its failure states; the
+    wrapper goes around the plugin's status query once, however often the Snakefile is read."""
+    import asyncio
+
+    plugin = pytest.importorskip("snakemake_executor_plugin_slurm")
+    assert first_word({"1": "CANCELLED by 1000", "2": "COMPLETED", "3": "RUNNING"}) == {
+        "1": "CANCELLED", "2": "COMPLETED", "3": "RUNNING"}
+    assert first_word(None) is None  # a failed query stays one
+    original = plugin.query_job_status
+    try:
+        async def query(command, logger):
+            return {"7": "CANCELLED by 0"}, 0.1
+
+        plugin.query_job_status = query
+        recognise_cancelled_jobs()
+        recognise_cancelled_jobs()
+        assert asyncio.run(plugin.query_job_status("sacct", None)) == ({"7": "CANCELLED"}, 0.1)
+        assert plugin.query_job_status.__wrapped__ is query
+    finally:
+        plugin.query_job_status = original
