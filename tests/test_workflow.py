@@ -81,6 +81,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         distill_student=ukd2 + alp1 + alp2 + alp3 + ukd4 + assistants + ukd5 + thesis + exploration,
         compute_assistant_signals=assistants,
         select_students=len(config["experiments"]),
+        figure_experiment_curves=len(config["experiments"]),  # every run's learning curve, beside its page
         glue_submission=len(config["experiments"]),  # every experiment has a GLUE task
         # evidence: 27 models probed on SentEval's 10 tasks (files downloaded once: the teachers, the thesis's
         # students, from the teacher, from scratch and from hard logits, the earlier CoLA BERT_S, and 4 "embed."
@@ -99,6 +100,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         # thesis Table 5.1 and Figs. B.1-B.7 (curves), B.8-B.9 (the exploding BERT_S), B.10-B.12 (student sizes)
         exploration_table=1, figure_exploration_curves=7, figure_gradient_explosion=2, figure_student_sizes=3,
         plan=1,  # the cost plan (results/plan.csv)
+        plan_measured=1,  # the plan against the hours the jobs took, built last
     )
 
 
