@@ -31,15 +31,18 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO_DATA = REPO / "demo" / "data"
 DEMO_VOCAB = REPO / "demo" / "vocab.txt"
 DEMO_TESTS = "test_demo.py"  # the file whose module fixture runs the demo
+SLURM_TESTS = "test_slurm.py"  # the tests through a local SLURM cluster
 
 
 def pytest_collection_modifyitems(items):
     """Under `make test` (--dist loadfile --no-loadscope-reorder) files go to the workers in this order: the demo's
-    file first, so that one worker starts the demo, the suite's longest chain of jobs, at once; then the files
-    that run Snakemake most, so that the last files handed out are short ones that balance the workers' ends
-    (a stable sort keeps the rest in order)."""
+    file first, so that one worker starts the demo, the suite's longest chain of jobs, at once; then the SLURM
+    tests, few but long, which mostly wait on the cluster and so overlap well with the rest; then the files that
+    run Snakemake most, so that the last files handed out are short ones that balance the workers' ends (a stable
+    sort keeps the rest in order)."""
     snakemake_runs = Counter(item.path for item in items if item.get_closest_marker("slow"))
-    items.sort(key=lambda item: (item.path.name != DEMO_TESTS, -snakemake_runs[item.path]))
+    items.sort(key=lambda item: (item.path.name != DEMO_TESTS, item.path.name != SLURM_TESTS,
+                                 -snakemake_runs[item.path]))
 
 
 priority_lowered = False
