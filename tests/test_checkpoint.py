@@ -2,6 +2,8 @@
 uninterrupted run ends; checkpoints of other settings are never resumed; writes are atomic."""
 
 import json
+import os
+import signal
 
 import numpy as np
 import pandas as pd
@@ -11,7 +13,7 @@ from torch import nn
 
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.io import atomic_output, write_json
-from kdflow.training.checkpoint import Checkpoint, job_fingerprint, resumable_chunks
+from kdflow.training.checkpoint import Checkpoint, Terminated, job_fingerprint, resumable_chunks
 from kdflow.training.curves import write_curves
 from kdflow.training.loop import train
 
@@ -88,6 +90,32 @@ def test_an_interrupted_run_resumes_and_ends_bitwise_like_an_uninterrupted_one(t
     epoch_ends = [8, 16]  # 60 examples in batches of 8: 8 steps per epoch, a checkpoint after every epoch
     restart = max([saved_steps] + [end for end in epoch_ends if end < interrupt_at])
     assert len(steps) == 3 * 8 - restart  # only the steps after the checkpoint are trained again
+    assert_same(resumed, uninterrupted)
+
+
+def test_sigterm_saves_a_checkpoint_after_the_step_in_progress_and_the_rerun_resumes_there(tmp_path):
+    """SIGTERM (SLURM's time limit, preemption or scancel) mid-step: the step finishes, a checkpoint is saved at
+    once (none was due: every 100 steps) and the run stops with a message; the rerun trains only what is left and
+    ends bitwise like an uninterrupted run. SIGTERM's handler is the previous one again afterwards."""
+    uninterrupted = run()
+    path = tmp_path / "job.ckpt"
+    net, calls = model(), [0]
+
+    def loss_fn(net, batch):
+        calls[0] += 1
+        if calls[0] == 10:  # step 10 of 24, in epoch 2
+            os.kill(os.getpid(), signal.SIGTERM)
+        return nn.functional.cross_entropy(net(batch["x"]), batch["y"])
+
+    before = signal.getsignal(signal.SIGTERM)
+    checkpoint = Checkpoint(path, "job", every_minutes=None, every_steps=100)
+    with pytest.raises(Terminated, match="run train stopped by SIGTERM at epoch 2, step 10, after saving its "
+                                         "checkpoint: a rerun resumes from it"):
+        train(net, loss_fn, batches, len(X), evaluate, "accuracy", HP, torch.device("cpu"), checkpoint=checkpoint)
+    assert signal.getsignal(signal.SIGTERM) is before
+    steps = []
+    resumed = run(Checkpoint(path, "job", every_minutes=None, every_steps=100), steps=steps)
+    assert len(steps) == 24 - 10
     assert_same(resumed, uninterrupted)
 
 

@@ -137,9 +137,10 @@ def same_weights(first, second):
 
 @pytest.mark.slow
 def test_a_job_cancelled_with_scancel_is_retried_and_resumes_from_its_checkpoint(tmp_path):
-    """Issue 33, fault 1: `scancel` of the running teacher job. The profile's retry resubmits it, the retry resumes
-    from the last checkpoint (its log says from which step) and ends with the weights and training record of an
-    uninterrupted run (the same config, run without SLURM)."""
+    """Issue 33, fault 1: `scancel` of the running teacher job. Its SIGTERM makes the job save a checkpoint after
+    the step in progress and stop; the profile's retry resubmits it, resumes from that checkpoint (its log says
+    from which step) and ends with the weights and training record of an uninterrupted run (the same config, run
+    without SLURM)."""
     account = cluster_account()
     workdir = copy_repo(tmp_path / "kdflow")
     write_test_setup(workdir, account, longer_teacher, retries=1)
@@ -163,6 +164,11 @@ def test_a_job_cancelled_with_scancel_is_retried_and_resumes_from_its_checkpoint
     resumed = re.search(r"resuming run train from its checkpoint: epoch \d+, batch \d+ \(step (\d+)\)",
                         (workdir / TEACHER_LOG).read_text())
     assert resumed and int(resumed.group(1)) >= 15, (workdir / TEACHER_LOG).read_text()  # an epoch: 15 steps
+    # The cancelled attempt saved a checkpoint on SLURM's SIGTERM and exited with kdflow's error (status 1), not
+    # killed by the signal: the retry lost at most the step in progress.
+    slurm_logs = workdir / ".snakemake/slurm_logs/rule_finetune_teacher/tiny_bert_sst2"
+    cancelled = (slurm_logs / f"{attempts[0]}.log").read_text()
+    assert "finetune_teacher.py' returned non-zero exit status 1." in cancelled, cancelled
 
     uninterrupted = copy_repo(tmp_path / "uninterrupted")
     shutil.copy(workdir / "config.yaml", uninterrupted / "config.yaml")

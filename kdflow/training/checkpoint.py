@@ -15,15 +15,21 @@ checkpoint, never half of one. One that cannot be read all the same (a copy cut 
 set aside as ``<name>.damaged`` and the job starts afresh, rather than failing on it at every rerun. It is keyed by the job's fingerprint (its parameters, code fingerprint and the identity of
 its input files): a checkpoint left by different settings, code or inputs is discarded, never resumed. It is
 deleted once the job's outputs are written.
+
+SIGTERM (what SLURM sends at a time limit, a preemption or a ``scancel``, some 30 s before SIGKILL) makes a
+checkpoint due at once (:meth:`Checkpoint.stop_on_sigterm`): the training loop saves it after the step in
+progress and stops the job with :class:`Terminated`, so that a retry loses at most one step.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import logging
 import random
+import signal
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -32,10 +38,15 @@ from typing import TypeVar
 import numpy as np
 import torch
 
+from kdflow.core.errors import UserError
 from kdflow.core.io import atomic_output, set_aside
 
 log = logging.getLogger("kdflow")
 T, R = TypeVar("T"), TypeVar("R")
+
+
+class Terminated(UserError):
+    """A job stopped by SIGTERM after saving its checkpoint: a rerun resumes from it."""
 
 
 class Checkpoint:
@@ -74,11 +85,28 @@ class Checkpoint:
         log.info("checkpoint %s found: runs %s", self.path, {k: _position(v) for k, v in stored["runs"].items()})
         return stored["runs"]
 
+    terminated = False  # set by SIGTERM while stop_on_sigterm is in force
+
     def due(self, step: int) -> bool:
-        """Whether a checkpoint is due after optimiser step ``step`` (every N steps, or every M minutes)."""
-        if self.every_steps and step % self.every_steps == 0:
+        """Whether a checkpoint is due after optimiser step ``step`` (every N steps, every M minutes, or at once
+        after a SIGTERM)."""
+        if self.terminated or (self.every_steps and step % self.every_steps == 0):
             return True
         return self.every_seconds is not None and time.monotonic() - self.last_saved >= self.every_seconds
+
+    @contextlib.contextmanager
+    def stop_on_sigterm(self):
+        """While in force (in the process's main thread), SIGTERM sets :attr:`terminated` instead of ending the
+        process: the loop then saves and stops. The previous handler comes back on exit."""
+        def request_stop(signum, frame):
+            log.warning("SIGTERM: saving a checkpoint after this step, then stopping")
+            self.terminated = True
+
+        previous = signal.signal(signal.SIGTERM, request_stop)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
     def load(self, run: str) -> dict | None:
         return self.runs.get(run)

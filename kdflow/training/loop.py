@@ -17,9 +17,11 @@ hyper-parameter grid goes on and the divergence is reported where the scores are
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -33,7 +35,7 @@ from torch import nn
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.precision import FP32, Precision
 from kdflow.training.batching import batch_rows, to_device
-from kdflow.training.checkpoint import Checkpoint, random_states, restore_random_states
+from kdflow.training.checkpoint import Checkpoint, Terminated, random_states, restore_random_states
 from kdflow.training.curves import LiveCurves
 
 log = logging.getLogger("kdflow")
@@ -245,56 +247,66 @@ def train(
         elapsed, started, seen = 0.0, time.perf_counter(), 0
         return score
 
-    for epoch in range(first_epoch, hp.epochs + 1):
-        if on_epoch_start is not None:
-            on_epoch_start(epoch)
-        model.train()
-        epoch_shuffler = shuffler.bit_generator.state  # the epoch's order is rebuilt from it on resume
-        started, seen = time.perf_counter(), 0
-        for position, batch in enumerate(train_batches(shuffler)):
-            if position < batches_done:
-                continue  # trained on before the checkpoint
-            optimizer.zero_grad(set_to_none=True)
-            rows = batch_rows(batch)
-            parts = _micro_batches(batch, hp.gradient_accumulation_steps)
-            loss = sum(backward(part, batch_rows(part) / rows, i == len(parts) - 1) for i, part in enumerate(parts))
-            if not math.isfinite(loss):  # the whole batch's loss: every rank stops at the same step
-                return diverge(epoch, step + 1, f"training loss {loss}")
-            scaler.unscale_(optimizer)  # the true gradient, to measure and clip
-            running.append((loss, optimizer.param_groups[0]["lr"], _gradient_norm(parameters, hp.max_grad_norm)))
-            scaler.step(optimizer)  # fp16: skipped if the gradient is not finite
-            scaler.update()
-            with warnings.catch_warnings():  # a skipped first step makes torch warn that the schedule runs ahead
-                warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step", UserWarning)
-                scheduler.step()
-            step += 1
-            seen += rows
-            if step % hp.log_every == 0:
-                log.info(
-                    "epoch %d step %d/%d loss %.4f lr %.2e %.1f ex/s",
-                    epoch, step, steps_per_epoch * hp.epochs, np.mean([r[0] for r in running[-hp.log_every:]]),
-                    running[-1][1], seen / (time.perf_counter() - started),
-                )
-            if hp.evaluate_every_steps and step % hp.evaluate_every_steps == 0:
+    # SIGTERM (a SLURM time limit, preemption or scancel) saves a checkpoint after the step in progress and stops
+    stop = contextlib.ExitStack()
+    if checkpoint is not None and threading.current_thread() is threading.main_thread():
+        stop.enter_context(checkpoint.stop_on_sigterm())
+    with stop:
+        for epoch in range(first_epoch, hp.epochs + 1):
+            if on_epoch_start is not None:
+                on_epoch_start(epoch)
+            model.train()
+            epoch_shuffler = shuffler.bit_generator.state  # the epoch's order is rebuilt from it on resume
+            started, seen = time.perf_counter(), 0
+            for position, batch in enumerate(train_batches(shuffler)):
+                if position < batches_done:
+                    continue  # trained on before the checkpoint
+                optimizer.zero_grad(set_to_none=True)
+                rows = batch_rows(batch)
+                parts = _micro_batches(batch, hp.gradient_accumulation_steps)
+                loss = sum(backward(part, batch_rows(part) / rows, i == len(parts) - 1) for i, part in enumerate(parts))
+                if not math.isfinite(loss):  # the whole batch's loss: every rank stops at the same step
+                    return diverge(epoch, step + 1, f"training loss {loss}")
+                scaler.unscale_(optimizer)  # the true gradient, to measure and clip
+                running.append((loss, optimizer.param_groups[0]["lr"], _gradient_norm(parameters, hp.max_grad_norm)))
+                scaler.step(optimizer)  # fp16: skipped if the gradient is not finite
+                scaler.update()
+                with warnings.catch_warnings():  # a skipped first step makes torch warn that the schedule runs ahead
+                    warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step", UserWarning)
+                    scheduler.step()
+                step += 1
+                seen += rows
+                if step % hp.log_every == 0:
+                    log.info(
+                        "epoch %d step %d/%d loss %.4f lr %.2e %.1f ex/s",
+                        epoch, step, steps_per_epoch * hp.epochs, np.mean([r[0] for r in running[-hp.log_every:]]),
+                        running[-1][1], seen / (time.perf_counter() - started),
+                    )
+                if hp.evaluate_every_steps and step % hp.evaluate_every_steps == 0:
+                    score = evaluation(epoch)
+                    if not math.isfinite(score):
+                        return diverge(epoch, step, f"dev {select_metric} {score}")
+                    model.train()  # evaluate() may have switched to eval mode
+                if checkpoint is not None and _rank_0s(checkpoint.due(step)):  # ranks' clocks differ
+                    save(epoch, position + 1, epoch_shuffler, elapsed + time.perf_counter() - started)
+                    if _rank_0s(checkpoint.terminated):
+                        raise Terminated(f"run {run} stopped by SIGTERM at epoch {epoch}, step {step}, after saving "
+                                         "its checkpoint: a rerun resumes from it. On SLURM, a job stopped at its time "
+                                         "limit needs a larger `runtime` in the config's `resources` for its rule "
+                                         "(the profile's retry doubles it)")
+            if not result.history or result.history[-1]["step"] != step:  # unless evaluated at this step already
                 score = evaluation(epoch)
                 if not math.isfinite(score):
                     return diverge(epoch, step, f"dev {select_metric} {score}")
-                model.train()  # evaluate() may have switched to eval mode
-            if checkpoint is not None and _rank_0s(checkpoint.due(step)):  # ranks' clocks differ
-                save(epoch, position + 1, epoch_shuffler, elapsed + time.perf_counter() - started)
-        if not result.history or result.history[-1]["step"] != step:  # unless evaluated at this step already
-            score = evaluation(epoch)
-            if not math.isfinite(score):
-                return diverge(epoch, step, f"dev {select_metric} {score}")
-        if hp.keep == "final" and epoch == hp.epochs:
-            keep(epoch, step, result.history[-1][f"dev_{select_metric}"])
-        batches_done = 0
-        if checkpoint is not None:
-            save(epoch + 1, 0, shuffler.bit_generator.state, 0.0, finished=epoch == hp.epochs)
-    live.close()
-    log.info("kept the %s model: dev %s %.4f at epoch %d, step %d", hp.keep, select_metric, result.best_score,
-             result.best_epoch, result.best_step)
-    return result
+            if hp.keep == "final" and epoch == hp.epochs:
+                keep(epoch, step, result.history[-1][f"dev_{select_metric}"])
+            batches_done = 0
+            if checkpoint is not None:
+                save(epoch + 1, 0, shuffler.bit_generator.state, 0.0, finished=epoch == hp.epochs)
+        live.close()
+        log.info("kept the %s model: dev %s %.4f at epoch %d, step %d", hp.keep, select_metric, result.best_score,
+                 result.best_epoch, result.best_step)
+        return result
 
 
 @torch.no_grad()
