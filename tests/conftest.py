@@ -1,4 +1,5 @@
 import itertools
+import json
 import os
 import re
 import shutil
@@ -239,3 +240,11 @@ def snakemake_config(path: str) -> dict:
     config = load_config_file(REPO / path)
     validate_config(config, REPO / "schemas/config.schema.yaml")
     return config | with_exploration(config)
+
+
+def trained_outcome(model_dir: Path):
+    """A fine-tuned model's training record, less the seconds, and its weights' bytes (the evaluation's scores follow
+    from the weights): equal for a resumed run and an uninterrupted one."""
+    record = json.loads((model_dir / "training.json").read_text())
+    record["history"] = [{k: v for k, v in entry.items() if k != "seconds"} for entry in record["history"]]
+    return {k: v for k, v in record.items() if k != "seconds"}, (model_dir / "model.safetensors").read_bytes()

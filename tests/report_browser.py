@@ -20,10 +20,11 @@ def chromium() -> str | None:
 
 def visit_report(report: Path, screenshots: Path | None = None, keep: set[str] = frozenset()) -> dict:
     """``menu``: category -> its subcategories in the order the menus show them; ``landing_height``: the landing
-    page's height (px); ``entries``: per result path its kind, category, subcategory, the frame's width, text
-    length and overflow (HTML) or the image's natural and shown width, its info panel's text and the sidebar's
-    width while it lists the entry's (sub)category; ``errors``: every JavaScript error and console error of the visit. Screenshots of the landing
-    page (``landing``) and of the entries whose file names are in ``keep`` go to ``screenshots``."""
+    page's height (px); ``entries``: per result path its kind, category, subcategory, the frame's width, text length
+    and overflow (HTML) or the image's natural and shown width, its info panel's text and the sidebar's width while
+    it lists the entry's (sub)category; ``errors``: every JavaScript error and console error of the visit.
+    Screenshots of the landing page (``landing``) and of the entries whose file names are in ``keep`` go to
+    ``screenshots``."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

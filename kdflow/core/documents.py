@@ -9,9 +9,9 @@ tabulate (behind ``to_markdown``) neither escapes ``|`` nor leaves number-like t
 the cells would need this module's formatting and escaping anyway, and a pipe table is a few lines more.
 
 Both formats style a column by what its cells hold: numbers right-aligned, text left-aligned. In HTML, numbers keep
-to one line and text wraps where the page is too narrow for it: at spaces, and after the ``_ . / , =`` of
-identifiers (``<wbr>``, which a copied name does not carry), so that a table fits the report's frame at 1400 px; one
-that cannot fit (too many number columns) scrolls sideways inside its own box.
+to one line and text wraps where the page is too narrow for it: at spaces, after the ``_ . / , = :`` of identifiers
+and inside camelCase words (``<wbr>``, which a copied name does not carry), so that a table fits the report's frame
+at 1400 px; one that cannot fit (too many number columns) scrolls sideways inside its own box.
 
 This module is in ``core`` because the transfer and analysis stages write pages too, and precede ``reporting``.
 """

@@ -2,8 +2,9 @@
 dev evaluation of each task, student, method, grid point and seed, and a figure of them, one panel per task and
 student, a colour per method, the selected grid point's seeds drawn bold and the other points' faint.
 
-Scores are x100; an evaluation's position is in epochs (:func:`kdflow.reporting.exploration_curves.epoch_positions`), so that
-methods with stages of their own line up with those without.
+Scores are x100; an evaluation's position is in epochs
+(:func:`kdflow.reporting.exploration_curves.epoch_positions`), so that methods with stages of their own line up with
+those without.
 """
 
 from __future__ import annotations

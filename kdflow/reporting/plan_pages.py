@@ -101,7 +101,8 @@ def measured_against_plan(jobs: pd.DataFrame, root=".") -> pd.DataFrame:
     for job in jobs.itertuples(index=False):
         path = Path(root) / job.benchmark
         measured = read_benchmark(path) if path.exists() else None
-        rows.append({"section": job.section, "rule": job.rule, "device": job.device, "planned_hours": job.seconds / 3600,
+        rows.append({"section": job.section, "rule": job.rule, "device": job.device,
+                     "planned_hours": job.seconds / 3600,
                      "ran": measured is not None,
                      "ran_planned_hours": job.seconds / 3600 if measured else 0.0,
                      "wall_hours": measured["seconds"] / 3600 if measured else 0.0,

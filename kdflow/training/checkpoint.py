@@ -63,6 +63,7 @@ class Checkpoint:
         self.every_seconds = None if every_minutes is None else every_minutes * 60
         self.every_steps = every_steps
         self.last_saved = time.monotonic()
+        self.terminated = False  # set by SIGTERM while stop_on_sigterm is in force
 
     @functools.cached_property
     def runs(self) -> dict[str, dict]:
@@ -84,8 +85,6 @@ class Checkpoint:
             return {}
         log.info("checkpoint %s found: runs %s", self.path, {k: _position(v) for k, v in stored["runs"].items()})
         return stored["runs"]
-
-    terminated = False  # set by SIGTERM while stop_on_sigterm is in force
 
     def due(self, step: int) -> bool:
         """Whether a checkpoint is due after optimiser step ``step`` (every N steps, every M minutes, or at once

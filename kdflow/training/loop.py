@@ -248,10 +248,8 @@ def train(
         return score
 
     # SIGTERM (a SLURM time limit, preemption or scancel) saves a checkpoint after the step in progress and stops
-    stop = contextlib.ExitStack()
-    if checkpoint is not None and threading.current_thread() is threading.main_thread():
-        stop.enter_context(checkpoint.stop_on_sigterm())
-    with stop:
+    in_main_thread = threading.current_thread() is threading.main_thread()  # where signal handlers can be set
+    with checkpoint.stop_on_sigterm() if checkpoint is not None and in_main_thread else contextlib.nullcontext():
         for epoch in range(first_epoch, hp.epochs + 1):
             if on_epoch_start is not None:
                 on_epoch_start(epoch)

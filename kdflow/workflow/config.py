@@ -96,7 +96,8 @@ def point_values(config: dict, experiment: str, entry: str, point: str) -> dict:
     error naming what the config has, for a target path with a mistyped method or point."""
     spec = config["experiments"][experiment]
     if method_entry(spec, entry)[0] not in load_catalog()["methods"]:
-        raise UserError(f"experiments.{experiment}: no method entry {entry!r}; its entries: {', '.join(spec['methods'])}")
+        raise UserError(f"experiments.{experiment}: no method entry {entry!r}; its entries: "
+                        f"{', '.join(spec['methods'])}")
     points = grid_points(spec, entry)
     if point not in points:
         shown = ", ".join(list(points)[:8]) + (f", ... ({len(points)} in all)" if len(points) > 8 else "")
