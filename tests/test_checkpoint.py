@@ -11,9 +11,10 @@ import pytest
 import torch
 from torch import nn
 
+from kdflow.core.errors import Terminated
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.io import atomic_output, write_json
-from kdflow.training.checkpoint import Checkpoint, Terminated, job_fingerprint, resumable_chunks
+from kdflow.training.checkpoint import Checkpoint, job_fingerprint, resumable_chunks
 from kdflow.training.curves import write_curves
 from kdflow.training.loop import train
 

@@ -1,11 +1,15 @@
-"""The one error type kdflow reports to the user as one line (no traceback); torch-free, so the workflow
-process can raise it while loading the config."""
+"""The error types kdflow reports to the user as one line (no traceback); torch-free, so the workflow
+process can raise them while loading the config."""
 
 from pathlib import Path
 
 
 class UserError(Exception):
     """A problem the user can fix (bad input data, a missing file): reported as one line, not a traceback."""
+
+
+class Terminated(UserError):
+    """A job stopped by SIGTERM after saving its checkpoint: a rerun resumes from it."""
 
 
 def not_utf8(path: str | Path, error: UnicodeDecodeError) -> str:

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from kdflow.core.errors import UserError
+from kdflow.core.errors import Terminated, UserError
 from kdflow.core.intermediates import DamagedFile, check_inputs
 from kdflow.core.io import set_aside
 
@@ -56,6 +56,9 @@ def rule_job(snakemake):
     except DamagedFile as error:
         log.error("%s", damaged_input(error, list(snakemake.input)))
         sys.exit(1)
+    except Terminated as error:
+        log.error("%s. %s", error, time_limit_hint(snakemake.rule, snakemake.resources.get("runtime")))
+        sys.exit(1)
     except (UserError, FileNotFoundError) as error:
         log.error("%s", error)
         sys.exit(1)
@@ -68,6 +71,14 @@ def rule_job(snakemake):
         else:
             raise
         sys.exit(1)
+
+
+def time_limit_hint(rule: str, runtime) -> str:
+    """What to change when SIGTERM was SLURM's time limit (or a preemption, or scancel: the job cannot tell)."""
+    had = f" (this attempt had {runtime} min)" if runtime else ""
+    return (f"If it was stopped at its time limit{had}, give rule {rule} a larger `runtime`: under `resources` in the "
+            "config section it reads (`teachers.<name>`, `experiments.<name>`, `generation` or `probing`) or the "
+            "top-level `resources`; the slurm profile's retry doubles it")
 
 
 def damaged_input(error: DamagedFile, inputs: list[str]) -> str:

@@ -18,7 +18,7 @@ deleted once the job's outputs are written.
 
 SIGTERM (what SLURM sends at a time limit, a preemption or a ``scancel``, some 30 s before SIGKILL) makes a
 checkpoint due at once (:meth:`Checkpoint.stop_on_sigterm`): the training loop saves it after the step in
-progress and stops the job with :class:`Terminated`, so that a retry loses at most one step.
+progress and stops the job with :class:`kdflow.core.errors.Terminated`, so that a retry loses at most one step.
 """
 
 from __future__ import annotations
@@ -38,15 +38,10 @@ from typing import TypeVar
 import numpy as np
 import torch
 
-from kdflow.core.errors import UserError
 from kdflow.core.io import atomic_output, set_aside
 
 log = logging.getLogger("kdflow")
 T, R = TypeVar("T"), TypeVar("R")
-
-
-class Terminated(UserError):
-    """A job stopped by SIGTERM after saving its checkpoint: a rerun resumes from it."""
 
 
 class Checkpoint:

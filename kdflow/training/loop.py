@@ -32,10 +32,11 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from kdflow.core.errors import Terminated
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.precision import FP32, Precision
 from kdflow.training.batching import batch_rows, to_device
-from kdflow.training.checkpoint import Checkpoint, Terminated, random_states, restore_random_states
+from kdflow.training.checkpoint import Checkpoint, random_states, restore_random_states
 from kdflow.training.curves import LiveCurves
 
 log = logging.getLogger("kdflow")
@@ -289,9 +290,7 @@ def train(
                     save(epoch, position + 1, epoch_shuffler, elapsed + time.perf_counter() - started)
                     if _rank_0s(checkpoint.terminated):
                         raise Terminated(f"run {run} stopped by SIGTERM at epoch {epoch}, step {step}, after saving "
-                                         "its checkpoint: a rerun resumes from it. On SLURM, a job stopped at its time "
-                                         "limit needs a larger `runtime` in the config's `resources` for its rule "
-                                         "(the profile's retry doubles it)")
+                                         "its checkpoint: a rerun resumes from it")
             if not result.history or result.history[-1]["step"] != step:  # unless evaluated at this step already
                 score = evaluation(epoch)
                 if not math.isfinite(score):
