@@ -1,3 +1,4 @@
+import fcntl
 import itertools
 import json
 import os
@@ -32,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO_DATA = REPO / "demo" / "data"
 DEMO_VOCAB = REPO / "demo" / "vocab.txt"
 DEMO_TESTS = "test_demo.py"  # the file whose module fixture runs the demo
-SLURM_TESTS = "test_slurm.py"  # the tests through a local SLURM cluster
+SLURM_TESTS = {"test_slurm.py", "test_slurm_restarts.py"}  # the tests through a local SLURM cluster
 
 
 def pytest_collection_modifyitems(items):
@@ -42,7 +43,7 @@ def pytest_collection_modifyitems(items):
     run Snakemake most, so that the last files handed out are short ones that balance the workers' ends (a stable
     sort keeps the rest in order)."""
     snakemake_runs = Counter(item.path for item in items if item.get_closest_marker("slow"))
-    items.sort(key=lambda item: (item.path.name != DEMO_TESTS, item.path.name != SLURM_TESTS,
+    items.sort(key=lambda item: (item.path.name != DEMO_TESTS, item.path.name not in SLURM_TESTS,
                                  -snakemake_runs[item.path]))
 
 
@@ -248,3 +249,41 @@ def trained_outcome(model_dir: Path):
     record = json.loads((model_dir / "training.json").read_text())
     record["history"] = [{k: v for k, v in entry.items() if k != "seconds"} for entry in record["history"]]
     return {k: v for k, v in record.items() if k != "seconds"}, (model_dir / "model.safetensors").read_bytes()
+
+
+# The fixtures of the tests through a local SLURM cluster (their helpers are in slurm_cluster.py, which imports
+# this file: imported here when used).
+@pytest.fixture
+def cluster():
+    """The SLURM account for a test, on the cluster the other SLURM tests may use at the same time; skips the test
+    where no cluster answers."""
+    from slurm_cluster import cluster_account, cluster_lock
+
+    account = cluster_account()
+    with cluster_lock(exclusive=False):
+        yield account
+
+
+@pytest.fixture
+def cluster_alone():
+    """The SLURM account for a test that no other SLURM test may run beside (it takes the node down)."""
+    from slurm_cluster import cluster_account, cluster_lock
+
+    account = cluster_account()
+    with cluster_lock(exclusive=True):
+        yield account
+
+
+@pytest.fixture(scope="session")
+def uninterrupted_teacher(tmp_path_factory):
+    """The longer SLURM test teacher trained without SLURM or interruption, once per `make test`: the first worker
+    to ask trains it in the directory the workers share (pytest-xdist's base temporary directory), the others
+    wait for it and read it."""
+    from slurm_cluster import cluster_account, uninterrupted_outcome
+
+    cluster_account()  # skip before training where the tests cannot run
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    shared = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+    with open(shared / "uninterrupted_teacher.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return uninterrupted_outcome(shared / "uninterrupted_teacher")

@@ -128,7 +128,8 @@ def follow_or_submit(run_job):
         slurm_id, details = earlier
         followed_runs.add(details["name"])
         self.logger.info(f"Job {job.jobid} is still {details['state'].lower()} as SLURM job {slurm_id}, submitted by "
-                         f"an earlier snakemake run: following it instead of submitting it again (log: {details['log']}).")
+                         "an earlier snakemake run: following it instead of submitting it again "
+                         f"(log: {details['log']}).")
         self._report_job_submission_threadsafe(
             SubmittedJobInfo(job, external_jobid=slurm_id, aux={"slurm_logfile": Path(details["log"])}))
 

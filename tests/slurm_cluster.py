@@ -1,0 +1,187 @@
+"""What the tests through a local SLURM cluster share: the cluster (found, or the tests skipped), the demo set up
+for it, `snakemake --profile` in the background, and the uninterrupted teacher each interrupted one must equal.
+Needs a cluster with partitions `cpu` and `gpu`, a GPU gres on `gpu` (fake GPUs will do) and accounting
+(slurmdbd); docs/development.md says how to start one."""
+
+import contextlib
+import fcntl
+import getpass
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, copy_repo, snakemake, trained_outcome
+
+RUN_TIMEOUT = 420  # seconds; the plugin can hang (e.g. when sacct fails), so the run is killed after this
+
+
+def stdout_of(*command):
+    return subprocess.run(command, capture_output=True, text=True, timeout=15, check=True).stdout
+
+
+def cluster_account():
+    """The current user's default account on a SLURM cluster fit for this test; skips the test otherwise."""
+    if shutil.which("sinfo") is None:
+        pytest.skip("no SLURM here (sinfo is not on PATH); docs/development.md: a local test cluster")
+    try:
+        lines = stdout_of("sinfo", "-h", "-o", "%P %G").splitlines()
+        stdout_of("sacct", "-n", "-X", "--starttime", "now")
+        account = stdout_of("sacctmgr", "-n", "-P", "show", "user", getpass.getuser(), "format=DefaultAccount")
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as error:
+        reason = getattr(error, "stderr", None) or error
+        pytest.skip(f"SLURM does not answer (controller or accounting down): {reason}")
+    partitions = {name.rstrip("*"): gres for name, gres in map(str.split, lines)}
+    if "cpu" not in partitions or "gpu" not in partitions.get("gpu", ""):
+        pytest.skip(f"the SLURM cluster lacks partitions cpu and gpu with a GPU gres: {partitions}")
+    if not account.strip():
+        pytest.skip(f"user {getpass.getuser()} has no default SLURM account")
+    return account.strip()
+
+
+@contextlib.contextmanager
+def cluster_lock(exclusive):
+    """The SLURM tests of two pytest-xdist workers share the cluster; one that takes its node down has it alone."""
+    with open(Path(tempfile.gettempdir()) / "kdflow-tests-slurm.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+
+
+def demo_config(edit_config=lambda config: None):
+    """The demo with GPU jobs as in the full config (code still on CPU), edited by ``edit_config``."""
+    config = yaml.safe_load((REPO / "demo/config.yaml").read_text())
+    config["resources"]["gpu"] = 1
+    config["probing"]["resources"]["gpu"] = 1
+    edit_config(config)
+    return config
+
+
+def write_test_setup(workdir, account, edit_config=lambda config: None, retries=0, keep_going=False):
+    """``demo_config(edit_config)`` as the workflow's own config (jobs on the cluster do not get
+    --replace-workflow-config) and the SLURM profile with the edits a user makes for a cluster (account, GPU
+    model) plus fast status checks."""
+    (workdir / "config.yaml").write_text(yaml.safe_dump(demo_config(edit_config)))
+    profile = yaml.safe_load((REPO / "slurm/config.yaml").read_text())
+    profile["default-resources"]["slurm_account"] = account
+    for resources in profile["set-resources"].values():
+        resources["gpu_model"] = "fake"
+    profile.update({"slurm-init-seconds-before-status-checks": 1, "latency-wait": 5, "retries": retries,
+                    "keep-going": keep_going})
+    (workdir / "slurm-test").mkdir()
+    (workdir / "slurm-test/config.yaml").write_text(yaml.safe_dump(profile))
+
+
+def submissions(output):
+    """SLURM job id -> the log directory of what it ran (see GPU_SUBMISSIONS)."""
+    return dict(re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/(\w+)/", output))
+
+
+def uninterrupted_outcome(directory):
+    """What every interrupted run of the longer teacher must end with: the same config, run without SLURM in
+    ``directory`` (unless it has been already)."""
+    workdir = directory / "kdflow"
+    if not (workdir / TEACHER).exists():
+        shutil.rmtree(workdir, ignore_errors=True)  # an earlier try that failed
+        copy_repo(workdir)
+        (workdir / "config.yaml").write_text(yaml.safe_dump(demo_config(longer_teacher)))
+        snakemake("--cores", "1", TEACHER, cwd=workdir)
+    return trained_outcome(workdir / TEACHER)
+
+
+def longer_teacher(config):
+    """The demo teacher trains 20 epochs on SST-2 (300 steps, about 15 s) and checkpoints after each epoch and every
+    20 steps: long enough to be interrupted after a checkpoint and before its end."""
+    config["teachers"]["tiny_bert"]["task_hyperparameters"]["sst2"] = {"epochs": 20}
+    config["checkpoints"] = {"every_steps": 20, "every_minutes": None}
+
+
+TEACHER = "results/teachers/tiny_bert/sst2/model"
+TEACHER_LOG = "logs/finetune_teacher/tiny_bert/sst2.log"
+RESUMED = re.compile(r"resuming run train from its checkpoint: epoch \d+, batch \d+ \(step (\d+)\)")
+
+
+def wait_for(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.2)
+
+
+class SnakemakeOnSlurm:
+    """`snakemake --profile slurm-test` started in the background, its output in a file; on leaving, it is killed
+    if still running, and the jobs it submitted are cancelled."""
+
+    def __init__(self, workdir, *targets, name="snakemake.out"):
+        self.workdir, self.log = workdir, workdir / name
+        with self.log.open("w") as sink:
+            # Its own session, like a login shell's: killing the group is losing the session.
+            self.process = subprocess.Popen([sys.executable, "-m", "snakemake", "--profile", "slurm-test", *targets],
+                                            cwd=workdir, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def output(self):
+        return self.log.read_text()
+
+    def jobs(self, rule="finetune_teacher"):
+        """The SLURM ids of the jobs of ``rule`` this run submitted, in order."""
+        return [job for job, submitted in submissions(self.output()).items() if submitted == f"rule_{rule}"]
+
+    def wait(self, timeout=RUN_TIMEOUT):
+        self.process.wait(timeout=timeout)
+        return self.process.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *error):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        subprocess.run(["scancel", *submissions(self.output())], check=False)
+
+
+def wait_for_log(workdir, text, after=0, log=TEACHER_LOG, timeout=RUN_TIMEOUT):
+    """Wait until the job's log holds ``text`` (a log is emptied when an attempt starts): return the log."""
+    path = workdir / log
+    wait_for(lambda: path.exists() and text in path.read_text()[after:], timeout, f"{text!r} in {log}")
+    return path.read_text()
+
+
+def slurm_record(job, *fields):
+    """sacct's record of ``job`` (its allocation, not its steps), one value per field."""
+    line = stdout_of("sacct", "-X", "-P", "-n", "-j", job, "-o", ",".join(fields)).splitlines()[-1]
+    return line.split("|")
+
+
+def all_records(job, field="State"):
+    """sacct's records of ``job``, one per time it ran (a requeued job has several)."""
+    return stdout_of("sacct", "-X", "-P", "-n", "--duplicates", "-j", job, "-o", field).split()
+
+
+def stop_job(run, job):
+    """Stop (SIGSTOP) the training process of SLURM job ``job`` and return its pid: the job then holds its allocation
+    without using the CPU, as a slow job would. SLURM sends SIGCONT with its SIGTERM."""
+    pattern = f"{run.workdir}/.snakemake/scripts/tmp.*finetune_teacher.py"
+
+    def process():
+        found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+        return next((int(pid) for pid in found if f"SLURM_JOB_ID={job}\0".encode() in job_environment(pid)), None)
+
+    wait_for(lambda: process() is not None, 60, f"the process of SLURM job {job}")
+    stopped = process()
+    os.kill(stopped, signal.SIGSTOP)
+    return stopped
+
+
+def job_environment(pid):
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:  # ended meanwhile
+        return b""
