@@ -83,14 +83,23 @@ def show_html(page, path: str) -> dict:
     page.wait_for_function("path => document.querySelector('iframe')?.src === results[path].data_uri", arg=path)
     frame = page.query_selector("iframe").content_frame()
     frame.wait_for_load_state()
-    frame_width = page.evaluate("() => document.querySelector('iframe').getBoundingClientRect().width")
-    inside = frame.evaluate("""() => ({
-        text: document.body ? document.body.innerText.trim().length : 0,
-        overflow: Math.max(document.documentElement.scrollWidth - document.documentElement.clientWidth,
-                           ...Array.from(document.querySelectorAll('table, img, pre'))
-                               .map(e => e.scrollWidth - e.parentElement.clientWidth)),
-    })""")
-    return {"frame_width": frame_width, **inside}
+    # Measured until two readings 0.1 s apart agree: on a busy machine the panes around the frame may still be
+    # settling (a CI run once read a table 117 px too wide that fits once laid out).
+    previous = None
+    for _ in range(50):
+        frame_width = page.evaluate("() => document.querySelector('iframe').getBoundingClientRect().width")
+        inside = frame.evaluate("""() => ({
+            text: document.body ? document.body.innerText.trim().length : 0,
+            overflow: Math.max(document.documentElement.scrollWidth - document.documentElement.clientWidth,
+                               ...Array.from(document.querySelectorAll('table, img, pre'))
+                                   .map(e => e.scrollWidth - e.parentElement.clientWidth)),
+        })""")
+        reading = {"frame_width": frame_width, **inside}
+        if reading == previous:
+            break
+        previous = reading
+        page.wait_for_timeout(100)
+    return reading
 
 
 def show_image(page, path: str) -> dict:

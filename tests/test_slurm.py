@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import copy_repo, trained_outcome
 from slurm_cluster import (RESUMED, RUN_TIMEOUT, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, longer_teacher, slurm_record,
-                           stdout_of, stop_job, submissions, wait_for_log, write_test_setup)
+                           stdout_of, stop_job, submissions, wait_for, wait_for_log, write_test_setup)
 
 from kdflow.workflow import slurm_status
 from kdflow.workflow.slurm_status import (active_jobs, correct_slurm_plugin, earlier_job, first_word,
@@ -104,10 +104,17 @@ def test_a_job_past_its_time_limit_is_retried_with_more_time_and_fails_naming_ru
     write_test_setup(retried, cluster, one_minute_teacher, retries=1)
     write_test_setup(failing, cluster, one_minute_teacher, retries=0)
     with SnakemakeOnSlurm(retried, TEACHER) as run, SnakemakeOnSlurm(failing, TEACHER) as doomed:
-        for each in (run, doomed):
-            # Stopped late in training (epoch 12 of 20), so that the retry's two minutes suffice on a busy machine.
-            wait_for_log(each.workdir, "checkpoint saved: train epoch 12")
-            stop_job(each, each.jobs()[0])
+        # Each stopped late in training (epoch 12 of 20), so that the retry's two minutes suffice on a busy machine,
+        # and as soon as it gets there (the two runs do not keep step: one may be ahead by more than 8 epochs).
+        running = [run, doomed]
+
+        def stop_those_at_epoch_12():
+            for each in [each for each in running if "checkpoint saved: train epoch 12" in log_text(each.workdir)]:
+                stop_job(each, each.jobs()[0])
+                running.remove(each)
+            return not running
+
+        wait_for(stop_those_at_epoch_12, RUN_TIMEOUT, "both teachers at epoch 12")
         assert doomed.wait() == 1, doomed.output()
         assert run.wait() == 0, run.output()
     attempts = run.jobs()
@@ -119,6 +126,11 @@ def test_a_job_past_its_time_limit_is_retried_with_more_time_and_fails_naming_ru
     # Snakemake's report of the failure shows the job's log (the profile's show-failed-logs): what to raise.
     hint = r"stopped by SIGTERM .*\(this attempt had 1 min\), give rule finetune_teacher a larger `runtime`"
     assert re.search(hint, doomed.output()), doomed.output()
+
+
+def log_text(workdir):
+    log = workdir / TEACHER_LOG
+    return log.read_text() if log.exists() else ""
 
 
 def test_the_plugin_reads_cancelled_states_and_also_queries_the_jobs_it_follows(monkeypatch):
