@@ -81,3 +81,19 @@ def test_a_non_finite_logit_makes_classification_metrics_nan():
     logits = np.array([[2.0, 1.0], [0.0, 3.0], [np.nan, 0.5]])  # argmax of the last row would be class 0
     scores = metrics.score_logits(["accuracy", "mcc"], logits, np.array([0, 1, 0]), regression=False)
     assert math.isnan(scores["accuracy"]) and math.isnan(scores["mcc"])
+
+
+@pytest.mark.parametrize("name", sorted(metrics.METRICS))
+def test_a_stack_of_runs_scores_row_by_row_as_each_run_alone(name):
+    """The paired bootstrap scores all its resamples in one call (kdflow.core.statistics): every metric takes a
+    stack of runs along the last axis, degenerate rows (one class, a constant vector) and NaN rows included."""
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 2, size=(5, 40))
+    pred = rng.integers(0, 2, size=(5, 40)).astype(np.float64)
+    pred[1], gold[2] = 1, 0  # a constant prediction, a single gold class
+    pred[3, 7] = np.nan
+    metric = metrics.METRICS[name]
+    stacked = metric(pred, gold)
+    alone = [metric(p, g) for p, g in zip(pred, gold)]
+    assert stacked.shape == (5,) and isinstance(alone[0], float)
+    np.testing.assert_array_equal(stacked, alone)

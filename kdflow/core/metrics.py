@@ -20,15 +20,14 @@ import pandas as pd
 
 
 def accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
-    return float(np.mean(np.asarray(pred) == np.asarray(gold)))
+    return _value(np.mean(np.asarray(pred) == np.asarray(gold), axis=-1))
 
 
 def f1_binary(pred: np.ndarray, gold: np.ndarray, positive: int = 1) -> float:
     """F1 of the positive class (MRPC: 'equivalent', QQP: 'duplicate'; both have id 1)."""
     pred, gold = np.asarray(pred) == positive, np.asarray(gold) == positive
-    tp = np.sum(pred & gold)
-    denominator = np.sum(pred) + np.sum(gold)
-    return float(2 * tp / denominator) if denominator else 0.0
+    tp = np.sum(pred & gold, axis=-1)
+    return _ratio(2.0 * tp, np.sum(pred, axis=-1) + np.sum(gold, axis=-1))
 
 
 def f1_micro(pred: np.ndarray, gold: np.ndarray) -> float:
@@ -39,19 +38,17 @@ def f1_micro(pred: np.ndarray, gold: np.ndarray) -> float:
 def mcc(pred: np.ndarray, gold: np.ndarray) -> float:
     """Matthews correlation coefficient of binary predictions (CoLA's metric)."""
     pred, gold = np.asarray(pred).astype(bool), np.asarray(gold).astype(bool)
-    tp = float(np.sum(pred & gold))
-    tn = float(np.sum(~pred & ~gold))
-    fp = float(np.sum(pred & ~gold))
-    fn = float(np.sum(~pred & gold))
-    denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-    return float((tp * tn - fp * fn) / denominator) if denominator else 0.0
+    tp = np.sum(pred & gold, axis=-1, dtype=np.float64)
+    tn = np.sum(~pred & ~gold, axis=-1, dtype=np.float64)
+    fp = np.sum(pred & ~gold, axis=-1, dtype=np.float64)
+    fn = np.sum(~pred & gold, axis=-1, dtype=np.float64)
+    return _ratio(tp * tn - fp * fn, np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)))
 
 
 def pearson(pred: np.ndarray, gold: np.ndarray) -> float:
     pred, gold = np.asarray(pred, dtype=np.float64), np.asarray(gold, dtype=np.float64)
-    pred, gold = pred - pred.mean(), gold - gold.mean()
-    denominator = np.sqrt(np.sum(pred**2) * np.sum(gold**2))
-    return float(np.sum(pred * gold) / denominator) if denominator else 0.0
+    pred, gold = pred - pred.mean(axis=-1, keepdims=True), gold - gold.mean(axis=-1, keepdims=True)
+    return _ratio(np.sum(pred * gold, axis=-1), np.sqrt(np.sum(pred**2, axis=-1) * np.sum(gold**2, axis=-1)))
 
 
 def spearman(pred: np.ndarray, gold: np.ndarray) -> float:
@@ -62,7 +59,27 @@ def spearman(pred: np.ndarray, gold: np.ndarray) -> float:
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
-    return pd.Series(np.asarray(values, dtype=np.float64)).rank(method="average").to_numpy()
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        return pd.Series(values).rank(method="average").to_numpy()
+    return pd.DataFrame(values.reshape(-1, values.shape[-1])).rank(axis=1, method="average").to_numpy().reshape(values.shape)
+
+
+# Every metric scores along the last axis: one score for one run, or one per row for a stack of runs (or of
+# bootstrap resamples: kdflow.core.statistics.paired_bootstrap scores 1,000 of them in one call).
+
+
+def _ratio(numerator, denominator):
+    """numerator / denominator, 0 where the denominator is 0 (a degenerate margin or a constant vector); NaN
+    propagates."""
+    numerator, denominator = np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
+    safe = np.where(denominator == 0, 1.0, denominator)
+    return _value(np.where(denominator == 0, 0.0, numerator / safe))
+
+
+def _value(scores):
+    """A float for one run, the array for a stack."""
+    return float(scores) if np.ndim(scores) == 0 else scores
 
 
 METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {

@@ -69,15 +69,17 @@ def paired_bootstrap(predictions: Sequence[np.ndarray], baseline: Sequence[np.nd
         raise ValueError("the bootstrap needs at least one run on each side")
     k = len(predictions)
 
-    def difference(gold, *runs):
-        ours = np.mean([metric(run, gold) for run in runs[:k]])
-        theirs = np.mean([metric(run, gold) for run in runs[k:]])
+    def difference(gold, *runs, axis=-1):
+        # Called on every resample at once (vectorized): each array holds one resample per row, and every metric
+        # of kdflow.core.metrics scores along the last axis.
+        ours = np.mean([metric(run, gold) for run in runs[:k]], axis=0)
+        theirs = np.mean([metric(run, gold) for run in runs[k:]], axis=0)
         return ours - theirs
 
     observed = float(difference(gold, *runs))
     if not math.isfinite(observed):
         return {"difference": observed, "low": math.nan, "high": math.nan}
-    result = _stats().bootstrap((gold, *runs), difference, paired=True, vectorized=False, n_resamples=resamples,
+    result = _stats().bootstrap((gold, *runs), difference, paired=True, vectorized=True, n_resamples=resamples,
                              confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
     interval = result.confidence_interval
     return {"difference": observed, "low": float(interval.low), "high": float(interval.high)}
