@@ -6,6 +6,7 @@ import os
 
 from kdflow.core.tasks import TASKS
 from kdflow.probing.senteval import PROBING_TASKS
+from kdflow.reporting.calibration import finished_benchmarks
 from kdflow.reporting.paper_tables import (
     is_hyperparameter_table,
     read_reference,
@@ -44,7 +45,11 @@ from kdflow.workflow.config import (
     transfer_set_file,
     transfer_set_inputs,
 )
-from kdflow.workflow.cost_plan import config_digest, counted_files
+from kdflow.workflow.cost_plan import (
+    config_digest,
+    counted_files,
+    paper_table_experiments,
+)
 from kdflow.workflow.exploration import (
     drawn_runs,
     figure_constraint,

@@ -1038,3 +1038,35 @@ rule plan_measured:
         code=code_of("plan_measured.py"),
     script:
         "../scripts/plan_measured.py"
+
+
+rule plan_calibrated:
+    """The cost plan calibrated on the jobs that ran (kdflow.reporting.calibration): the plan's figures refit per
+    group of jobs from the benchmark files that exist, the remaining jobs priced with them, per paper table the
+    jobs done, the hours spent and left, with an interval. Not a default target: `make plan` builds it, during a
+    run or after the pilot."""
+    input:
+        jobs="results/plan_jobs.csv",
+        measured=lambda wildcards: finished_benchmarks(),
+    output:
+        progress="results/plan_calibrated.csv",
+        figures="results/plan_figures.csv",
+        jobs="results/plan_calibrated_jobs.csv",
+        markdown="results/plan_calibrated.md",
+        html="results/report/plan_calibrated.html",
+    log:
+        "logs/plan_calibrated.log",
+    benchmark:
+        "results/benchmarks/plan_calibrated.tsv"
+    localrule: True
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        sections=paper_table_experiments(config),
+        code=code_of("plan_calibrated.py"),
+    script:
+        "../scripts/plan_calibrated.py"

@@ -16,6 +16,7 @@ from report_browser import VIEWPORT, chromium, visit_report
 from safetensors import safe_open
 
 from kdflow.distillation.methods.registry import available_methods
+from kdflow.reporting.calibration import calibrate, measured_seconds
 from kdflow.reporting.report_menu import CATEGORIES, category, paper_items, paper_place
 from kdflow.reporting.status import PAPERS
 from kdflow.workflow.provenance import script_closure
@@ -324,6 +325,40 @@ def check_demo_exploration(workdir, config):
 # Rules whose measured time the plan does not model: it counts their start-up alone.
 UNMODELLED = {"figure_probing_thesis": "draws four multi-panel figures of the thesis's 1,700 probing scores",
               "claims_table": "bootstraps every claim of the committed evidence record: grows with the record"}
+
+
+# The calibration's bound on the demo (issue 34): its jobs are start-up-bound, and one factor per rule family cannot
+# follow the rules within a family, whose measured over planned CPU time ranges from 0.54 (glue_submission) to 0.94
+# (figure_experiment_curves) on the demo; the later experiments' mix of rules differs from the earlier ones', and
+# measured +12% on this machine (the uncalibrated plan: +40%); a job's own spread (about 10% within a rule)
+# averages out over the 23 jobs.
+CALIBRATION_BOUND = 0.25
+
+
+@pytest.mark.slow
+def test_the_plan_calibrated_on_the_demos_first_experiments_predicts_the_others(demo_run):
+    """Issue 34, item 3: the plan's figures refit (kdflow.reporting.calibration) on the CPU time of every demo job
+    but those of the later half of its experiments, which it then predicts: the error of their total against what
+    they measured is within CALIBRATION_BOUND, and `make plan`'s page (rule plan_calibrated) builds from the run."""
+    workdir, _ = demo_run
+    jobs = pd.read_csv(workdir / "results/plan_jobs.csv", keep_default_na=False)
+    measured = measured_seconds(jobs, root=workdir)
+    experiments = list(yaml.safe_load((workdir / "demo/config.yaml").read_text())["experiments"])
+    later = experiments[len(experiments) // 2:]
+    held_out = jobs.section.isin(later)
+    per_job, figures, progress = calibrate(jobs, measured.where(~held_out), {"later experiments": later})
+    actual = measured[held_out].sum()
+    calibrated, planned = per_job.calibrated_seconds[held_out].sum(), jobs.seconds[held_out].sum()
+    print(f"{held_out.sum()} held-out jobs: measured {actual:.1f} CPU-s, calibrated {calibrated:.1f} "
+          f"({calibrated / actual - 1:+.1%}), plan {planned:.1f} ({planned / actual - 1:+.1%})")
+    print(figures.to_string())
+    assert held_out.sum() >= 20 and abs(calibrated / actual - 1) <= CALIBRATION_BOUND
+    assert progress.iloc[0].done == 0 and progress.iloc[0].cpu_hours_left == pytest.approx(calibrated / 3600)
+    snakemake(*DEMO, "--cores", "1", "results/plan_calibrated.md", cwd=workdir)
+    page = (workdir / "results/plan_calibrated.md").read_text()
+    done = int(pd.read_csv(workdir / "results/plan_calibrated.csv").set_index("paper_table").loc["all jobs", "done"])
+    assert done >= len(jobs) - 2 and f"{done} of {len(jobs)} jobs have run" in page  # but plan_measured, status_page
+    assert "fitted on" in pd.read_csv(workdir / "results/plan_figures.csv").figures.str.cat()
 
 
 @pytest.mark.slow

@@ -207,7 +207,7 @@ def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):
     options = " ".join(DEMO) + " --config 'plan={gpu: A100}'"
     result = subprocess.run(["make", "-o", ".venv/.installed", "plan", f"BIN={Path(sys.executable).parent}",
                              f"PLAN_ARGS={options}"], cwd=workdir, capture_output=True, text=True)
-    assert result.returncode == 0 and "1 of 1 steps (100%) done" in result.stderr, result.stdout + result.stderr
+    assert result.returncode == 0 and "2 of 2 steps (100%) done" in result.stderr, result.stdout + result.stderr
     table = pd.read_csv(workdir / "results/plan.csv")
     assert table.jobs.sum() == 171 - 1  # every job of the demo's DAG but `all`
     assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
@@ -215,6 +215,9 @@ def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):
     assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])
     page = (workdir / "results/plan.md").read_text()
     assert "GPU-hours" in page and "measured-cpu" in page and "# Cost plan" in page
+    # Nothing has run: the calibrated page, which make prints, is the plan's figures and says so.
+    assert "No job of the plan has run yet: the 170 jobs are priced by the plan's figures" in result.stdout
+    assert (pd.read_csv(workdir / "results/plan_figures.csv").figures == "plan").all()
 
 
 @pytest.mark.slow

@@ -81,7 +81,9 @@ def write_plan(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str, c
     return document
 
 
-JOB_COLUMNS = ["section", "rule", "task", "device", "precision", "seconds", "benchmark"]  # results/plan_jobs.csv
+# results/plan_jobs.csv: each job's estimate and its parts, the benchmark file it writes when it runs.
+JOB_COLUMNS = ["section", "rule", "task", "family", "layers", "device", "precision", "seconds", "startup_seconds",
+               "floor_seconds", "compute_seconds", "benchmark"]
 MEASURED_TITLE = "Cost plan against the run: planned and measured hours of the jobs that ran"
 
 
@@ -146,4 +148,50 @@ def measured_document(table: pd.DataFrame) -> Document:
                   "core; waiting for a core on a shared machine is not in it) and the wall clock for a GPU job. A job "
                   "counts as run if its benchmark file exists, also from an earlier run of the same job."),
         Table(shown),
+    ])
+
+
+CALIBRATED_TITLE = "Cost plan calibrated on the jobs that ran: hours spent, hours left and the figures refit"
+
+
+def calibrated_document(progress: pd.DataFrame, figures: pd.DataFrame) -> Document:
+    """``progress`` and ``figures``: :func:`kdflow.reporting.calibration.calibrate`'s."""
+    total = progress.iloc[-1]
+
+    def left(row, device: str) -> str:
+        point, low, high = (row[f"{device}_hours_left{end}"] for end in ("", "_low", "_high"))
+        return f"{hours(point)} ({hours(low)}–{hours(high)})" if high > low else hours(point)
+
+    shown = pd.DataFrame({
+        "paper table": progress.paper_table.map(lambda name: name if name == "all jobs" else short_list(name)),
+        "jobs done": [f"{row.done} of {row.jobs}" for row in progress.itertuples()],
+        "GPU-hours spent": progress.gpu_hours_spent.map(hours),
+        "GPU-hours left (90%)": [left(row, "gpu") for _, row in progress.iterrows()],
+        "CPU-hours spent": progress.cpu_hours_spent.map(hours),
+        "CPU-hours left (90%)": [left(row, "cpu") for _, row in progress.iterrows()],
+    })
+    fitted = figures[figures.measured_jobs > 0]
+    factors = figures.assign(**{name: figures[name].map(lambda value: f"{value:.2f}") for name in
+                                ("startup_factor", "floor_factor", "flop_rate_factor", "measured_over_planned")})
+    summary = (f"{int(total.done)} of {int(total.jobs)} jobs have run (their benchmark file exists). Left: "
+               f"{left(total, 'gpu')} GPU-hours and {left(total, 'cpu')} CPU-hours, with the figures refit on "
+               f"them for {len(fitted)} of {len(figures)} groups of jobs." if total.done else
+               f"No job of the plan has run yet: the {int(total.jobs)} jobs are priced by the plan's figures "
+               "(results/plan.md). Run the pilot, or some jobs, and build this page again.")
+    return Document(CALIBRATED_TITLE, [
+        Paragraph(summary),
+        Heading("Per paper table"),
+        Paragraph("Jobs done and hours spent, measured by Snakemake's benchmark files (CPU time for a CPU job, the "
+                  "wall clock for a GPU job); hours left, the plan's estimate of the remaining jobs with the refit "
+                  "figures, and in brackets a 90% interval (a bootstrap over the jobs that ran: the fit and the "
+                  "spread of single jobs). Shared teachers, transfer sets and probing count only in all jobs."),
+        Table(shown),
+        Heading("The figures, refit"),
+        Paragraph("Per group of jobs (rule family, model family, device, precision): how many ran, and the factors "
+                  "of the plan's figures that fit them: start-up x startup_factor, per-layer floor x floor_factor, "
+                  "FLOP rate x flop_rate_factor. A part that makes less than a fifth of the measured jobs' planned "
+                  "time keeps its factor of 1 (the plan's). A group none of whose jobs has run takes its rule "
+                  "family's factors on the same device; where none of those has run either, the plan's figures "
+                  "(scaled or measured on a CPU: results/plan.md) still hold."),
+        Table(factors),
     ])

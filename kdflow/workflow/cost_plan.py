@@ -100,7 +100,7 @@ SECTIONS = {
                      "claims_table", "ledger_table", "status_page"], "paper tables and figures"),
     **dict.fromkeys(["exploration_table", "figure_exploration_curves", "figure_gradient_explosion",
                      "figure_student_sizes"], "exploration figures"),
-    **dict.fromkeys(["plan", "plan_measured"], "plan"),
+    **dict.fromkeys(["plan", "plan_measured", "plan_calibrated"], "plan"),
 }
 KINDS = ("train", "infer", "decode", "probe")
 START_UP_ONLY = "start-up only"  # the source of a job that runs no model
@@ -531,23 +531,27 @@ def cost_plan(dag: list[dict], config: dict, task_table: pd.DataFrame, throughpu
 def estimate(jobs: pd.DataFrame, throughput: pd.DataFrame, startup: dict[str, float],
              accelerator: tuple[str, str]) -> pd.DataFrame:
     """``jobs`` (:func:`planned_jobs`, as a frame) with the ``device``, ``precision``, ``seconds`` and ``source``
-    of each: start-up, then per kind of work its batches' floor plus its FLOPs at the family's rate.
+    of each: start-up, then per kind of work its batches' floor plus its FLOPs at the family's rate; the three
+    parts are also given apart (``startup_seconds``, ``floor_seconds``, ``compute_seconds``: what
+    :mod:`kdflow.workflow.calibration` refits from the jobs that ran).
     ``accelerator``: (device, precision) of the jobs that ask for a GPU; the others run on the CPU in fp32. A GPU
     job also starts CUDA (:data:`GPU_START_SECONDS`)."""
     rows = []
     for job in jobs.itertuples(index=False):
         device, precision = accelerator if job.accelerator else ("cpu", "fp32")
-        seconds, sources = startup[job.rule] + (GPU_START_SECONDS if device != "cpu" else 0.0), set()
+        start = startup[job.rule] + (GPU_START_SECONDS if device != "cpu" else 0.0)
+        floor = compute = 0.0
+        sources = set()
         for kind in KINDS:
             examples, batches = getattr(job, f"{kind}_examples"), getattr(job, f"{kind}_batches")
             if not examples or job.family == "none":
                 continue
             rate = throughput.loc[(job.family, kind, device, precision)]
-            floor = batches * rate.floor_seconds_per_layer * max(job.layers, 1)
-            compute = FLOPS_PER_PARAMETER[kind] * job.parameters * job.tokens * examples / rate.flops_per_second
-            seconds += floor + compute
+            floor += batches * rate.floor_seconds_per_layer * max(job.layers, 1)
+            compute += FLOPS_PER_PARAMETER[kind] * job.parameters * job.tokens * examples / rate.flops_per_second
             sources.add(rate.source)
-        rows.append({"device": device, "precision": precision, "seconds": seconds,
+        rows.append({"device": device, "precision": precision, "seconds": start + floor + compute,
+                     "startup_seconds": start, "floor_seconds": floor, "compute_seconds": compute,
                      "source": "; ".join(sorted(sources)) or START_UP_ONLY})
     return pd.concat([jobs.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
@@ -573,16 +577,21 @@ def section_order(config: dict) -> list[str]:
     return [*before, *config.get("experiments", {}), *[s for s in stages if s not in before]]
 
 
-def paper_table_hours(table: pd.DataFrame, config: dict) -> pd.DataFrame:
-    """Per paper table (config ``paper_tables``) and the exploration: the jobs of its experiments and their
-    GPU-hours and CPU-hours (shared teachers, transfer sets and probing not included; two tables of the same
-    experiments count them twice)."""
+def paper_table_experiments(config: dict) -> dict[str, list[str]]:
+    """Each paper table (config ``paper_tables``) and the thesis's exploration: the experiments it is made of."""
     groups = {name: spec.get("experiments", []) for name, spec in config.get("paper_tables", {}).get("tables", {}).items()}
     exploration = list(exploration_experiments(config))
     if exploration:
         groups["thesis_exploration (Chapter 5, Appendix B)"] = exploration
+    return groups
+
+
+def paper_table_hours(table: pd.DataFrame, config: dict) -> pd.DataFrame:
+    """Per paper table (config ``paper_tables``) and the exploration: the jobs of its experiments and their
+    GPU-hours and CPU-hours (shared teachers, transfer sets and probing not included; two tables of the same
+    experiments count them twice)."""
     rows = []
-    for name, experiments in groups.items():
+    for name, experiments in paper_table_experiments(config).items():
         rows_of = table[table.section.isin(experiments)]
         on_gpu = rows_of.device != "cpu"
         rows.append({"paper_table": name, "experiments": ", ".join(experiments), "jobs": int(rows_of.jobs.sum()),
