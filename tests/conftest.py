@@ -276,14 +276,14 @@ def cluster_alone():
 
 @pytest.fixture(scope="session")
 def uninterrupted_teacher(tmp_path_factory):
-    """The longer SLURM test teacher trained without SLURM or interruption, once per `make test`: the first worker
-    to ask trains it in the directory the workers share (pytest-xdist's base temporary directory), the others
-    wait for it and read it."""
-    from slurm_cluster import cluster_account, uninterrupted_outcome
+    """The longer SLURM test teacher trained without SLURM or interruption (slurm_cluster.Reference), once per
+    `make test`: the first worker to ask trains it in the directory the workers share (pytest-xdist's base
+    temporary directory), the others wait for it and read it."""
+    from slurm_cluster import cluster_account, uninterrupted_reference
 
     cluster_account()  # skip before training where the tests cannot run
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     shared = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
     with open(shared / "uninterrupted_teacher.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return uninterrupted_outcome(shared / "uninterrupted_teacher")
+        return uninterrupted_reference(shared / "uninterrupted_teacher")

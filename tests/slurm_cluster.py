@@ -3,6 +3,7 @@ for it, `snakemake --profile` in the background, and the uninterrupted teacher e
 Needs a cluster with partitions `cpu` and `gpu`, a GPU gres on `gpu` (fake GPUs will do) and accounting
 (slurmdbd); docs/development.md says how to start one."""
 
+import base64
 import contextlib
 import fcntl
 import getpass
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import typing
 from pathlib import Path
 
 import pytest
@@ -83,16 +85,35 @@ def submissions(output):
     return dict(re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/(\w+)/", output))
 
 
-def uninterrupted_outcome(directory):
-    """What every interrupted run of the longer teacher must end with: the same config, run without SLURM in
-    ``directory`` (unless it has been already)."""
+class Reference(typing.NamedTuple):
+    """The longer teacher trained without SLURM or interruption: its outcome (``trained_outcome``), which every
+    interrupted run must end with, and the working directory it ran in."""
+    outcome: object
+    workdir: Path
+
+
+def uninterrupted_reference(directory):
+    """The longer teacher run without SLURM in ``directory`` (unless it has been already)."""
     workdir = directory / "kdflow"
     if not (workdir / TEACHER).exists():
         shutil.rmtree(workdir, ignore_errors=True)  # an earlier try that failed
         copy_repo(workdir)
         (workdir / "config.yaml").write_text(yaml.safe_dump(demo_config(longer_teacher)))
         snakemake("--cores", "1", TEACHER, cwd=workdir)
-    return trained_outcome(workdir / TEACHER)
+    return Reference(trained_outcome(workdir / TEACHER), workdir)
+
+
+def fault_test_workdir(path, account, reference, edit_config, retries):
+    """A copy of the repository set up for SLURM (``write_test_setup``) with the reference run's prepared SST-2
+    split and Snakemake's record of it (same code, params and inputs: up to date), so that a fault test submits
+    the teacher job alone."""
+    workdir = copy_repo(path)
+    write_test_setup(workdir, account, edit_config, retries=retries)
+    shutil.copytree(reference.workdir / PREPARED, workdir / PREPARED)  # copy2: modification times kept
+    record = Path(".snakemake/metadata") / base64.urlsafe_b64encode(PREPARED.encode()).decode()
+    (workdir / record.parent).mkdir(parents=True, exist_ok=True)
+    shutil.copy2(reference.workdir / record, workdir / record)
+    return workdir
 
 
 def longer_teacher(config):
@@ -103,6 +124,7 @@ def longer_teacher(config):
 
 
 TEACHER = "results/teachers/tiny_bert/sst2/model"
+PREPARED = "results/data/sst2"
 TEACHER_LOG = "logs/finetune_teacher/tiny_bert/sst2.log"
 RESUMED = re.compile(r"resuming run train from its checkpoint: epoch \d+, batch \d+ \(step (\d+)\)")
 
@@ -178,6 +200,15 @@ def stop_job(run, job):
     stopped = process()
     os.kill(stopped, signal.SIGSTOP)
     return stopped
+
+
+def end_remains(job):
+    """SIGKILL what is left of SLURM job ``job``'s earlier runs: on a test cluster whose node was set down without
+    failing, the job step's snakemake process can outlive its allocation (idle, but never ending)."""
+    for pid in subprocess.run(["pgrep", "-f", "snakemake"], capture_output=True, text=True).stdout.split():
+        if f"SLURM_JOB_ID={job}\0".encode() in job_environment(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
 
 
 def job_environment(pid):

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import copy_repo, trained_outcome
-from slurm_cluster import (RESUMED, RUN_TIMEOUT, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, longer_teacher, slurm_record,
-                           stdout_of, stop_job, submissions, wait_for, wait_for_log, write_test_setup)
+from slurm_cluster import (RESUMED, RUN_TIMEOUT, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, fault_test_workdir, longer_teacher,
+                           slurm_record, stdout_of, stop_job, submissions, wait_for, wait_for_log, write_test_setup)
 
 from kdflow.workflow import slurm_status
 from kdflow.workflow.slurm_status import (active_jobs, correct_slurm_plugin, earlier_job, first_word,
@@ -68,8 +68,7 @@ def test_a_job_cancelled_with_scancel_is_retried_and_resumes_from_its_checkpoint
     """Issue 33, fault 1: `scancel` of the running teacher job. Its SIGTERM makes the job save a checkpoint after
     the step in progress and stop; the profile's retry resubmits it, resumes from that checkpoint (its log says
     from which step) and ends with the weights' bytes and training record of an uninterrupted run."""
-    workdir = copy_repo(tmp_path / "kdflow")
-    write_test_setup(workdir, cluster, longer_teacher, retries=1)
+    workdir = fault_test_workdir(tmp_path / "kdflow", cluster, uninterrupted_teacher, longer_teacher, retries=1)
     with SnakemakeOnSlurm(workdir, TEACHER) as run:
         wait_for_log(workdir, "checkpoint saved")
         subprocess.run(["scancel", run.jobs()[0]], check=True)
@@ -83,7 +82,7 @@ def test_a_job_cancelled_with_scancel_is_retried_and_resumes_from_its_checkpoint
     slurm_logs = workdir / ".snakemake/slurm_logs/rule_finetune_teacher/tiny_bert_sst2"
     cancelled = (slurm_logs / f"{attempts[0]}.log").read_text()
     assert "finetune_teacher.py' returned non-zero exit status 1." in cancelled, cancelled
-    assert trained_outcome(workdir / TEACHER) == uninterrupted_teacher
+    assert trained_outcome(workdir / TEACHER) == uninterrupted_teacher.outcome
 
 
 def one_minute_teacher(config):
@@ -100,9 +99,8 @@ def test_a_job_past_its_time_limit_is_retried_with_more_time_and_fails_naming_ru
     SLURM's own time limit ends it (state TIMEOUT). With a retry, the retry gets twice the time, resumes from the
     checkpoint and ends as an uninterrupted run. Without one (a second run beside it, `retries: 0`), the failure
     Snakemake reports names the resource to raise."""
-    retried, failing = copy_repo(tmp_path / "retried"), copy_repo(tmp_path / "failing")
-    write_test_setup(retried, cluster, one_minute_teacher, retries=1)
-    write_test_setup(failing, cluster, one_minute_teacher, retries=0)
+    retried = fault_test_workdir(tmp_path / "retried", cluster, uninterrupted_teacher, one_minute_teacher, retries=1)
+    failing = fault_test_workdir(tmp_path / "failing", cluster, uninterrupted_teacher, one_minute_teacher, retries=0)
     with SnakemakeOnSlurm(retried, TEACHER) as run, SnakemakeOnSlurm(failing, TEACHER) as doomed:
         # Each stopped late in training (epoch 12 of 20), so that the retry's two minutes suffice on a busy machine,
         # and as soon as it gets there (the two runs do not keep step: one may be ahead by more than 8 epochs).
@@ -122,7 +120,7 @@ def test_a_job_past_its_time_limit_is_retried_with_more_time_and_fails_naming_ru
     assert records == [["TIMEOUT", "00:01:00"], ["COMPLETED", "00:02:00"], ["TIMEOUT", "00:01:00"]], records
     resumed = RESUMED.search((retried / TEACHER_LOG).read_text())
     assert resumed and int(resumed.group(1)) >= 11 * 15, (retried / TEACHER_LOG).read_text()
-    assert trained_outcome(retried / TEACHER) == uninterrupted_teacher
+    assert trained_outcome(retried / TEACHER) == uninterrupted_teacher.outcome
     # Snakemake's report of the failure shows the job's log (the profile's show-failed-logs): what to raise.
     hint = r"stopped by SIGTERM .*\(this attempt had 1 min\), give rule finetune_teacher a larger `runtime`"
     assert re.search(hint, doomed.output()), doomed.output()

@@ -1,5 +1,5 @@
-"""Restarts through a local SLURM cluster (issue 33): the `snakemake` process lost while its job runs, a job
-requeued, a node failing. Each interrupted teacher ends as the same teacher trained without interruption.
+"""Restarts through a local SLURM cluster (issue 33): the `snakemake` process lost while its job runs and the job
+then requeued, a node failing. Each interrupted teacher ends as the same teacher trained without interruption.
 Skipped where no cluster answers (slurm_cluster.py)."""
 
 import os
@@ -7,39 +7,9 @@ import signal
 import subprocess
 
 import pytest
-from conftest import copy_repo, snakemake, trained_outcome
-from slurm_cluster import (RESUMED, RUN_TIMEOUT, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, all_records, longer_teacher,
-                           slurm_record, stdout_of, stop_job, wait_for, wait_for_log, write_test_setup)
-
-
-@pytest.mark.slow
-def test_a_restart_after_losing_the_snakemake_process_follows_its_running_job_instead_of_submitting_it_again(
-        tmp_path, cluster, uninterrupted_teacher):
-    """Issue 33, fault 3: the `snakemake` process is killed (SIGKILL to its session) while its teacher job runs.
-    After `--unlock`, the restarted run submits nothing for the teacher: it follows the running SLURM job to its
-    end, records its metadata (a dry run then has nothing to do) and ends with the result of an uninterrupted
-    run, trained once."""
-    workdir = copy_repo(tmp_path / "kdflow")
-    write_test_setup(workdir, cluster, longer_teacher, retries=1)
-    with SnakemakeOnSlurm(workdir, TEACHER) as lost:
-        wait_for_log(workdir, "checkpoint saved")
-        [job] = lost.jobs()
-        training = stop_job(lost, job)  # keeps the job running, however long the restart takes
-        os.killpg(lost.process.pid, signal.SIGKILL)
-        lost.process.wait()
-        assert slurm_record(job, "State") == ["RUNNING"]
-        snakemake("--unlock", cwd=workdir)
-        with SnakemakeOnSlurm(workdir, TEACHER, name="restart.out") as restart:
-            wait_for(lambda: "following it instead of submitting it again" in restart.output(), RUN_TIMEOUT,
-                     "the restart to follow the running job")
-            os.kill(training, signal.SIGCONT)
-            assert restart.wait() == 0, restart.output()
-    assert restart.jobs() == [], restart.output()
-    assert f"as SLURM job {job}, submitted by an earlier snakemake run: following it" in restart.output()
-    assert slurm_record(job, "State") == ["COMPLETED"]
-    assert "resuming" not in (workdir / TEACHER_LOG).read_text()  # trained once, from the start
-    assert trained_outcome(workdir / TEACHER) == uninterrupted_teacher
-    assert "Nothing to be done" in snakemake("-n", TEACHER, cwd=workdir).stdout
+from conftest import snakemake, trained_outcome
+from slurm_cluster import (RESUMED, RUN_TIMEOUT, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, all_records, end_remains,
+                           fault_test_workdir, longer_teacher, slurm_record, stdout_of, stop_job, wait_for, wait_for_log)
 
 
 def start_requeued(job):
@@ -53,22 +23,36 @@ def start_requeued(job):
 
 
 @pytest.mark.slow
-def test_a_requeued_job_resumes_from_its_checkpoint_as_the_same_slurm_job(tmp_path, cluster, uninterrupted_teacher):
-    """Issue 33, fault 5: `scontrol requeue` of the running teacher job (what preemption with requeue does). SLURM
-    stops it (SIGTERM: a checkpoint) and runs it again under the same job id; Snakemake keeps waiting for it
-    (no retry is configured), and the job resumes and ends as an uninterrupted run."""
-    workdir = copy_repo(tmp_path / "kdflow")
-    write_test_setup(workdir, cluster, longer_teacher, retries=0)
-    with SnakemakeOnSlurm(workdir, TEACHER) as run:
+def test_a_restart_after_losing_the_snakemake_process_follows_its_job_through_a_requeue_without_submitting_it_again(
+        tmp_path, cluster, uninterrupted_teacher):
+    """Issue 33, faults 3 and 5 in one run. The `snakemake` process is killed (SIGKILL to its session) while its
+    teacher job runs; after `--unlock`, the restarted run submits nothing for the teacher: it follows the running
+    SLURM job. That job is then requeued (`scontrol requeue`, what preemption with requeue does): SLURM stops it
+    (SIGTERM: a checkpoint) and runs it again under the same job id, the restarted run keeps following it without
+    a retry (none is configured), and the job resumes from its checkpoint. The run records the job's metadata (a
+    dry run then has nothing to do) and ends with the result of an uninterrupted run."""
+    workdir = fault_test_workdir(tmp_path / "kdflow", cluster, uninterrupted_teacher, longer_teacher, retries=0)
+    with SnakemakeOnSlurm(workdir, TEACHER) as lost:
         wait_for_log(workdir, "checkpoint saved")
-        [job] = run.jobs()
-        subprocess.run(["scontrol", "requeue", job], check=True, timeout=15)
-        start_requeued(job)
-        assert run.wait() == 0, run.output()
-    assert run.jobs() == [job] and all_records(job) == ["REQUEUED", "COMPLETED"], all_records(job)
+        [job] = lost.jobs()
+        stop_job(lost, job)  # keeps the job running, however long the restart takes; SLURM's SIGTERM resumes it
+        os.killpg(lost.process.pid, signal.SIGKILL)
+        lost.process.wait()
+        assert slurm_record(job, "State") == ["RUNNING"]
+        snakemake("--unlock", cwd=workdir)
+        with SnakemakeOnSlurm(workdir, TEACHER, name="restart.out") as restart:
+            wait_for(lambda: "following it instead of submitting it again" in restart.output(), RUN_TIMEOUT,
+                     "the restart to follow the running job")
+            subprocess.run(["scontrol", "requeue", job], check=True, timeout=15)
+            start_requeued(job)
+            assert restart.wait() == 0, restart.output()
+    assert restart.jobs() == [], restart.output()
+    assert f"as SLURM job {job}, submitted by an earlier snakemake run: following it" in restart.output()
+    assert all_records(job) == ["REQUEUED", "COMPLETED"], all_records(job)
     resumed = RESUMED.search((workdir / TEACHER_LOG).read_text())
-    assert resumed and int(resumed.group(1)) >= 15, (workdir / TEACHER_LOG).read_text()
-    assert trained_outcome(workdir / TEACHER) == uninterrupted_teacher
+    assert resumed and int(resumed.group(1)) >= 15, (workdir / TEACHER_LOG).read_text()  # an epoch: 15 steps
+    assert trained_outcome(workdir / TEACHER) == uninterrupted_teacher.outcome
+    assert "Nothing to be done" in snakemake("-n", TEACHER, cwd=workdir).stdout
 
 
 def node_back(node):
@@ -89,8 +73,7 @@ def test_a_job_on_a_node_that_fails_is_requeued_and_leaves_no_partial_output(
     run. kdflow writes every output and checkpoint under a temporary name and renames it into place
     (kdflow.core.io), so a node that fails mid-write leaves the old file or none, never half of one
     (tests/test_checkpoint.py)."""
-    workdir = copy_repo(tmp_path / "kdflow")
-    write_test_setup(workdir, cluster_alone, longer_teacher, retries=0)
+    workdir = fault_test_workdir(tmp_path / "kdflow", cluster_alone, uninterrupted_teacher, longer_teacher, retries=0)
     with SnakemakeOnSlurm(workdir, TEACHER) as run:
         wait_for_log(workdir, "checkpoint saved")
         [job] = run.jobs()
@@ -104,8 +87,9 @@ def test_a_job_on_a_node_that_fails_is_requeued_and_leaves_no_partial_output(
             wait_for(lambda: node_back(node), 60, f"node {node} back in service")
         # SLURM starts the requeued job after its begin time, about two minutes on: starting it sooner on a test
         # cluster's one node, which did not really fail, races with the old run's remains on it (the launch fails,
-        # drains the node and holds the job).
+        # drains the node and holds the job), even once the old run's processes have ended.
         assert run.wait() == 0, run.output()
+        end_remains(job)
     assert run.jobs() == [job] and all_records(job) == ["NODE_FAIL", "COMPLETED"], all_records(job)
     assert RESUMED.search((workdir / TEACHER_LOG).read_text()), (workdir / TEACHER_LOG).read_text()
-    assert trained_outcome(workdir / TEACHER) == uninterrupted_teacher
+    assert trained_outcome(workdir / TEACHER) == uninterrupted_teacher.outcome
