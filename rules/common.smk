@@ -72,12 +72,15 @@ from kdflow.workflow.model_inputs import (
 )
 from kdflow.workflow.provenance import script_fingerprint, workflow_fingerprint
 from kdflow.workflow.runtime_jobs import runtime_jobs
+from kdflow.workflow.scheduler_timers import correct_scheduler_timers
 from kdflow.workflow.slurm_status import correct_slurm_plugin
 from kdflow.workflow.targets import default_targets, with_run_summaries
 
 # Under --profile slurm, a job cancelled with scancel fails (and is retried) instead of hanging the run, and a
 # restarted run follows the jobs a lost snakemake process left running instead of submitting them again.
 correct_slurm_plugin()
+# The scheduler keeps one pending re-evaluation timer, not one more per job that finished (scheduler_timers.py).
+correct_scheduler_timers()
 
 
 def code_of(script):

@@ -1,0 +1,32 @@
+"""Snakemake's scheduler corrected to keep one pending re-evaluation timer (kdflow.workflow.scheduler_timers)."""
+
+import threading
+import time
+from types import SimpleNamespace
+
+from snakemake.scheduling.job_scheduler import JobScheduler
+
+from kdflow.workflow.scheduler_timers import correct_scheduler_timers
+
+
+def timer_threads():
+    return sum(isinstance(thread, threading.Timer) and thread.is_alive() for thread in threading.enumerate())
+
+
+def test_rounds_that_end_while_a_timer_is_pending_start_no_more_timers():
+    """Each scheduling round ends by asking for a re-evaluation; 50 rounds, as after 50 jobs finished, leave one
+    pending timer (Snakemake's own leaves 50, each of which starts a round and a timer again when it fires), and its
+    wake-up lets the next round start a timer again."""
+    correct_scheduler_timers()
+    correct_scheduler_timers()  # once per process, however often the Snakefile is read
+    scheduler = SimpleNamespace(_open_jobs=threading.Semaphore(0))
+    before = timer_threads()
+    for _ in range(50):
+        JobScheduler._schedule_reevalutation(scheduler, 0.3)
+    assert timer_threads() - before == 1
+    assert scheduler._open_jobs.acquire(timeout=5)  # the one timer woke the scheduler
+    assert not scheduler._open_jobs.acquire(timeout=0.5)  # once
+    JobScheduler._schedule_reevalutation(scheduler, 0.01)  # the round it woke asks again: a new timer
+    assert scheduler._open_jobs.acquire(timeout=5)
+    time.sleep(0.05)
+    assert timer_threads() == before
