@@ -51,12 +51,15 @@ priority_lowered = False
 
 
 def pytest_runtest_setup(item):
-    """A pytest-xdist worker lowers its CPU priority (once) before its first test outside the demo's file: the
-    demo's jobs keep the cores they can use, and the other tests fill what the demo leaves idle, instead of both
-    slowing each other down until the tests that read the demo run alone on one core at the end. Processes a
-    test starts inherit the priority."""
+    """A pytest-xdist worker lowers its CPU priority (once) before its first test outside the demo's file and the
+    SLURM tests': the demo's jobs keep the cores they can use, and the other tests fill what the demo leaves idle,
+    instead of both slowing each other down until the tests that read the demo run alone on one core at the end.
+    Processes a test starts inherit the priority. The SLURM tests, which run first beside the demo, keep theirs:
+    they use little CPU, but their chain (the reference teacher every fault test starts from, then SLURM's own
+    clocks) is as long as the demo's, and at a lower priority the reference alone took 280 s under the demo."""
     global priority_lowered
-    if os.environ.get("PYTEST_XDIST_WORKER") and item.path.name != DEMO_TESTS and not priority_lowered:
+    if (os.environ.get("PYTEST_XDIST_WORKER") and item.path.name not in {DEMO_TESTS, *SLURM_TESTS}
+            and not priority_lowered):
         os.nice(10)
         priority_lowered = True
 
