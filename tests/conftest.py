@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO_DATA = REPO / "demo" / "data"
 DEMO_VOCAB = REPO / "demo" / "vocab.txt"
 DEMO_TESTS = "test_demo.py"  # the file whose module fixture runs the demo
-SLURM_TESTS = {"test_slurm.py", "test_slurm_restarts.py", "test_slurm_time_limit.py"}  # through a local SLURM cluster
+SLURM_TESTS = {"test_slurm.py", "test_slurm_restarts.py"}  # the tests through a local SLURM cluster
 
 
 def pytest_collection_modifyitems(items):
