@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from kdflow.reporting.runtime_table import read_benchmark
+from kdflow.workflow.cost_plan import SECTIONS
 
 RULE_FAMILIES = {
     **dict.fromkeys(["finetune_teacher", "train_pseudo_heads", "finetune_generator", "distill_student"], "training"),
@@ -35,8 +36,8 @@ RULE_FAMILIES = {
     "sample_transfer_shard": "sampling",
     "probe_model": "probing",
 }
-OTHER_RULES = "tables and figures"
-PLAN_RULES = ("plan", "plan_measured", "plan_calibrated")  # the cost plan's own jobs: neither fitted nor counted  # every other rule: its start-up alone
+OTHER_RULES = "tables and figures"  # every other rule: its start-up alone
+PLAN_RULES = {rule for rule, section in SECTIONS.items() if section == "plan"}  # neither fitted nor counted
 PARTS = ("startup_seconds", "floor_seconds", "compute_seconds")
 GROUP = ["rule_family", "family", "device", "precision"]
 POOLED = ["rule_family", "device", "precision"]
@@ -155,8 +156,8 @@ def figures(jobs: pd.DataFrame, measured: pd.Series, groups: Groups, factors: np
     ran = measured.notna().to_numpy()
     rows = []
     for g, key in enumerate(groups.keys):
-        mine, family = groups.code == g, groups.pooled_of == groups.pooled_of[g]
-        family_ran = int((np.isin(groups.code, np.flatnonzero(family)) & ran).sum())
+        mine = groups.code == g
+        family_ran = int(((groups.pooled_of[groups.code] == groups.pooled_of[g]) & ran).sum())
         measured_jobs = int((mine & ran).sum())
         a, b, c = factors[g]
         rows.append({**dict(zip(GROUP, key)), "jobs": int(mine.sum()), "measured_jobs": measured_jobs,
@@ -185,8 +186,8 @@ def resampled_left(groups: Groups, jobs: pd.DataFrame, measured: pd.Series, rows
     """(resamples x rows x {GPU, CPU}) hours left, a predictive bootstrap: in each resample the factors are refit
     on a stratified resample of the jobs that ran, and each remaining job's seconds are scaled by a ratio
     (measured over calibrated, over its mean) drawn from the jobs that ran in its rule family on its device, so
-    that the interval holds the spread of single jobs as well as that of the fit. scipy.stats.bootstrap has no stratified resampling,
-    hence the loop: within each group, as many jobs as it has, drawn with replacement."""
+    that the interval holds the spread of single jobs as well as that of the fit. scipy.stats.bootstrap has no
+    stratified resampling, hence the loop: within each group, as many jobs as it has, drawn with replacement."""
     rng = np.random.default_rng(seed)
     values = measured.to_numpy()
     done = ~np.isnan(values)
