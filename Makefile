@@ -13,7 +13,7 @@ CORES ?= 2
 TEST_WORKERS ?= 3
 FAST_WORKERS ?= 2
 
-.PHONY: install demo report test test-fast dry-run plan clean
+.PHONY: install demo report test test-fast dry-run plan pilot clean
 
 # torch is pinned to the 2.13.0 CPU wheel for the demo and CI; on a GPU machine install your CUDA build first.
 $(VENV)/.installed: pyproject.toml
@@ -49,6 +49,15 @@ dry-run: $(VENV)/.installed
 plan: $(VENV)/.installed
 	$(BIN)/snakemake --cores 1 results/plan.csv results/plan_calibrated.md $(PLAN_ARGS)
 	cat results/plan_calibrated.md
+
+# The pilot (kdflow/reporting/pilot.py, docs/cost-plan.md): the plan's cheapest jobs that measure every rule and
+# model family of the config (results/pilot.csv, built with the plan), run with PILOT_ARGS (on a cluster:
+# PILOT_ARGS="--profile slurm"), then the plan refit on them. Their outputs are the full run's own.
+PILOT_ARGS ?= --cores $(CORES)
+pilot: $(VENV)/.installed
+	$(BIN)/snakemake --cores 1 results/plan.csv $(PLAN_ARGS)
+	$(BIN)/snakemake $(PILOT_ARGS) $(PLAN_ARGS) -- $$($(BIN)/python -m kdflow.reporting.pilot results/pilot.csv)
+	$(MAKE) plan
 
 clean:
 	rm -rf results logs .snakemake report.html

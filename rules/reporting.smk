@@ -952,7 +952,8 @@ rule exploration_table:
 rule plan:
     """The cost plan: per experiment (or stage) and rule, the jobs, the examples x epochs and the estimated hours
     on the config's `plan.gpu` for the jobs that ask for a GPU (CPU-hours for the others), with where every
-    throughput comes from (measured on a CPU, or scaled)."""
+    throughput comes from (measured on a CPU, or scaled); and the pilot, the fewest jobs that calibrate it
+    (results/pilot.csv, kdflow.reporting.pilot: `make pilot` runs them)."""
     input:
         sizes="reference/task_sizes.csv",
         throughput="reference/throughput.csv",
@@ -964,6 +965,7 @@ rule plan:
     output:
         csv="results/plan.csv",
         jobs="results/plan_jobs.csv",
+        pilot="results/pilot.csv",
         markdown="results/plan.md",
         html=report(
             "results/report/plan.html",

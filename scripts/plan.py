@@ -1,11 +1,13 @@
 """Rule plan: the cost plan of the config before it runs (kdflow.workflow.cost_plan), as CSV, Markdown and HTML:
-the jobs of the workflow's DAG under the same config, as Snakemake lists them (kdflow.workflow.dag_jobs)."""
+the jobs of the workflow's DAG under the same config, as Snakemake lists them (kdflow.workflow.dag_jobs); and the
+pilot, the fewest of those jobs that calibrate the plan (kdflow.reporting.pilot)."""
 
 import logging
 
 import pandas as pd
 
 from kdflow.core.runtime import rule_job
+from kdflow.reporting.pilot import pilot_jobs, pilot_summary
 from kdflow.reporting.plan_pages import plan_jobs, write_plan
 from kdflow.workflow.catalog import load_catalog
 from kdflow.workflow.cost_plan import (
@@ -27,6 +29,9 @@ with rule_job(snakemake):
                      read_startup(snakemake.input.startup), load_catalog(), snakemake.params.probing_files,
                      snakemake.params.gpu)
     plan_jobs(jobs).to_csv(snakemake.output.jobs, index=False, float_format="%.6g")
+    pilot = pilot_jobs(jobs, dag)
+    pilot.to_csv(snakemake.output.pilot, index=False, float_format="%.6g")
+    logging.getLogger("kdflow").info(pilot_summary(pilot, jobs))
     table = plan_table(jobs, section_order(config))
     document = write_plan(table, paper_table_hours(table, config), sizes_note(config, task_table),
                           snakemake.output.csv, snakemake.output.markdown, snakemake.output.html)
