@@ -1,8 +1,7 @@
 """The SLURM profile on a real cluster: part of the demo through `snakemake --profile`, checked in SLURM's
-accounting (GPU jobs were given a GPU, CPU jobs none), and a teacher job past its time limit (issue 33: it is
-retried and resumes); with the workflow's corrections to the SLURM plugin, tested without a cluster. Skipped where
-no cluster answers (slurm_cluster.py). The other faults are in test_slurm_restarts.py, which pytest-xdist runs in
-another worker: the time-limit test (about 3 minutes of SLURM's clock) runs beside them instead of after them."""
+accounting (GPU jobs were given a GPU, CPU jobs none), and a teacher job cancelled or past its time limit (issue 33:
+it is retried and resumes); with the workflow's corrections to the SLURM plugin, tested without a cluster.
+Skipped where no cluster answers (slurm_cluster.py)."""
 
 import re
 import subprocess
@@ -12,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import copy_repo, trained_outcome
 from slurm_cluster import (RESUMED, RUN_TIMEOUT, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, fault_test_workdir, longer_teacher,
-                           slurm_record, stdout_of, stop_job, submissions, wait_for, write_test_setup)
+                           slurm_record, stdout_of, stop_job, submissions, wait_for, wait_for_log, write_test_setup)
 
 from kdflow.workflow import slurm_status
 from kdflow.workflow.slurm_status import (active_jobs, correct_slurm_plugin, earlier_job, first_word,
@@ -61,6 +60,29 @@ def test_slurm_profile_gives_gpu_jobs_a_gpu_and_cpu_jobs_none(tmp_path, cluster)
         assert partition == ("gpu" if on_gpu else "cpu"), (jobs[job], partition)
         # One GPU each, also for the group of two probe jobs: they ran one after another on it.
         assert bool(re.search(r"gres/gpu=1(,|$)", tres)) == on_gpu, (jobs[job], tres)
+
+
+@pytest.mark.slow
+def test_a_job_cancelled_with_scancel_is_retried_and_resumes_from_its_checkpoint(
+        tmp_path, cluster, uninterrupted_teacher):
+    """Issue 33, fault 1: `scancel` of the running teacher job. Its SIGTERM makes the job save a checkpoint after
+    the step in progress and stop; the profile's retry resubmits it, resumes from that checkpoint (its log says
+    from which step) and ends with the weights' bytes and training record of an uninterrupted run."""
+    workdir = fault_test_workdir(tmp_path / "kdflow", cluster, uninterrupted_teacher, longer_teacher, retries=1)
+    with SnakemakeOnSlurm(workdir, TEACHER) as run:
+        wait_for_log(workdir, "checkpoint saved")
+        subprocess.run(["scancel", run.jobs()[0]], check=True)
+        assert run.wait() == 0, run.output()
+    attempts = run.jobs()
+    assert len(attempts) == 2 and slurm_record(attempts[0], "State")[0].startswith("CANCELLED"), attempts
+    resumed = RESUMED.search((workdir / TEACHER_LOG).read_text())
+    assert resumed and int(resumed.group(1)) >= 15, (workdir / TEACHER_LOG).read_text()  # an epoch: 15 steps
+    # The cancelled attempt saved a checkpoint on SLURM's SIGTERM and exited with kdflow's error (status 1), not
+    # killed by the signal: the retry lost at most the step in progress.
+    slurm_logs = workdir / ".snakemake/slurm_logs/rule_finetune_teacher/tiny_bert_sst2"
+    cancelled = (slurm_logs / f"{attempts[0]}.log").read_text()
+    assert "finetune_teacher.py' returned non-zero exit status 1." in cancelled, cancelled
+    assert trained_outcome(workdir / TEACHER) == uninterrupted_teacher.outcome
 
 
 def one_minute_teacher(config):

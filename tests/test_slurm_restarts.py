@@ -1,8 +1,6 @@
 """Restarts through a local SLURM cluster (issue 33): the `snakemake` process lost while its job runs and the job
-then requeued, a job cancelled with `scancel`, a node failing. Each interrupted teacher ends as the same teacher
-trained without interruption. Skipped where no cluster answers (slurm_cluster.py). In this order: the node test has
-the cluster to itself, so it comes last, once the time-limit test of test_slurm.py, which runs beside these, is
-done."""
+then requeued, a node failing. Each interrupted teacher ends as the same teacher trained without interruption.
+Skipped where no cluster answers (slurm_cluster.py)."""
 
 import os
 import signal
@@ -55,29 +53,6 @@ def test_a_restart_after_losing_the_snakemake_process_follows_its_job_through_a_
     assert resumed and int(resumed.group(1)) >= 15, (workdir / TEACHER_LOG).read_text()  # an epoch: 15 steps
     assert trained_outcome(workdir / TEACHER) == uninterrupted_teacher.outcome
     assert "Nothing to be done" in snakemake("-n", TEACHER, cwd=workdir).stdout
-
-
-@pytest.mark.slow
-def test_a_job_cancelled_with_scancel_is_retried_and_resumes_from_its_checkpoint(
-        tmp_path, cluster, uninterrupted_teacher):
-    """Issue 33, fault 1: `scancel` of the running teacher job. Its SIGTERM makes the job save a checkpoint after
-    the step in progress and stop; the profile's retry resubmits it, resumes from that checkpoint (its log says
-    from which step) and ends with the weights' bytes and training record of an uninterrupted run."""
-    workdir = fault_test_workdir(tmp_path / "kdflow", cluster, uninterrupted_teacher, longer_teacher, retries=1)
-    with SnakemakeOnSlurm(workdir, TEACHER) as run:
-        wait_for_log(workdir, "checkpoint saved")
-        subprocess.run(["scancel", run.jobs()[0]], check=True)
-        assert run.wait() == 0, run.output()
-    attempts = run.jobs()
-    assert len(attempts) == 2 and slurm_record(attempts[0], "State")[0].startswith("CANCELLED"), attempts
-    resumed = RESUMED.search((workdir / TEACHER_LOG).read_text())
-    assert resumed and int(resumed.group(1)) >= 15, (workdir / TEACHER_LOG).read_text()  # an epoch: 15 steps
-    # The cancelled attempt saved a checkpoint on SLURM's SIGTERM and exited with kdflow's error (status 1), not
-    # killed by the signal: the retry lost at most the step in progress.
-    slurm_logs = workdir / ".snakemake/slurm_logs/rule_finetune_teacher/tiny_bert_sst2"
-    cancelled = (slurm_logs / f"{attempts[0]}.log").read_text()
-    assert "finetune_teacher.py' returned non-zero exit status 1." in cancelled, cancelled
-    assert trained_outcome(workdir / TEACHER) == uninterrupted_teacher.outcome
 
 
 def node_back(node):
