@@ -85,6 +85,9 @@ COMMANDS = {
         "tests/test_slurm.py::test_slurm_profile_gives_gpu_jobs_a_gpu_and_cpu_jobs_none (the demo's targets, on a "
         "local cluster)",
     "snakemake --profile slurm": "not run by a test: the full reproduction, about 3,600 GPU-hours",
+    "make pilot": "not run by a test: it runs the plan's cheapest jobs of every kind on a cluster; "
+    "tests/test_demo.py::test_the_pilot_measures_every_group_of_the_demo_plan_and_the_plan_refit_on_it_predicts_the_"
+    "other_jobs checks the demo's pilot and the plan refit on its jobs",
     "python benchmarks/quality_claims.py --report-only": "not run by a test: tests/test_claims.py checks the page it "
     "writes against the record",
     "python benchmarks/quality_claims.py": "not run by a test: hours of CPU on ../shared's GLUE data",
