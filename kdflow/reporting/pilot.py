@@ -26,8 +26,8 @@ import pandas as pd
 
 from kdflow.reporting.calibration import OTHER_RULES, PLAN_RULES, with_groups
 
-FAMILY = ["rule", "family", "device", "precision"]  # one pilot job each, whatever it costs
-SIZE = FAMILY + ["layers", "parameters"]  # one pilot job each where it is cheap
+FAMILY = ["rule", "family", "device", "precision"]  # a pilot job each (a calibration group of the rule's)
+SIZE = FAMILY + ["layers", "parameters"]  # a pilot job each where it is cheap
 FAMILY_SECONDS = 2 * 3600.0  # the most a calibration group's pilot job may add (its inputs' jobs included)
 SIZE_SECONDS = 1800.0  # the most each further model size's may add
 COLUMNS = ["rule", "section", "task", "family", "layers", "parameters", "device", "precision", "seconds", "target",
@@ -54,7 +54,7 @@ def pilot_jobs(jobs: pd.DataFrame, dag: list[dict], family_seconds: float = FAMI
     """The pilot of a plan: ``jobs`` is the plan (:func:`kdflow.workflow.cost_plan.cost_plan`, one row per job of
     ``dag`` that has a benchmark file, in ``dag``'s order). Every calibration group (:data:`FAMILY`) gets the job
     whose run adds least to the pilot, if that is at most ``family_seconds``; then every model size (:data:`SIZE`)
-    without one gets its own, if it adds at most ``size_seconds``. A group or size left out is priced by the figures
+    without a job in the pilot gets its own, if it adds at most ``size_seconds``. A group or size left out is priced by the figures
     of its rule family on its device (:mod:`kdflow.reporting.calibration`).
     Returns the pilot's jobs in the DAG's order (:data:`COLUMNS`): ``target``, the job's first output (what to ask
     Snakemake for); ``reason``, what it calibrates, or the pilot job that needs it."""
@@ -77,7 +77,7 @@ def pilot_jobs(jobs: pd.DataFrame, dag: list[dict], family_seconds: float = FAMI
     candidates = plan[(plan.rule_family != OTHER_RULES) & ~plan.rule.isin(PLAN_RULES)]
     for columns, limit in ((FAMILY, family_seconds), (SIZE, size_seconds)):
         for key, group in candidates.groupby(columns, sort=False):  # the DAG's order: teachers before students
-            if any(chosen.get(i, "").startswith("calibrates") for i in group.index):
+            if any(i in chosen for i in group.index):  # measured already, as another pilot job's input
                 continue
             best = min(group.index, key=lambda i: (marginal(i), seconds[i], i))
             if marginal(best) <= limit:
