@@ -31,8 +31,8 @@ with rule_job(snakemake):
     plan_jobs(jobs).to_csv(snakemake.output.jobs, index=False, float_format="%.6g")
     pilot = pilot_jobs(jobs, dag)
     pilot.to_csv(snakemake.output.pilot, index=False, float_format="%.6g")
-    logging.getLogger("kdflow").info(pilot_summary(pilot, jobs))
     table = plan_table(jobs, section_order(config))
     document = write_plan(table, paper_table_hours(table, config), sizes_note(config, task_table),
-                          snakemake.output.csv, snakemake.output.markdown, snakemake.output.html)
+                          snakemake.output.csv, snakemake.output.markdown, snakemake.output.html,
+                          pilot=pilot_summary(pilot, jobs))
     logging.getLogger("kdflow").info("\n%s", document.markdown())

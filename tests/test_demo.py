@@ -377,6 +377,7 @@ def test_the_pilot_measures_every_group_of_the_demo_plan_and_the_plan_refit_on_i
     assert groups(calibrated) <= groups(pilot) and len(pilot) < len(jobs) / 3
     in_pilot = jobs.benchmark.isin(pilot.benchmark)
     assert in_pilot.sum() == len(pilot)
+    assert f"The pilot: {len(pilot)} of {len(jobs)} jobs" in (workdir / "results/plan.md").read_text()
     measured = measured_seconds(jobs, root=workdir)
     per_job, _, _ = calibrate(jobs, measured.where(in_pilot), {})
     others = ~in_pilot & measured.notna()

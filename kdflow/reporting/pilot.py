@@ -97,8 +97,10 @@ def pilot_summary(pilot: pd.DataFrame, jobs: pd.DataFrame) -> str:
     sizes = set(plan[(plan.rule_family != OTHER_RULES) & ~plan.rule.isin(PLAN_RULES)][SIZE].itertuples(
         index=False, name=None))
     measured = sizes & set(pilot[SIZE].itertuples(index=False, name=None))
-    return (f"The pilot: {len(pilot)} of {len(jobs)} jobs, {hours(pilot, True):.2f} of {hours(jobs, True):.2f} "
-            f"planned GPU-hours and {hours(pilot, False):.2f} of {hours(jobs, False):.2f} CPU-hours; it measures "
+    gpu = (f"{hours(pilot, True):.2f} of {hours(jobs, True):.2f} planned GPU-hours and "
+           if (jobs.device != "cpu").any() else "")
+    return (f"The pilot: {len(pilot)} of {len(jobs)} jobs, {gpu}{hours(pilot, False):.2f} of "
+            f"{hours(jobs, False):.2f} planned CPU-hours; it measures "
             f"{len(measured)} of the plan's {len(sizes)} model sizes (rule, model, device)" + (
                 "; the others are priced by their rule family's figures." if len(measured) < len(sizes) else "."))
 

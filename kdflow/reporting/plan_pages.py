@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kdflow.core.documents import Bullets, Document, Heading, Paragraph, Table
+from kdflow.core.documents import Bullets, Code, Document, Heading, Paragraph, Table
 from kdflow.reporting.runtime_table import read_benchmark
 from kdflow.workflow.cost_plan import START_UP_ONLY
 
@@ -32,9 +32,10 @@ def totals(table: pd.DataFrame) -> dict[str, float]:
             "cpu_hours": float(table.hours[~gpu].sum()), "cpu_jobs": int(table.jobs[~gpu].sum())}
 
 
-def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str) -> Document:
+def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str, pilot: str = "") -> Document:
     """``table``: :func:`kdflow.workflow.cost_plan.plan_table`; ``per_paper_table``:
-    :func:`kdflow.workflow.cost_plan.paper_table_hours`; ``sizes``: where the split sizes come from."""
+    :func:`kdflow.workflow.cost_plan.paper_table_hours`; ``sizes``: where the split sizes come from; ``pilot``:
+    :func:`kdflow.reporting.pilot.pilot_summary`."""
     total = totals(table)
     gpus = sorted({f"{row.device} {row.precision}" for row in table.itertuples() if row.device != "cpu"})
     shown = table.assign(hours=table.hours.map(hours)).rename(columns={"hours": "hours (GPU-hours on a GPU)"})
@@ -46,6 +47,9 @@ def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str
                f"{total['cpu_jobs']} jobs, all on the CPU (the config's device): {on_cpu}.")
     return Document(TITLE, [
         Paragraph(f"{summary} Estimates, not measurements: see how they are made below."),
+        *([Paragraph([f"{pilot} Its jobs are in ", Code("results/pilot.csv"), "; ", Code("make pilot"),
+                      " runs them, then refits this plan on them (", Code("results/plan_calibrated.md"), ")."])]
+          if pilot else []),
         Heading("Per paper table"),
         Paragraph("The hours of each paper table's experiments (config paper_tables; the thesis's exploration is "
                   "its own row). The teachers, transfer sets and probing they share are not included; tables of the "
@@ -74,9 +78,9 @@ def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str
 
 
 def write_plan(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str, csv_path, markdown_path,
-               html_path=None) -> Document:
+               html_path=None, pilot: str = "") -> Document:
     table.to_csv(csv_path, index=False, float_format="%.6g")
-    document = plan_document(table, per_paper_table, sizes)
+    document = plan_document(table, per_paper_table, sizes, pilot)
     document.write(markdown_path, html_path)
     return document
 
