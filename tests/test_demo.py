@@ -16,8 +16,8 @@ from report_browser import VIEWPORT, chromium, visit_report
 from safetensors import safe_open
 
 from kdflow.distillation.methods.registry import available_methods
-from kdflow.reporting.calibration import OTHER_RULES, PLAN_RULES, calibrate, measured_seconds, with_groups
-from kdflow.reporting.pilot import FAMILY
+from kdflow.reporting.calibration import calibrate, measured_seconds, with_groups
+from kdflow.reporting.pilot import FAMILY, calibrated_jobs
 from kdflow.reporting.report_menu import CATEGORIES, category, paper_items, paper_place
 from kdflow.reporting.status import PAPERS
 from kdflow.workflow.provenance import script_closure
@@ -371,10 +371,8 @@ def test_the_pilot_measures_every_group_of_the_demo_plan_and_the_plan_refit_on_i
     workdir, _ = demo_run
     jobs = pd.read_csv(workdir / "results/plan_jobs.csv", keep_default_na=False)
     pilot = pd.read_csv(workdir / "results/pilot.csv", keep_default_na=False)
-    plan = with_groups(jobs)
-    calibrated = plan[(plan.rule_family != OTHER_RULES) & ~plan.rule.isin(PLAN_RULES)]
     groups = lambda frame: set(frame[FAMILY].itertuples(index=False, name=None))  # noqa: E731
-    assert groups(calibrated) <= groups(pilot) and len(pilot) < len(jobs) / 3
+    assert groups(calibrated_jobs(with_groups(jobs))) <= groups(pilot) and len(pilot) < len(jobs) / 3
     in_pilot = jobs.benchmark.isin(pilot.benchmark)
     assert in_pilot.sum() == len(pilot)
     assert f"The pilot: {len(pilot)} of {len(jobs)} jobs" in (workdir / "results/plan.md").read_text()

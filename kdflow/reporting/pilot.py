@@ -34,6 +34,12 @@ COLUMNS = ["rule", "section", "task", "family", "layers", "parameters", "device"
            "benchmark", "reason"]
 
 
+def calibrated_jobs(plan: pd.DataFrame) -> pd.DataFrame:
+    """The jobs of ``plan`` (with its rule families, :func:`kdflow.reporting.calibration.with_groups`) whose cost
+    the pilot measures: all but tables and figures and the plan's own."""
+    return plan[(plan.rule_family != OTHER_RULES) & ~plan.rule.isin(PLAN_RULES)]
+
+
 def ancestry(dag: list[dict]) -> list[frozenset[int]]:
     """Per job of ``dag`` (:func:`kdflow.workflow.dag_jobs.workflow_jobs`), the positions of every job whose output
     it needs, directly or not. (Recursive: the depth is the DAG's, data to probes, not its number of jobs.)"""
@@ -54,8 +60,8 @@ def pilot_jobs(jobs: pd.DataFrame, dag: list[dict], family_seconds: float = FAMI
     """The pilot of a plan: ``jobs`` is the plan (:func:`kdflow.workflow.cost_plan.cost_plan`, one row per job of
     ``dag`` that has a benchmark file, in ``dag``'s order). Every calibration group (:data:`FAMILY`) gets the job
     whose run adds least to the pilot, if that is at most ``family_seconds``; then every model size (:data:`SIZE`)
-    without a job in the pilot gets its own, if it adds at most ``size_seconds``. A group or size left out is priced by the figures
-    of its rule family on its device (:mod:`kdflow.reporting.calibration`).
+    without a job in the pilot gets its own, if it adds at most ``size_seconds``. A group or size left out is
+    priced by the figures of its rule family on its device (:mod:`kdflow.reporting.calibration`).
     Returns the pilot's jobs in the DAG's order (:data:`COLUMNS`): ``target``, the job's first output (what to ask
     Snakemake for); ``reason``, what it calibrates, or the pilot job that needs it."""
     runs = [job for job in dag if job["benchmark"]]
@@ -74,7 +80,7 @@ def pilot_jobs(jobs: pd.DataFrame, dag: list[dict], family_seconds: float = FAMI
         for j in sorted(needs[i]):
             chosen.setdefault(j, f"needed by {runs[i]['output'][0]}")
 
-    candidates = plan[(plan.rule_family != OTHER_RULES) & ~plan.rule.isin(PLAN_RULES)]
+    candidates = calibrated_jobs(plan)
     for columns, limit in ((FAMILY, family_seconds), (SIZE, size_seconds)):
         for key, group in candidates.groupby(columns, sort=False):  # the DAG's order: teachers before students
             if any(i in chosen for i in group.index):  # measured already, as another pilot job's input
@@ -93,9 +99,7 @@ def pilot_summary(pilot: pd.DataFrame, jobs: pd.DataFrame) -> str:
     def hours(frame: pd.DataFrame, gpu: bool) -> float:
         return frame.seconds[(frame.device != "cpu") == gpu].sum() / 3600
 
-    plan = with_groups(jobs)
-    sizes = set(plan[(plan.rule_family != OTHER_RULES) & ~plan.rule.isin(PLAN_RULES)][SIZE].itertuples(
-        index=False, name=None))
+    sizes = set(calibrated_jobs(with_groups(jobs))[SIZE].itertuples(index=False, name=None))
     measured = sizes & set(pilot[SIZE].itertuples(index=False, name=None))
     gpu = (f"{hours(pilot, True):.2f} of {hours(jobs, True):.2f} planned GPU-hours and "
            if (jobs.device != "cpu").any() else "")
