@@ -181,7 +181,8 @@ def calibrated_document(progress: pd.DataFrame, figures: pd.DataFrame) -> Docume
                f"{left(total, 'gpu')} GPU-hours and {left(total, 'cpu')} CPU-hours, with the figures refit on "
                f"them for {len(fitted)} of {len(figures)} groups of jobs." if total.done else
                f"No job of the plan has run yet: the {int(total.jobs)} jobs are priced by the plan's figures "
-               "(results/plan.md). Run a few jobs of each kind, and build this page again.")
+               "(results/plan.md). Run the pilot (make pilot: results/pilot.csv), or a few jobs of each kind, and "
+               "build this page again.")
     return Document(CALIBRATED_TITLE, [
         Paragraph(summary),
         Heading("Per paper table"),
