@@ -6,8 +6,8 @@ CORES ?= 2
 # pytest-xdist workers; --dist loadfile keeps a file's tests in one worker, so the demo (the module fixture of
 # tests/test_demo.py, whose file holds only the tests that read its results) runs once, first (conftest.py puts
 # the file first; --no-loadscope-reorder keeps that order). The other workers take the rest of the suite at a
-# lower CPU priority (conftest.py), filling the cores the demo leaves idle: 3 workers on 2 cores measured 9:50
-# against 10:00 with 2. (--dist loadgroup would do it per test, but pytest-xdist 3.8 cannot group tests under
+# lower CPU priority (conftest.py), filling the cores the demo leaves idle: 3 workers on 2 cores were 10 s faster
+# than 2 when the suite was smaller (docs/development.md has the suite's time and where it goes). (--dist loadgroup would do it per test, but pytest-xdist 3.8 cannot group tests under
 # pytest 9.2: its group suffix goes to Node._nodeid, which pytest 9.2 no longer reads, and the demo then ran on
 # both workers.) The fast tier has no demo: one worker per core.
 TEST_WORKERS ?= 3
