@@ -34,5 +34,5 @@ with rule_job(snakemake):
     table = plan_table(jobs, section_order(config))
     document = write_plan(table, paper_table_hours(table, config), sizes_note(config, task_table),
                           snakemake.output.csv, snakemake.output.markdown, snakemake.output.html,
-                          pilot=pilot_summary(pilot, jobs))
+                          pilot=pilot_summary(pilot, jobs), sharing=config.get("gpu_sharing"))
     logging.getLogger("kdflow").info("\n%s", document.markdown())

@@ -84,7 +84,7 @@ COMMANDS = {
     "snakemake --profile slurm results/":
         "tests/test_slurm.py::test_slurm_profile_gives_gpu_jobs_a_gpu_and_cpu_jobs_none (the demo's targets, on a "
         "local cluster)",
-    "snakemake --profile slurm": "not run by a test: the full reproduction, about 3,600 GPU-hours",
+    "snakemake --profile slurm": "not run by a test: the full reproduction, about 1,700 GPU-hours",
     "make pilot": "not run by a test: it runs the plan's cheapest jobs of every kind on a cluster; "
     "tests/test_demo.py::test_the_pilot_measures_every_group_of_the_demo_plan_and_the_plan_refit_on_it_predicts_the_"
     "other_jobs checks the demo's pilot and the plan refit on its jobs",
@@ -94,6 +94,12 @@ COMMANDS = {
     "python benchmarks/quality_real_data.py": "not run by a test: hours of CPU on ../shared's GLUE data",
     "python -m kdflow.workflow.dag_jobs": "tests/test_plan.py::test_the_demo_plan_prices_every_job_of_the_demo_dry_run "
     "(the jobs the command writes out)",
+    "snakemake --profile slurm --omit-from":
+        "tests/test_slurm.py::test_small_students_packed_two_to_a_gpu_run_at_once_in_one_job_and_equal_runs_one_at_a_time"
+        " (--omit-from distill_student without the cluster, before the packs)",
+    "python -m kdflow.workflow.gpu_packs":
+        "tests/test_slurm.py::test_small_students_packed_two_to_a_gpu_run_at_once_in_one_job_and_equal_runs_one_at_a_time"
+        " (--submit --wait on a local cluster)",
     "snakemake --cores 8": "tests/test_demo.py::test_demo_runs_the_whole_dag (the demo's config)",
     "snakemake --report report.html": "tests/test_demo.py::test_demo_runs_the_whole_dag",
 }

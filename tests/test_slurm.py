@@ -1,15 +1,18 @@
 """The SLURM profile on a real cluster: part of the demo through `snakemake --profile`, checked in SLURM's
 accounting (GPU jobs were given a GPU, CPU jobs none), and a teacher job cancelled or past its time limit (issue 33:
-it is retried and resumes); with the workflow's corrections to the SLURM plugin, tested without a cluster.
+it is retried and resumes), and two small students packed onto one GPU (issue 34); with the workflow's corrections
+to the SLURM plugin, tested without a cluster.
 Skipped where no cluster answers (slurm_cluster.py)."""
 
+import json
 import re
 import subprocess
 import sys
+from datetime import datetime
 from types import SimpleNamespace
 
 import pytest
-from conftest import copy_repo, trained_outcome
+from conftest import copy_repo, snakemake, trained_outcome
 from slurm_cluster import (RESUMED, RUN_TIMEOUT, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, fault_test_workdir, longer_teacher,
                            slurm_record, stdout_of, stop_job, submissions, wait_for, wait_for_log, write_test_setup)
 
@@ -129,6 +132,53 @@ def test_a_job_past_its_time_limit_is_retried_with_more_time_and_fails_naming_ru
 def log_text(workdir):
     log = workdir / TEACHER_LOG
     return log.read_text() if log.exists() else ""
+
+
+# Issue 34: two demo BiLSTM students whose family shares a GPU two at a time (config gpu_sharing).
+PACKED = [f"results/students/universal_kd_table5/sst2/bilstm/no_kd/default/seed{seed}" for seed in (0, 1)]
+
+
+def two_bilstm_students_sharing_a_gpu(config):
+    config["experiments"]["universal_kd_table5"].update(students=["bilstm"], methods={"no_kd": None}, seeds=[0, 1])
+    config["gpu_sharing"] = {"bilstm": 2}
+
+
+def student_outcome(directory):
+    """A student's metrics, less the seconds, and its weights' bytes."""
+    metrics = json.loads((directory / "metrics.json").read_text())
+    del metrics["seconds"]
+    for entry in metrics["history"]:
+        del entry["seconds"]
+    return metrics, (directory / "model.safetensors").read_bytes()
+
+
+def log_span(workdir, student):
+    """The times of the first and last lines of a student job's log."""
+    lines = (workdir / "logs/distill_student" / f"{student.removeprefix('results/students/')}.log").read_text()
+    stamps = [datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f") for line in lines.splitlines() if line[:2] == "20"]
+    return stamps[0], stamps[-1]
+
+
+@pytest.mark.slow
+def test_small_students_packed_two_to_a_gpu_run_at_once_in_one_job_and_equal_runs_one_at_a_time(tmp_path, cluster):
+    """Issue 34, item 4: with gpu_sharing {bilstm: 2}, kdflow.workflow.gpu_packs submits the two ready BiLSTM
+    students as one SLURM job with one GPU, in which both train at the same time; run again one after the other,
+    outside SLURM, they end with the same weights and records."""
+    workdir = copy_repo(tmp_path / "kdflow")
+    write_test_setup(workdir, cluster, two_bilstm_students_sharing_a_gpu)
+    targets = [f"{student}/metrics.json" for student in PACKED]
+    snakemake("--cores", "2", "--omit-from", "distill_student", *targets, cwd=workdir)  # what they learn from
+    packed = subprocess.run([sys.executable, "-m", "kdflow.workflow.gpu_packs", "--profile", "slurm-test", "--submit",
+                             "--wait", *targets], cwd=workdir, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+    (job,) = re.findall(r"SLURM job (\d+)", packed.stdout)
+    partition, tres, state = slurm_record(job, "Partition", "AllocTRES", "State")
+    assert (partition, state) == ("gpu", "COMPLETED") and re.search(r"gres/gpu=1(,|$)", tres), tres
+    (first_start, first_end), (second_start, second_end) = (log_span(workdir, student) for student in PACKED)
+    assert first_start < second_end and second_start < first_end, "the two students did not train at once"
+    at_once = [student_outcome(workdir / student) for student in PACKED]
+    snakemake("--cores", "1", "--forcerun", "distill_student", *targets, cwd=workdir)  # one at a time, no SLURM
+    assert [student_outcome(workdir / student) for student in PACKED] == at_once
 
 
 def test_the_plugin_reads_cancelled_states_and_also_queries_the_jobs_it_follows(monkeypatch):

@@ -32,10 +32,11 @@ def totals(table: pd.DataFrame) -> dict[str, float]:
             "cpu_hours": float(table.hours[~gpu].sum()), "cpu_jobs": int(table.jobs[~gpu].sum())}
 
 
-def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str, pilot: str = "") -> Document:
+def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str, pilot: str = "",
+                  sharing: dict[str, int] | None = None) -> Document:
     """``table``: :func:`kdflow.workflow.cost_plan.plan_table`; ``per_paper_table``:
     :func:`kdflow.workflow.cost_plan.paper_table_hours`; ``sizes``: where the split sizes come from; ``pilot``:
-    :func:`kdflow.reporting.pilot.pilot_summary`."""
+    :func:`kdflow.reporting.pilot.pilot_summary`; ``sharing``: the config's ``gpu_sharing``."""
     total = totals(table)
     gpus = sorted({f"{row.device} {row.precision}" for row in table.itertuples() if row.device != "cpu"})
     shown = table.assign(hours=table.hours.map(hours)).rename(columns={"hours": "hours (GPU-hours on a GPU)"})
@@ -73,14 +74,19 @@ def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str
             "a per-layer floor and its FLOPs (6 x non-embedding parameters x tokens to train, 2 x to infer) at the "
             "model family's achieved rate (reference/throughput.csv, benchmarks/plan_throughput.py).",
             *[f"Throughput: {source}" for source in sources],
+            *([f"Shared GPUs: the students of the families "
+               f"{', '.join(f'{family} (K = {k})' for family, k in sharing.items())} run K jobs at once on one "
+               "GPU (config gpu_sharing; python -m kdflow.workflow.gpu_packs submits them in packs), and each is "
+               "charged a K-th of its GPU time: the plan assumes they do not slow each other down."]
+              if sharing and any(k > 1 for k in sharing.values()) else []),
         ]),
     ])
 
 
 def write_plan(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str, csv_path, markdown_path,
-               html_path=None, pilot: str = "") -> Document:
+               html_path=None, pilot: str = "", sharing: dict[str, int] | None = None) -> Document:
     table.to_csv(csv_path, index=False, float_format="%.6g")
-    document = plan_document(table, per_paper_table, sizes, pilot)
+    document = plan_document(table, per_paper_table, sizes, pilot, sharing)
     document.write(markdown_path, html_path)
     return document
 

@@ -57,6 +57,7 @@ from kdflow.workflow.config import (
     unlabelled_files,
 )
 from kdflow.workflow.exploration import exploration_experiments
+from kdflow.workflow.gpu_packs import PACKED_RULE, sharing
 
 TASK_SIZES = "reference/task_sizes.csv"
 THROUGHPUT = "reference/throughput.csv"
@@ -285,12 +286,13 @@ def inference_work(examples: int, batch_size: int) -> dict:
 
 
 def job(rule: str, section: str | None = None, task: str = "", model_: dict | None = None, tokens: float = 0.0,
-        accelerator: bool = False, **work) -> dict:
+        accelerator: bool = False, gpu_share: float = 1.0, **work) -> dict:
     """One job of the plan: its rule, section (an experiment, or the stage of :data:`SECTIONS`), task, model,
-    tokens per example, whether it asks for a GPU (``accelerator``) and its work per kind."""
+    tokens per example, whether it asks for a GPU (``accelerator``), the share of the GPU it takes there (1/K for
+    a family of the config's ``gpu_sharing``) and its work per kind."""
     work = {f"{kind}_{unit}": work.get(f"{kind}_{unit}", 0) for kind in KINDS for unit in ("examples", "batches")}
     return {"rule": rule, "section": section or SECTIONS[rule], "task": task, **(model_ or model("none", 0, 0, 0)),
-            "tokens": tokens, "accelerator": accelerator, **work}
+            "tokens": tokens, "accelerator": accelerator, "gpu_share": gpu_share, **work}
 
 
 def tokens_of(size: dict, hp: dict) -> float:
@@ -307,7 +309,7 @@ def planned_jobs(dag: list[dict], config: dict, sizes: dict, catalog: dict, prob
     # The files behind split sizes are counted once, not per job: every probe and encoding job reads the probing
     # tasks', every student and teacher-signal job its transfer set's.
     transfers = {(transfer_of(spec), task) for spec in config.get("experiments", {}).values() for task in spec["tasks"]}
-    context = {"config": config, "sizes": sizes, "catalog": catalog,
+    context = {"config": config, "sizes": sizes, "catalog": catalog, "sharing": sharing(config),
                "teachers": {name: teacher_model(config, name) for name in config["teachers"]},
                "probing_splits": {task: probing_split_sizes(probing_files[task])
                                   for task in config.get("probing", {}).get("tasks", [])},
@@ -324,7 +326,8 @@ def planned_job(dag_job: dict, context: dict) -> dict:
     work = WORK.get(rule)
     if work is None:  # a table or a figure: its start-up alone
         return job(rule, section=section, task=wildcards.get("task", ""))
-    return job(rule, section=section, accelerator=dag_job["resources"].get("gpu", 0) > 0,
+    shared = context["sharing"].get(wildcards["student"], 1) if rule == PACKED_RULE else 1
+    return job(rule, section=section, accelerator=dag_job["resources"].get("gpu", 0) > 0, gpu_share=1 / shared,
                **work(wildcards, dag_job["params"], context))
 
 
@@ -533,7 +536,9 @@ def estimate(jobs: pd.DataFrame, throughput: pd.DataFrame, startup: dict[str, fl
     """``jobs`` (:func:`planned_jobs`, as a frame) with the ``device``, ``precision``, ``seconds`` and ``source``
     of each: start-up, then per kind of work its batches' floor plus its FLOPs at the family's rate; the three
     parts are also given apart (``startup_seconds``, ``floor_seconds``, ``compute_seconds``: what
-    :mod:`kdflow.workflow.calibration` refits from the jobs that ran).
+    :mod:`kdflow.workflow.calibration` refits from the jobs that ran), and ``charged_seconds``, the seconds of GPU
+    time it takes: its ``gpu_share`` of its seconds on a GPU (the plan assumes K small students sharing one GPU
+    do not slow each other down), all of them on the CPU.
     ``accelerator``: (device, precision) of the jobs that ask for a GPU; the others run on the CPU in fp32. A GPU
     job also starts CUDA (:data:`GPU_START_SECONDS`)."""
     rows = []
@@ -550,7 +555,9 @@ def estimate(jobs: pd.DataFrame, throughput: pd.DataFrame, startup: dict[str, fl
             floor += batches * rate.floor_seconds_per_layer * max(job.layers, 1)
             compute += FLOPS_PER_PARAMETER[kind] * job.parameters * job.tokens * examples / rate.flops_per_second
             sources.add(rate.source)
-        rows.append({"device": device, "precision": precision, "seconds": start + floor + compute,
+        seconds = start + floor + compute
+        rows.append({"device": device, "precision": precision, "seconds": seconds,
+                     "charged_seconds": seconds * (job.gpu_share if device != "cpu" else 1.0),
                      "startup_seconds": start, "floor_seconds": floor, "compute_seconds": compute,
                      "source": "; ".join(sorted(sources)) or START_UP_ONLY})
     return pd.concat([jobs.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
@@ -558,11 +565,12 @@ def estimate(jobs: pd.DataFrame, throughput: pd.DataFrame, startup: dict[str, fl
 
 def plan_table(estimated: pd.DataFrame, section_order: list[str]) -> pd.DataFrame:
     """One row per section and rule: jobs, examples x epochs trained, examples inferred, tokens sampled, device,
-    precision, hours (GPU-hours on a GPU) and the throughput sources; sections in ``section_order``."""
+    precision, hours (GPU-hours on a GPU, a shared GPU's by share) and the throughput sources; sections in
+    ``section_order``."""
     table = estimated.groupby(["section", "rule", "device", "precision"], sort=False).agg(
         jobs=("rule", "size"), examples_x_epochs=("train_examples", "sum"), inferred=("infer_examples", "sum"),
         sampled_tokens=("decode_examples", "sum"), probe_examples_x_epochs=("probe_examples", "sum"),
-        hours=("seconds", lambda seconds: seconds.sum() / 3600),
+        hours=("charged_seconds", lambda seconds: seconds.sum() / 3600),
         source=("source", lambda sources: "; ".join(sorted(set("; ".join(sources).split("; "))))),
     ).reset_index()
     order = {name: i for i, name in enumerate(section_order)}

@@ -1,0 +1,79 @@
+"""Small students sharing a GPU (issue 34, kdflow.workflow.gpu_packs): which jobs a pack takes, what it asks SLURM
+for and runs, and how the cost plan charges them. The packs on a real cluster: tests/test_slurm_restarts.py."""
+
+import shlex
+
+import pytest
+from conftest import REPO
+from test_plan import toy_config, toy_jobs
+
+from kdflow.core.errors import UserError
+from kdflow.workflow import cost_plan
+from kdflow.workflow.config_files import validate_config
+from kdflow.workflow.gpu_packs import pack_resources, packs, sbatch_command, sharing
+
+CONFIG = {"students": {"lstm": {"type": "bilstm"}, "cnn": {"type": "gated_cnn"}, "bert": {"type": "bert_k"}},
+          "gpu_sharing": {"bilstm": 2, "gated_cnn": 1}}
+
+
+def student_job(student, seed, experiment="table5", task="sst2", threads=2, mem_mb=1000, runtime=30):
+    out = f"results/students/{experiment}/{task}/{student}/kd/default/seed{seed}"
+    return {"rule": "distill_student", "threads": threads,
+            "resources": {"mem_mb": mem_mb, "runtime": runtime, "gpu": 1},
+            "wildcards": {"experiment": experiment, "task": task, "student": student, "method": "kd",
+                          "point": "default", "seed": str(seed)},
+            "input": [f"results/signals/{task}.safetensors"],
+            "output": [f"{out}/metrics.json", f"{out}/model.safetensors"]}
+
+
+def test_only_families_with_k_above_one_share_and_an_unknown_family_is_named():
+    assert sharing(CONFIG) == {"lstm": 2}
+    with pytest.raises(UserError, match="gpu_sharing names no student family: bilstmm"):
+        sharing({**CONFIG, "gpu_sharing": {"bilstmm": 2}})
+
+
+def test_a_pack_takes_k_waiting_ready_jobs_of_one_experiment_task_and_student():
+    done, blocked = student_job("lstm", 3), student_job("lstm", 4, task="rte")
+    jobs = [student_job("lstm", seed) for seed in (0, 1, 2)] + [done, blocked, student_job("lstm", 5, task="mrpc"),
+                                                                 student_job("cnn", 0), student_job("bert", 0)]
+    jobs.append({**student_job("lstm", 9), "rule": "probe_model"})  # another rule: never packed
+    there = {*done["output"], "results/signals/sst2.safetensors", "results/signals/mrpc.safetensors"}
+    found = packs(jobs, CONFIG, exists=there.__contains__)
+    seeds = [[(job["wildcards"]["task"], job["wildcards"]["seed"]) for job in pack] for pack in found]
+    # done: its outputs exist; blocked: its input does not; cnn: K = 1; bert: no sharing
+    assert seeds == [[("mrpc", "5")], [("sst2", "0"), ("sst2", "1")], [("sst2", "2")]]
+
+
+def test_a_pack_asks_for_one_gpu_and_its_jobs_cpus_memory_and_runtimes_and_runs_them_at_once():
+    pack = [student_job("lstm", 0, threads=2, mem_mb=1000, runtime=30), student_job("lstm", 1, threads=3, mem_mb=500,
+                                                                                  runtime=20)]
+    assert pack_resources(pack) == {"cpus": 5, "mem_mb": 1500, "runtime": 50}
+    profile = {"default-resources": {"slurm_account": "ml", "slurm_partition": "cpu"},
+               "set-resources": {"distill_student": {"slurm_partition": "gpu", "gpu_model": "a100"}}}
+    command = sbatch_command(pack, profile, ["extra.yaml"])
+    assert command[:2] == ["sbatch", "--parsable"] and command[-2] == "--wrap"
+    for option in ["--gpus=a100:1", "--cpus-per-task=5", "--mem=1500M", "--time=50", "--account=ml", "--partition=gpu"]:
+        assert option in command
+    inner = shlex.split(command[-1])
+    assert inner[1:] == ["-m", "snakemake", "--cores", "5", "--resources", "gpu=2", "--allowed-rules",
+                         "distill_student", "--configfile", "extra.yaml", "--", *pack[0]["output"], *pack[1]["output"]]
+
+
+def test_students_of_a_family_that_shares_a_gpu_are_charged_a_kth_of_their_gpu_time():
+    config = toy_config()
+    config["students"]["l"] = {"type": "bilstm", "layers": 1, "hidden_size": 32}
+    config["experiments"]["e"]["students"] = ["s", "l"]
+    config["gpu_sharing"] = {"bilstm": 4}
+    validate_config(config, REPO / "schemas/config.schema.yaml")
+    planned, throughput, startup = toy_jobs(config), cost_plan.read_throughput(), cost_plan.read_startup()
+    jobs = cost_plan.estimate(planned, throughput, startup, ("H100", "bf16"))
+    students = jobs[jobs.rule == "distill_student"]
+    lstm = students.family == "lstm"
+    assert lstm.sum() == 2 and (~lstm).sum() == 2
+    assert (students.charged_seconds[lstm] == students.seconds[lstm] / 4).all()
+    assert (students.charged_seconds[~lstm] == students.seconds[~lstm]).all()
+    table = cost_plan.plan_table(jobs, cost_plan.section_order(config)).set_index(["section", "rule"])
+    assert table.loc[("e", "distill_student"), "hours"] == pytest.approx(students.charged_seconds.sum() / 3600)
+    # on the CPU nothing is shared
+    on_cpu = cost_plan.estimate(planned, throughput, startup, ("cpu", "fp32"))
+    assert (on_cpu.charged_seconds == on_cpu.seconds).all()
