@@ -167,7 +167,8 @@ def test_small_students_packed_two_to_a_gpu_run_at_once_in_one_job_and_equal_run
     workdir = copy_repo(tmp_path / "kdflow")
     write_test_setup(workdir, cluster, two_bilstm_students_sharing_a_gpu)
     targets = [f"{student}/metrics.json" for student in PACKED]
-    snakemake("--cores", "2", "--omit-from", "distill_student", *targets, cwd=workdir)  # what they learn from
+    # the targets first: --omit-from and --forcerun take every name that follows them
+    snakemake("--cores", "2", *targets, "--omit-from", "distill_student", cwd=workdir)  # what they learn from
     packed = subprocess.run([sys.executable, "-m", "kdflow.workflow.gpu_packs", "--profile", "slurm-test", "--submit",
                              "--wait", *targets], cwd=workdir, capture_output=True, text=True, timeout=RUN_TIMEOUT)
     assert packed.returncode == 0, packed.stdout + packed.stderr
@@ -177,7 +178,7 @@ def test_small_students_packed_two_to_a_gpu_run_at_once_in_one_job_and_equal_run
     (first_start, first_end), (second_start, second_end) = (log_span(workdir, student) for student in PACKED)
     assert first_start < second_end and second_start < first_end, "the two students did not train at once"
     at_once = [student_outcome(workdir / student) for student in PACKED]
-    snakemake("--cores", "1", "--forcerun", "distill_student", *targets, cwd=workdir)  # one at a time, no SLURM
+    snakemake("--cores", "1", *targets, "--forcerun", "distill_student", cwd=workdir)  # one at a time, no SLURM
     assert [student_outcome(workdir / student) for student in PACKED] == at_once
 
 
