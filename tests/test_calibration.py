@@ -48,7 +48,7 @@ def jobs_frame(rows):
     """Plan jobs (results/plan_jobs.csv's columns) from (section, rule, family, device, start-up, floor, compute)."""
     frame = pd.DataFrame(rows, columns=["section", "rule", "family", "device", "startup_seconds", "floor_seconds",
                                         "compute_seconds"])
-    return frame.assign(task="sst2", layers=1, precision=np.where(frame.device == "cpu", "fp32", "bf16"),
+    return frame.assign(task="sst2", layers=1, precision=np.where(frame.device == "cpu", "fp32", "bf16"), gpu_share=1.0,
                         seconds=frame[["startup_seconds", "floor_seconds", "compute_seconds"]].sum(axis=1),
                         benchmark=[f"results/benchmarks/job{i}.tsv" for i in range(len(frame))])
 

@@ -1,13 +1,17 @@
 """Small students sharing a GPU (issue 34, kdflow.workflow.gpu_packs): which jobs a pack takes, what it asks SLURM
-for and runs, and how the cost plan charges them. The packs on a real cluster: tests/test_slurm_restarts.py."""
+for and runs, and how the cost plan charges them. The packs on a real cluster: tests/test_slurm.py."""
 
 import shlex
 
+import numpy as np
+import pandas as pd
 import pytest
 from conftest import REPO
 from test_plan import toy_config, toy_jobs
 
 from kdflow.core.errors import UserError
+from kdflow.reporting.calibration import progress
+from kdflow.reporting.plan_pages import plan_jobs
 from kdflow.workflow import cost_plan
 from kdflow.workflow.config_files import validate_config
 from kdflow.workflow.gpu_packs import pack_resources, packs, sbatch_command, sharing
@@ -59,13 +63,20 @@ def test_a_pack_asks_for_one_gpu_and_its_jobs_cpus_memory_and_runtimes_and_runs_
                          "distill_student", "--configfile", "extra.yaml", "--", *pack[0]["output"], *pack[1]["output"]]
 
 
-def test_students_of_a_family_that_shares_a_gpu_are_charged_a_kth_of_their_gpu_time():
+@pytest.fixture(scope="module")
+def shared_plan():
+    """The toy config with a BiLSTM student beside its BERT one, BiLSTMs four to a GPU: (config, its planned jobs)."""
     config = toy_config()
     config["students"]["l"] = {"type": "bilstm", "layers": 1, "hidden_size": 32}
     config["experiments"]["e"]["students"] = ["s", "l"]
     config["gpu_sharing"] = {"bilstm": 4}
     validate_config(config, REPO / "schemas/config.schema.yaml")
-    planned, throughput, startup = toy_jobs(config), cost_plan.read_throughput(), cost_plan.read_startup()
+    return config, toy_jobs(config)
+
+
+def test_students_of_a_family_that_shares_a_gpu_are_charged_a_kth_of_their_gpu_time(shared_plan):
+    config, planned = shared_plan
+    throughput, startup = cost_plan.read_throughput(), cost_plan.read_startup()
     jobs = cost_plan.estimate(planned, throughput, startup, ("H100", "bf16"))
     students = jobs[jobs.rule == "distill_student"]
     lstm = students.family == "lstm"
@@ -77,3 +88,17 @@ def test_students_of_a_family_that_shares_a_gpu_are_charged_a_kth_of_their_gpu_t
     # on the CPU nothing is shared
     on_cpu = cost_plan.estimate(planned, throughput, startup, ("cpu", "fp32"))
     assert (on_cpu.charged_seconds == on_cpu.seconds).all()
+
+
+def test_the_calibrated_plan_charges_them_as_the_plan_does(shared_plan, tmp_path):
+    """results/plan_jobs.csv, which the calibrated plan reads, keeps each job's share: before any job ran, its GPU-hours
+    left are the plan's."""
+    _, planned = shared_plan
+    jobs = cost_plan.estimate(planned, cost_plan.read_throughput(), cost_plan.read_startup(), ("H100", "bf16"))
+    plan_jobs(jobs).to_csv(tmp_path / "plan_jobs.csv", index=False)
+    read = pd.read_csv(tmp_path / "plan_jobs.csv", keep_default_na=False)
+    per_job = read.assign(measured_seconds=np.nan, calibrated_seconds=read.seconds)
+    left = progress(per_job, {"all jobs": np.ones(len(read), dtype=bool)}, np.empty((0, 1, 2)))
+    on_gpu = jobs.device != "cpu"
+    assert left.gpu_hours_left[0] == pytest.approx(jobs.charged_seconds[on_gpu].sum() / 3600)
+    assert left.gpu_hours_left[0] < jobs.seconds[on_gpu].sum() / 3600

@@ -15,7 +15,7 @@ def dag_job(rule: str, output: str, inputs=(), benchmark: bool = True) -> dict:
 def plan_row(rule: str, seconds: float, family: str = "transformer", layers: int = 4, parameters: float = 1e6,
              task: str = "a", device: str = "H100") -> dict:
     return {"rule": rule, "section": "experiment", "task": task, "family": family, "layers": layers,
-            "parameters": parameters, "device": device, "precision": "bf16", "seconds": seconds}
+            "parameters": parameters, "device": device, "precision": "bf16", "gpu_share": 1.0, "seconds": seconds}
 
 
 # Two tasks: a's teacher is cheap, b's dear. Each task's student runs on its teacher's signals. b's student is the

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from kdflow.reporting.runtime_table import read_benchmark
-from kdflow.workflow.cost_plan import SECTIONS
+from kdflow.workflow.cost_plan import SECTIONS, charged_share
 
 RULE_FAMILIES = {
     **dict.fromkeys(["finetune_teacher", "train_pseudo_heads", "finetune_generator", "distill_student"], "training"),
@@ -175,15 +175,9 @@ def progress_rows(jobs: pd.DataFrame, sections: dict[str, list[str]]) -> dict[st
             "all jobs": np.ones(len(jobs), dtype=bool)}
 
 
-def charged(jobs: pd.DataFrame) -> np.ndarray:
-    """The share of its seconds each job is charged: its ``gpu_share`` on a GPU (the config's ``gpu_sharing``), all
-    of them on the CPU."""
-    share = jobs["gpu_share"].to_numpy() if "gpu_share" in jobs else np.ones(len(jobs))
-    return np.where((jobs.device != "cpu").to_numpy(), share, 1.0)
-
-
 def left_hours(rows: dict[str, np.ndarray], left: np.ndarray, on_gpu: np.ndarray, seconds: np.ndarray) -> np.ndarray:
-    """(rows x {GPU, CPU}) hours of the jobs ``left``, priced at ``seconds`` (charged: :func:`charged`)."""
+    """(rows x {GPU, CPU}) hours of the jobs ``left``, priced at ``seconds`` (charged:
+    :func:`kdflow.workflow.cost_plan.charged_share`)."""
     hours = np.where(left, seconds, 0.0) / 3600
     return np.array([[hours[row & on_gpu].sum(), hours[row & ~on_gpu].sum()] for row in rows.values()])
 
@@ -214,7 +208,7 @@ def resampled_left(groups: Groups, jobs: pd.DataFrame, measured: pd.Series, rows
         drawn = np.concatenate([rng.choice(rows_, len(rows_)) for rows_ in members])
         seconds = groups.seconds(groups.factors(drawn, values[drawn]))
         seconds[left] *= [rng.choice(pool) for pool in left_pools]
-        samples.append(left_hours(rows, ~done, on_gpu, seconds * charged(jobs)))
+        samples.append(left_hours(rows, ~done, on_gpu, seconds * charged_share(jobs)))
     return np.array(samples)
 
 
@@ -224,11 +218,11 @@ def progress(per_job: pd.DataFrame, rows: dict[str, np.ndarray], samples: np.nda
     point where nothing ran yet)."""
     done = per_job.measured_seconds.notna().to_numpy()
     on_gpu = (per_job.device != "cpu").to_numpy()
-    left = left_hours(rows, ~done, on_gpu, per_job.calibrated_seconds.to_numpy() * charged(per_job))
+    left = left_hours(rows, ~done, on_gpu, per_job.calibrated_seconds.to_numpy() * charged_share(per_job))
     tail = (1 - CONFIDENCE) / 2
     low, high = ((np.quantile(samples, tail, axis=0), np.quantile(samples, 1 - tail, axis=0)) if len(samples)
                  else (left, left))
-    spent = np.nan_to_num(per_job.measured_seconds.to_numpy()) * charged(per_job) / 3600
+    spent = np.nan_to_num(per_job.measured_seconds.to_numpy()) * charged_share(per_job) / 3600
     table = []
     for i, (name, row) in enumerate(rows.items()):
         table.append({"paper_table": name, "jobs": int(row.sum()), "done": int((row & done).sum()),

@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from kdflow.reporting.calibration import OTHER_RULES, PLAN_RULES, with_groups
+from kdflow.workflow.cost_plan import charged_share
 
 FAMILY = ["rule", "family", "device", "precision"]  # a pilot job each (a calibration group of the rule's)
 SIZE = FAMILY + ["layers", "parameters"]  # a pilot job each where it is cheap
@@ -97,17 +98,17 @@ def pilot_jobs(jobs: pd.DataFrame, dag: list[dict], family_seconds: float = FAMI
 def pilot_summary(pilot: pd.DataFrame, jobs: pd.DataFrame) -> str:
     """What the pilot costs against the whole plan, and how many of the plan's model sizes it measures. The plan's
     hours are those it charges (a shared GPU's by share); the pilot's jobs run one to a GPU."""
-    def hours(frame: pd.DataFrame, gpu: bool, column: str = "seconds") -> float:
-        return frame[column][(frame.device != "cpu") == gpu].sum() / 3600
+    def hours(frame: pd.DataFrame, gpu: bool) -> float:
+        return frame.seconds[(frame.device != "cpu") == gpu].sum() / 3600
 
-    charged = "charged_seconds" if "charged_seconds" in jobs else "seconds"
+    charged = jobs.assign(seconds=jobs.seconds * charged_share(jobs))
 
     sizes = set(calibrated_jobs(with_groups(jobs))[SIZE].itertuples(index=False, name=None))
     measured = sizes & set(pilot[SIZE].itertuples(index=False, name=None))
-    gpu = (f"{hours(pilot, True):.2f} of {hours(jobs, True, charged):.2f} planned GPU-hours and "
+    gpu = (f"{hours(pilot, True):.2f} of {hours(charged, True):.2f} planned GPU-hours and "
            if (jobs.device != "cpu").any() else "")
     return (f"The pilot: {len(pilot)} of {len(jobs)} jobs, {gpu}{hours(pilot, False):.2f} of "
-            f"{hours(jobs, False, charged):.2f} planned CPU-hours; it measures "
+            f"{hours(charged, False):.2f} planned CPU-hours; it measures "
             f"{len(measured)} of the plan's {len(sizes)} model sizes (rule, model, device)" + (
                 "; the others are priced by their rule family's figures." if len(measured) < len(sizes) else "."))
 

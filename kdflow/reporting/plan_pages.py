@@ -92,8 +92,8 @@ def write_plan(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str, c
 
 
 # results/plan_jobs.csv: each job's estimate and its parts, the benchmark file it writes when it runs.
-JOB_COLUMNS = ["section", "rule", "task", "family", "layers", "device", "precision", "seconds", "startup_seconds",
-               "floor_seconds", "compute_seconds", "benchmark"]
+JOB_COLUMNS = ["section", "rule", "task", "family", "layers", "device", "precision", "gpu_share", "seconds",
+               "startup_seconds", "floor_seconds", "compute_seconds", "benchmark"]
 MEASURED_TITLE = "Cost plan against the run: planned and measured hours of the jobs that ran"
 
 

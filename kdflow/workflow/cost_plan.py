@@ -37,6 +37,7 @@ import os
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from kdflow.core.errors import UserError
@@ -536,9 +537,8 @@ def estimate(jobs: pd.DataFrame, throughput: pd.DataFrame, startup: dict[str, fl
     """``jobs`` (:func:`planned_jobs`, as a frame) with the ``device``, ``precision``, ``seconds`` and ``source``
     of each: start-up, then per kind of work its batches' floor plus its FLOPs at the family's rate; the three
     parts are also given apart (``startup_seconds``, ``floor_seconds``, ``compute_seconds``: what
-    :mod:`kdflow.workflow.calibration` refits from the jobs that ran), and ``charged_seconds``, the seconds of GPU
-    time it takes: its ``gpu_share`` of its seconds on a GPU (the plan assumes K small students sharing one GPU
-    do not slow each other down), all of them on the CPU.
+    :mod:`kdflow.workflow.calibration` refits from the jobs that ran), and ``charged_seconds``, the seconds of
+    device time it is charged (:func:`charged_share`).
     ``accelerator``: (device, precision) of the jobs that ask for a GPU; the others run on the CPU in fp32. A GPU
     job also starts CUDA (:data:`GPU_START_SECONDS`)."""
     rows = []
@@ -555,12 +555,18 @@ def estimate(jobs: pd.DataFrame, throughput: pd.DataFrame, startup: dict[str, fl
             floor += batches * rate.floor_seconds_per_layer * max(job.layers, 1)
             compute += FLOPS_PER_PARAMETER[kind] * job.parameters * job.tokens * examples / rate.flops_per_second
             sources.add(rate.source)
-        seconds = start + floor + compute
-        rows.append({"device": device, "precision": precision, "seconds": seconds,
-                     "charged_seconds": seconds * (job.gpu_share if device != "cpu" else 1.0),
+        rows.append({"device": device, "precision": precision, "seconds": start + floor + compute,
                      "startup_seconds": start, "floor_seconds": floor, "compute_seconds": compute,
                      "source": "; ".join(sorted(sources)) or START_UP_ONLY})
-    return pd.concat([jobs.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
+    estimated = pd.concat([jobs.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
+    return estimated.assign(charged_seconds=estimated.seconds * charged_share(estimated))
+
+
+def charged_share(jobs: pd.DataFrame) -> np.ndarray:
+    """The share of its seconds each job of the plan is charged: its ``gpu_share`` on a GPU (1/K for a family of the
+    config's ``gpu_sharing``: K small students at once on one GPU, assumed not to slow each other down), all of
+    them on the CPU."""
+    return np.where(jobs.device != "cpu", jobs.gpu_share, 1.0)
 
 
 def plan_table(estimated: pd.DataFrame, section_order: list[str]) -> pd.DataFrame:

@@ -31,7 +31,7 @@ import yaml
 
 from kdflow.core.errors import UserError
 from kdflow.workflow.catalog import load_catalog
-from kdflow.workflow.config_files import load_config_file
+from kdflow.workflow.config_files import load_config_file, merge
 from kdflow.workflow.dag_jobs import workflow_jobs
 
 PACKED_RULE = "distill_student"
@@ -41,10 +41,11 @@ PACK_LOGS = Path("logs/gpu_packs")
 def sharing(config: dict) -> dict[str, int]:
     """Each student (its name in the config) whose family shares a GPU, and with how many jobs (K > 1)."""
     per_family = config.get("gpu_sharing") or {}
-    unknown = sorted(set(per_family) - set(load_catalog()["students"]))
+    families = load_catalog()["students"]
+    unknown = sorted(set(per_family) - set(families))
     if unknown:
         raise UserError(f"gpu_sharing names no student family: {', '.join(unknown)} (the families: "
-                        f"{', '.join(sorted(load_catalog()['students']))})")
+                        f"{', '.join(sorted(families))})")
     shared = {name: per_family.get(spec["type"], 1) for name, spec in config.get("students", {}).items()}
     return {name: k for name, k in shared.items() if k > 1}
 
@@ -133,11 +134,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--wait", action="store_true", help="return when every submitted pack has left the queue")
     args = parser.parse_args(argv)
 
-    from snakemake.utils import update_config
-
     config = load_config_file("config.yaml")
     for path in args.configfile:
-        update_config(config, load_config_file(path))
+        merge(config, load_config_file(path))
     profile = yaml.safe_load((Path(args.profile) / "config.yaml").read_text())
     found = packs(workflow_jobs(args.configfile, replace_workflow_config=False, targets=args.targets), config)
     print(f"{len(found)} packs of {sum(map(len, found))} student jobs (gpu_sharing: {config.get('gpu_sharing')})")
