@@ -246,10 +246,10 @@ def snakemake_config(path: str) -> dict:
     return config | with_exploration(config)
 
 
-def trained_outcome(model_dir: Path):
-    """A fine-tuned model's training record, less the seconds, and its weights' bytes (the evaluation's scores follow
-    from the weights): equal for a resumed run and an uninterrupted one."""
-    record = json.loads((model_dir / "training.json").read_text())
+def trained_outcome(model_dir: Path, record_file: str = "training.json"):
+    """A fine-tuned model's training record (a student's: metrics.json), less the seconds, and its weights' bytes (the
+    evaluation's scores follow from the weights): equal for a resumed run and an uninterrupted one."""
+    record = json.loads((model_dir / record_file).read_text())
     record["history"] = [{k: v for k, v in entry.items() if k != "seconds"} for entry in record["history"]]
     return {k: v for k, v in record.items() if k != "seconds"}, (model_dir / "model.safetensors").read_bytes()
 

@@ -4,7 +4,6 @@ it is retried and resumes), and two small students packed onto one GPU (issue 34
 to the SLURM plugin, tested without a cluster.
 Skipped where no cluster answers (slurm_cluster.py)."""
 
-import json
 import re
 import subprocess
 import sys
@@ -143,15 +142,6 @@ def two_bilstm_students_sharing_a_gpu(config):
     config["gpu_sharing"] = {"bilstm": 2}
 
 
-def student_outcome(directory):
-    """A student's metrics, less the seconds, and its weights' bytes."""
-    metrics = json.loads((directory / "metrics.json").read_text())
-    del metrics["seconds"]
-    for entry in metrics["history"]:
-        del entry["seconds"]
-    return metrics, (directory / "model.safetensors").read_bytes()
-
-
 def log_span(workdir, student):
     """The times of the first and last lines of a student job's log."""
     lines = (workdir / "logs/distill_student" / f"{student.removeprefix('results/students/')}.log").read_text()
@@ -177,9 +167,9 @@ def test_small_students_packed_two_to_a_gpu_run_at_once_in_one_job_and_equal_run
     assert (partition, state) == ("gpu", "COMPLETED") and re.search(r"gres/gpu=1(,|$)", tres), tres
     (first_start, first_end), (second_start, second_end) = (log_span(workdir, student) for student in PACKED)
     assert first_start < second_end and second_start < first_end, "the two students did not train at once"
-    at_once = [student_outcome(workdir / student) for student in PACKED]
+    at_once = [trained_outcome(workdir / student, "metrics.json") for student in PACKED]
     snakemake("--cores", "1", *targets, "--forcerun", "distill_student", cwd=workdir)  # one at a time, no SLURM
-    assert [student_outcome(workdir / student) for student in PACKED] == at_once
+    assert [trained_outcome(workdir / student, "metrics.json") for student in PACKED] == at_once
 
 
 def test_the_plugin_reads_cancelled_states_and_also_queries_the_jobs_it_follows(monkeypatch):
