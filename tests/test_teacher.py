@@ -82,11 +82,18 @@ def test_a_teacher_is_evaluated_from_its_directory_and_training_record(trained_t
         evaluate_teacher(separable, tmp_path / "old", tmp_path, CPU)
 
 
-def test_regression_teacher_on_stsb(prepared, tmp_path):
-    report = finetuned(prepared("stsb"), TINY_BERT, Hyperparameters(**{**HP, "epochs": 1}), tmp_path, CPU)
+def test_regression_teacher_on_stsb_and_its_pseudo_heads_on_the_gold_scale(prepared, tmp_path):
+    stsb = prepared("stsb")
+    report = finetuned(stsb, TINY_BERT, Hyperparameters(**{**HP, "epochs": 1}), tmp_path, CPU)
     assert set(report["scores"]["dev"]) == {"pearson", "spearman"}
     predictions = pd.read_parquet(tmp_path / "predictions.parquet")
     assert predictions["prediction"].dtype == np.float32 and "prediction_name" not in predictions
+    # heads whose biases started at 0 predicted about 0 after their few steps, ~2.5 below the scores' mean
+    train_pseudo_heads(stsb, tmp_path, {**HEADS, "learning_rate": 1e-3, "max_seq_length": 32}, tmp_path / "h", CPU)
+    evaluate_pseudo_heads(stsb, tmp_path, tmp_path / "h/heads.safetensors", tmp_path / "h", CPU)
+    dev = pd.read_parquet(tmp_path / "h/dev_predictions.parquet")
+    gold_mean = stsb.split("train")["label"].mean()
+    assert dev.groupby("layer").prediction.mean().sub(gold_mean).abs().max() < 0.5
 
 
 def test_pseudo_heads_on_every_layer(trained_teacher, separable, tmp_path):
@@ -185,7 +192,7 @@ def test_heads_loss_is_the_sum_of_per_layer_losses_by_hand():
 
 def test_layer_heads_are_independent_linear_classifiers():
     heads = LayerHeads(n_layers=3, hidden_size=4, n_outputs=2)
-    features = torch.randn(5, 3, 4)
+    features = torch.randn(5, 3, 4).half().float()  # heads read float16 values, as their features are stored
     out = heads(features)
     for i in range(3):
         torch.testing.assert_close(out[:, i], features[:, i] @ heads.weight[i] + heads.bias[i])
@@ -212,6 +219,44 @@ def test_heads_standardise_offset_dominated_features():
         loss.backward()
         optimizer.step()
     assert (heads(x)[:, 0].argmax(-1) == y).float().mean() > 0.9
+
+
+def test_heads_see_float32_layers_as_the_float16_features_they_were_trained_on():
+    """The signals job applies the heads to float32 layers, training read them rounded to float16; a dimension
+    that does not vary in float16 turned that rounding into an offset of 27 in one MiniLM STS-B head."""
+    rng = np.random.default_rng(0)
+    exact = np.concatenate([rng.normal(0, 1, (256, 1, 7)), 8.0 + rng.normal(0, 1e-4, (256, 1, 1))], axis=2)
+    stored = exact.astype(np.float16)
+    assert stored[:, 0, 7].std() == 0  # the last dimension is one float16 value
+    heads = LayerHeads(n_layers=1, hidden_size=8, n_outputs=1)
+    heads.fit_standardisation(stored)
+    with torch.no_grad():
+        heads.weight.fill_(0.5)
+        from_stored = heads(torch.from_numpy(stored))
+        torch.testing.assert_close(heads(torch.from_numpy(exact).float()), from_stored)
+        # a new example one float16 step off that value moves the output by one standard unit times the weight
+        shifted = stored.copy()
+        shifted[:, 0, 7] = np.nextafter(np.float16(8.0), np.float16(9.0))
+        assert (heads(torch.from_numpy(shifted)) - from_stored).abs().max() <= 0.5 + 1e-6
+
+
+def test_regression_heads_start_at_the_label_mean_and_reach_the_gold_scale():
+    """Adam moves a bias by about its learning rate a step: from 0, 100 steps of lr 1e-3 leave it near 0.1."""
+    rng = np.random.default_rng(0)
+    labels = rng.uniform(0, 5, 512).astype(np.float32)
+    features = (labels[:, None] + rng.normal(0, 1, (512, 8)))[:, None, :].astype(np.float16)
+    heads = LayerHeads(n_layers=1, hidden_size=8, n_outputs=1)
+    heads.fit_standardisation(features)
+    heads.start_at_label_mean(labels)
+    assert heads.bias.item() == pytest.approx(labels.mean())
+    optimizer = torch.optim.Adam(heads.parameters(), lr=1e-3)
+    x, y = torch.from_numpy(features), torch.from_numpy(labels)
+    for _ in range(100):
+        loss = heads_loss(heads(x), y, regression=True)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert (heads(x)[:, 0, 0] - y).abs().mean() < 1.0
 
 
 def test_gold_distance_by_hand():
