@@ -21,7 +21,10 @@ Every finished run is appended to the committed record, benchmarks/quality/claim
 predictions, CPU time, the commit and command that ran it), as soon as its job ends. A run in the record is never
 asked of the workflow again, whether or not the work directory survived; the verdicts are computed from the
 record alone. The workflow runs with ``--rerun-triggers mtime input``, so that a kdflow edit made while the
-benchmark runs does not retrain the teacher under runs already recorded; each record names its commit.
+benchmark runs does not retrain the teacher under runs already recorded; each record names its commit. The other
+side of that choice: a fix to what the students learn from (teacher, pseudo-heads, signals) reaches the work
+directory only if its outputs are deleted by hand, and the runs it voids are moved, with the reason, to
+benchmarks/quality/superseded_runs.jsonl, so that the benchmark trains them again (as after 67d4456).
 """
 
 from __future__ import annotations
