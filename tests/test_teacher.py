@@ -200,6 +200,18 @@ def test_layer_heads_are_independent_linear_classifiers():
     assert heads.weight.grad[[0, 2]].abs().sum() == 0 and heads.weight.grad[1].abs().sum() > 0
 
 
+def trained_by_adam(heads, features: np.ndarray, labels: np.ndarray, lr: float, regression: bool) -> torch.Tensor:
+    """The heads after 100 full-batch Adam steps on (features, labels): their outputs on the features."""
+    optimizer = torch.optim.Adam(heads.parameters(), lr=lr)
+    x, y = torch.from_numpy(features), torch.from_numpy(labels)
+    for _ in range(100):
+        loss = heads_loss(heads(x), y, regression)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return heads(x)
+
+
 def test_heads_standardise_offset_dominated_features():
     """Low layers' [CLS] vectors are a large constant plus a small signal; the fitted standardisation exposes it."""
     rng = np.random.default_rng(0)
@@ -211,14 +223,8 @@ def test_heads_standardise_offset_dominated_features():
     np.testing.assert_allclose(heads.feature_mean[0].numpy(), features[:, 0].astype(np.float64).mean(0), rtol=1e-6)
     standardised = (torch.from_numpy(features).float() - heads.feature_mean) / heads.feature_scale
     torch.testing.assert_close(standardised.std(0, unbiased=False), torch.ones(1, 8), atol=1e-3, rtol=0)
-    optimizer = torch.optim.Adam(heads.parameters(), lr=1e-2)
-    x, y = torch.from_numpy(features), torch.from_numpy(labels)
-    for _ in range(100):
-        loss = heads_loss(heads(x), y, regression=False)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    assert (heads(x)[:, 0].argmax(-1) == y).float().mean() > 0.9
+    outputs = trained_by_adam(heads, features, labels, lr=1e-2, regression=False)
+    assert (outputs[:, 0].argmax(-1) == torch.from_numpy(labels)).float().mean() > 0.9
 
 
 def test_heads_see_float32_layers_as_the_float16_features_they_were_trained_on():
@@ -249,14 +255,8 @@ def test_regression_heads_start_at_the_label_mean_and_reach_the_gold_scale():
     heads.fit_standardisation(features)
     heads.start_at_label_mean(labels)
     assert heads.bias.item() == pytest.approx(labels.mean())
-    optimizer = torch.optim.Adam(heads.parameters(), lr=1e-3)
-    x, y = torch.from_numpy(features), torch.from_numpy(labels)
-    for _ in range(100):
-        loss = heads_loss(heads(x), y, regression=True)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    assert (heads(x)[:, 0, 0] - y).abs().mean() < 1.0
+    outputs = trained_by_adam(heads, features, labels, lr=1e-3, regression=True)
+    assert (outputs[:, 0, 0] - torch.from_numpy(labels)).abs().mean() < 1.0
 
 
 def test_gold_distance_by_hand():
