@@ -28,28 +28,19 @@ from transformers import AutoTokenizer
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kdflow.analysis.attention_maps import attentive_methods, layer_attention_weights  # noqa: E402
 from kdflow.core.data import TaskData  # noqa: E402
 from kdflow.core.tensor_files import load_tensors  # noqa: E402
 from kdflow.distillation.distill import layer_widths  # noqa: E402
-from kdflow.distillation.methods.hidden_methods import ALP  # noqa: E402
-from kdflow.distillation.methods.output_methods import UniversalKD, UniversalKDCapacityGap  # noqa: E402
 from kdflow.distillation.methods.registry import Shapes, build_method  # noqa: E402
 from kdflow.students.registry import StudentContext, build_student  # noqa: E402
 from kdflow.training.batching import batches, tokenize  # noqa: E402
-from kdflow.training.losses import layer_attention  # noqa: E402
 from kdflow.transfer.signals import SignalCache  # noqa: E402
 
 
 def attention(method, output, signals) -> torch.Tensor | None:
     """The weights [B, rows, N] the method puts on the teacher's layers, or None for a method without them."""
-    if isinstance(method, ALP):
-        return method.attention(output, signals)
-    if isinstance(method, UniversalKD):
-        logits = torch.stack([head(h) for head, h in zip(method.heads, output.layers[:-1])], dim=1)
-        return method.attention(method.distribution(logits), method.distribution(signals.head_logits))
-    if isinstance(method, UniversalKDCapacityGap):
-        return layer_attention(method.distribution(output.logits)[:, None], method.distribution(signals.head_logits))
-    return None
+    return layer_attention_weights(method, output, signals)[0] if method.name in attentive_methods() else None
 
 
 def diagnose(workdir: Path, run: str, examples: int) -> dict:

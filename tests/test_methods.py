@@ -213,6 +213,33 @@ def test_universal_kd_cg_and_att_on_losses_by_hand():
     assert losses == pytest.approx(sum(l * kl(f, fs) for l, f in zip(lam, ft)), rel=1e-5)  # Table 6 variant
 
 
+def test_universal_kd_on_regression_weighs_teacher_heads_by_agreement_by_hand():
+    # Eq. 4 for scores (kdflow's reading; output_methods' docstring): λ_i = softmax_i(exp(-(s - t_i)²/2))
+    s = shapes(num_labels=1, regression=True, teacher_layers=3)
+    student = out([[1.0]], [[0.0, 0.0]], [[0.0, 0.0]])  # the student's output 1.0
+    t = [1.0, 4.0, 2.0]
+    teacher = TeacherSignals(torch.tensor([[0.0]]), head_logits=torch.tensor([[[v] for v in t]]))
+    lam = softmax([math.exp(-((1.0 - v) ** 2) / 2) for v in t])
+    aggregate = sum(l * v for l, v in zip(lam, t))
+    cg = only("inter", build_method("universal_kd_cg", s))(student, teacher, torch.tensor([1.0]))["loss"].item()
+    assert cg == pytest.approx((aggregate - 1.0) ** 2, rel=1e-5)  # Eq. 8, KL as the squared error
+    losses = only("inter", build_method("universal_kd_att_on_losses", s))(student, teacher, torch.tensor([1.0]))
+    assert losses["loss"].item() == pytest.approx(sum(l * (v - 1.0) ** 2 for l, v in zip(lam, t)), rel=1e-5)
+    il = build_method("universal_kd_il", shapes(student_widths=(1, 1), num_labels=1, regression=True, teacher_layers=3))
+    weights = il.attention(torch.tensor([[[1.0]]]), teacher.head_logits)[0, 0]
+    assert weights.tolist() == pytest.approx(lam.tolist(), rel=1e-5)
+
+
+@pytest.mark.parametrize("student_score", [1.0, 3.0])
+def test_universal_kd_on_regression_puts_most_weight_on_the_head_that_agrees_not_the_largest(student_score):
+    # the plain product s · t would rank heads by their output: the head at 4.0 first, whatever the student says
+    method = build_method("universal_kd_cg", shapes(num_labels=1, regression=True, teacher_layers=3))
+    teacher = torch.tensor([[[student_score], [4.0], [-3.0]]])
+    weights = method.attention(torch.tensor([[[student_score]]]), teacher)[0, 0]
+    assert weights.argmax().item() == 0
+    assert weights[2] < weights[1]  # the farther a head's score, the less its weight
+
+
 def test_dih_distils_uniformly_from_the_selected_heads_and_the_final_classifier():
     student = out([[1.0, 0.0]], [[0.0, 0.0]], [[0.0, 0.0]])
     head_logits = torch.tensor([[[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])

@@ -48,7 +48,6 @@ from kdflow.students.tokens import student_tokenizer
 from kdflow.teachers.pseudo_heads import gold_distance
 from kdflow.training.batching import batches, to_device, tokenize
 from kdflow.training.loop import subset_indices
-from kdflow.training.losses import layer_attention
 from kdflow.transfer.labelling import compute_signals
 from kdflow.transfer.signals import SignalCache, TeacherSignals
 
@@ -80,7 +79,7 @@ def layer_attention_weights(
         return method.attention(student, teacher), list(range(1, depth))
     if isinstance(method, OUTPUT):  # these compute the attention inside their loss, from the output distribution
         query = method.distribution(student.logits)[:, None]
-        return layer_attention(query, method.distribution(teacher.head_logits)), [depth]
+        return method.attention(query, method.distribution(teacher.head_logits)), [depth]
     raise no_attention(method.name)
 
 

@@ -10,9 +10,13 @@ Pseudo classifiers are plain softmaxes ``σ(W h)`` (Eq. 3-6, 8) and their KL ter
 only the KD term on the final logits (Eq. 1, weighted by beta in Eq. 10). DIH is the exception: it distils from
 every head by Hinton KD, temperature included.
 
-Regression (STS-B): outputs are scalars, so the "distributions" are the outputs themselves, the attention score
-is their product and KL becomes the squared error (kdflow's reading; the paper only writes the classification
-case).
+Regression (STS-B; the paper only writes the classification case, so this is kdflow's reading): a pseudo
+classifier outputs a score, not a distribution. KL becomes the squared error. Eq. 4's score f_i^t · f_j^s, for two
+distributions the probability that the classifiers agree, becomes the agreement of two scores, exp(-(s - t)²/2):
+1 when they are equal, in (0, 1] as the dot product of two distributions is in [0, 1]. (It is the overlap of two
+Gaussians around the scores, with the variance 1/2 under which their KL is the squared error.) The plain product
+s · t ranks the teacher's heads by the size of their output instead: on STS-B it put half of the weight on
+whichever head predicted the highest similarity (docs/evidence.md).
 """
 
 from __future__ import annotations
@@ -43,6 +47,15 @@ class OutputSpaceMethod(Method):
             return (target - student_logits).pow(2).sum(-1)
         return (torch.xlogy(target, target) - target * F.log_softmax(student_logits, -1)).sum(-1)
 
+    def attention(self, student_outputs: torch.Tensor, teacher_outputs: torch.Tensor) -> torch.Tensor:
+        """Eq. 4's weights ``λ = softmax_i(f_i^t · f^s)`` of each student row [B, M, C] over the teacher's
+        pseudo classifiers [B, N, C] -> [B, M, N]; for regression the agreement exp(-(s - t)²/2) in place of the
+        dot product (module docstring)."""
+        if not self.shapes.regression:
+            return layer_attention(student_outputs, teacher_outputs)
+        gap = (student_outputs[:, :, None] - teacher_outputs[:, None]).pow(2).sum(-1)
+        return torch.exp(-gap / 2).softmax(-1)
+
     def kd(self, student, teacher) -> torch.Tensor:
         """Hinton KD on the final logits (Eq. 1), the one term with a temperature."""
         return kd_loss(student.logits, teacher.logits, self.options["temperature"], self.shapes.regression)
@@ -71,7 +84,7 @@ class UniversalKD(OutputSpaceMethod):
 
     def attention(self, student_probs: torch.Tensor, teacher_probs: torch.Tensor) -> torch.Tensor:
         query = student_probs.detach() if self.options["detach_attention"] else student_probs
-        return layer_attention(query, teacher_probs)
+        return super().attention(query, teacher_probs)
 
     def terms(self, student, teacher, labels):
         student_logits = torch.stack([head(h) for head, h in zip(self.heads, student.layers[:-1])], dim=1)
@@ -103,7 +116,7 @@ class UniversalKDCapacityGap(OutputSpaceMethod):
     def terms(self, student, teacher, labels):
         teacher_probs = self.distribution(teacher.head_logits)
         student_probs = self.distribution(student.logits)[:, None]  # [B, 1, C]
-        weights = layer_attention(student_probs, teacher_probs)
+        weights = self.attention(student_probs, teacher_probs)
         aggregate = torch.einsum("bmn,bnc->bmc", weights, teacher_probs)[:, 0]
         return {"kd": self.kd(student, teacher), "inter": self.divergence(aggregate, student.logits).mean()}
 
@@ -115,7 +128,7 @@ class UniversalKDAttentionOnLosses(OutputSpaceMethod):
 
     def terms(self, student, teacher, labels):
         teacher_probs = self.distribution(teacher.head_logits)
-        weights = layer_attention(self.distribution(student.logits)[:, None], teacher_probs)[:, 0]  # [B, N]
+        weights = self.attention(self.distribution(student.logits)[:, None], teacher_probs)[:, 0]  # [B, N]
         per_head = self.divergence(teacher_probs, student.logits[:, None])  # [B, N]
         return {"kd": self.kd(student, teacher), "inter": (weights * per_head).sum(1).mean()}
 
