@@ -72,7 +72,7 @@ def layer_attention_weights(
     (1-based, bottom to top) its L rows belong to."""
     depth = method.shapes.student_layers
     if isinstance(method, UniversalKD):
-        logits = torch.stack([head(h) for head, h in zip(method.heads, student.layers[:-1])], dim=1)
+        logits = method.student_head_logits(student)
         weights = method.attention(method.distribution(logits), method.distribution(teacher.head_logits))
         return weights, list(range(1, depth))
     if isinstance(method, ALP):

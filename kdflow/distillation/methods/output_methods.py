@@ -86,8 +86,12 @@ class UniversalKD(OutputSpaceMethod):
         query = student_probs.detach() if self.options["detach_attention"] else student_probs
         return super().attention(query, teacher_probs)
 
+    def student_head_logits(self, student) -> torch.Tensor:
+        """The logits f_j^s of the pseudo classifiers on the student's layers j = 1..M-1: [B, M-1, C]."""
+        return torch.stack([head(h) for head, h in zip(self.heads, student.layers[:-1])], dim=1)
+
     def terms(self, student, teacher, labels):
-        student_logits = torch.stack([head(h) for head, h in zip(self.heads, student.layers[:-1])], dim=1)
+        student_logits = self.student_head_logits(student)
         teacher_probs = self.distribution(teacher.head_logits)  # [B, N, C]
         weights = self.attention(self.distribution(student_logits), teacher_probs)  # [B, M-1, N]
         aggregate = torch.einsum("bmn,bnc->bmc", weights, teacher_probs)  # F^t(j)
