@@ -20,6 +20,7 @@ from kdflow.core.tasks import get_task
 from kdflow.teachers.finetune import evaluate_teacher, finetune
 from kdflow.training import loop
 from kdflow.workflow import provenance
+from kdflow.workflow.catalog import CACHE_DIR, catalog_file, load_catalog
 from kdflow.workflow.config_files import load_config_file, validate_config
 from kdflow.workflow.exploration import with_exploration
 
@@ -233,9 +234,26 @@ def planned_outputs(*args, cwd=REPO) -> dict[str, list[list[str]]]:
 
 
 def copy_repo(destination: Path) -> Path:
-    ignore = shutil.ignore_patterns(".git", ".venv", ".snakemake", "results", "logs", "__pycache__", "*.egg-info")
+    """A scratch copy of the repository without its runs. It keeps what each copy's first `snakemake` would
+    otherwise compute again: the compiled modules (valid: copytree keeps the sources' modification times) and the
+    catalog of methods and students (kdflow.workflow.catalog: 4.5 CPU-s, importing torch; an edited method or
+    student changes its name, so the copy then computes its own)."""
+    ignore = shutil.ignore_patterns(".git", ".venv", ".snakemake", "results", "logs", "*.egg-info")
     shutil.copytree(REPO, destination, ignore=ignore)
+    catalog = repository_catalog()
+    (destination / CACHE_DIR).mkdir(parents=True)
+    shutil.copy2(catalog, destination / CACHE_DIR / catalog.name)
     return destination
+
+
+def repository_catalog() -> Path:
+    """The catalog's cache file in the repository's own `.snakemake`, computed by the first worker that asks."""
+    cache_dir = REPO / CACHE_DIR
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with open(cache_dir / "catalog.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        load_catalog(cache_dir)
+    return catalog_file(cache_dir)
 
 
 def snakemake_config(path: str) -> dict:

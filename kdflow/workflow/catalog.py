@@ -22,11 +22,16 @@ CATALOG_MODULE = "kdflow.distillation.registry_catalog"
 CACHE_DIR = Path(".snakemake") / "kdflow"  # relative to the working directory, beside Snakemake's own state
 
 
+def catalog_file(cache_dir: Path = CACHE_DIR) -> Path:
+    """Where the catalog of the current code is cached: its name holds the code's fingerprint."""
+    return Path(cache_dir) / f"catalog-{fingerprint(module_closure(CATALOG_MODULE))}.json"
+
+
 @cache
 def load_catalog(cache_dir: Path = CACHE_DIR) -> dict:
     """``{"methods": {name: {defaults, needs, learns_from_assistant}}, "students": {name: {defaults}},
     "embeddings": {defaults, sources, modes, inits}}``, from the cache or freshly computed."""
-    path = Path(cache_dir) / f"catalog-{fingerprint(module_closure(CATALOG_MODULE))}.json"
+    path = catalog_file(cache_dir)
     if path.is_file():
         return json.loads(path.read_text())
     # Run from the package's parent directory, so that the subprocess imports this very package.
