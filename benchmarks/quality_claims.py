@@ -20,8 +20,11 @@ The protocol (benchmarks/quality/config.yaml, experiments ``claims_alp``, ``clai
 Every finished run is appended to the committed record, benchmarks/quality/claims_runs.jsonl (its scores, dev
 predictions, CPU time, the commit and command that ran it), as soon as its job ends. A run in the record is never
 asked of the workflow again, whether or not the work directory survived; the verdicts are computed from the
-record alone. The workflow runs with ``--rerun-triggers mtime input``, so that a kdflow edit made while the
-benchmark runs does not retrain the teacher under runs already recorded; each record names its commit. The other
+record alone. A run is recorded only from a clean tree whose commit is on main (:func:`recordable_commit`): the
+benchmark refuses to start otherwise, and records nothing that finished after the tree changed; run it from a
+clean worktree of main (``git worktree add``) while editing elsewhere. The workflow runs with ``--rerun-triggers
+mtime input``, so that a kdflow edit made while the benchmark runs does not retrain the teacher under runs already
+recorded; each record names its commit. The other
 side of that choice: a fix to what the students learn from (teacher, pseudo-heads, signals) reaches the work
 directory only if its outputs are deleted by hand, and the runs it voids are moved, with the reason, to
 benchmarks/quality/superseded_runs.jsonl, so that the benchmark trains them again (as after 67d4456).
@@ -118,11 +121,29 @@ def seed_runs(record: list[dict], config: dict, tasks: list[str], seeds: dict[st
     return runs
 
 
-def commit() -> str:
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "kdflow", "scripts", "rules", "Snakefile"],
-                           cwd=REPO, capture_output=True, text=True).stdout.strip()
-    return head + ("-dirty" if dirty else "")
+# The benchmark's own outputs, which it writes while it runs: the only changes a recording tree may have.
+OWN_FILES = ("benchmarks/quality/claims_runs.jsonl", "benchmarks/quality/claims_dev_labels.json",
+             "benchmarks/quality/claims.md")
+
+
+def recordable_commit(repo: Path = REPO, branch: str = "main") -> str:
+    """The commit a run may be recorded from: HEAD, with no change to any tracked file but the benchmark's own
+    record, and on ``branch``; anything else is refused (SystemExit), so that every recorded run names code that
+    can be checked out again."""
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+
+    head = git("rev-parse", "HEAD").stdout.strip()
+    changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").stdout.splitlines()
+               if line[3:] not in OWN_FILES]
+    if changed:
+        raise SystemExit(f"not recording runs from a tree with uncommitted changes ({', '.join(changed[:5])}"
+                         f"{', ...' if len(changed) > 5 else ''}): commit them on {branch}, or run from a clean "
+                         "worktree of it (git worktree add)")
+    if git("merge-base", "--is-ancestor", head, branch).returncode != 0:
+        raise SystemExit(f"not recording runs from commit {head[:12]}: it is not on {branch} (a recorded run must "
+                         f"name a commit that stays reachable); merge it into {branch} first")
+    return head
 
 
 def run_command(run: dict) -> str:
@@ -165,7 +186,17 @@ def resumed(workdir: Path, relative: Path) -> bool:
 
 
 def harvest(workdir: Path, runs: list[dict], invocation: str, code: str) -> int:
-    """Append the finished runs among ``runs`` that the record lacks; returns how many."""
+    """Append the finished runs among ``runs`` that the record lacks, if the tree is still clean at commit
+    ``code`` (else none: a job may have run edited code); returns how many."""
+    try:
+        unchanged = recordable_commit() == code
+    except SystemExit as refusal:
+        unchanged, reason = False, str(refusal)
+    else:
+        reason = "HEAD moved since the runs started"
+    if not unchanged:
+        print(f"finished runs not recorded: {reason}", file=sys.stderr, flush=True)
+        return 0
     known = {record_key(r) for r in read_record()}
     new = [record for run in runs if record_key(run) not in known
            for record in [finished_run(workdir, run, invocation, code)] if record is not None]
@@ -212,7 +243,7 @@ def run_workflow(workdir: Path, runs: list[dict], cores: int, label: str, nolock
                *(["--nolock"] if nolock else []), "--",
                *targets]
     shown = " ".join(["python", *sys.argv]) + f" ({label}: {len(targets)} student runs in one Snakemake call)"
-    code = commit()
+    code = recordable_commit()  # before any training: a run that could not be recorded is not started
     print(f"{label}: {len(runs)} runs to train", flush=True)
     finished = threading.Event()
 
@@ -268,7 +299,10 @@ def main() -> None:
             run_workflow(workdir, seed_runs(read_record(), config, [task], seeds), args.cores,
                          f"{task} seeds 1-{seeds[task]}")
     grids = searched_points(load_config_file(REPO / "benchmarks" / "quality" / "config.yaml"))
-    document = claims_document(read_record() + read_record(THESIS_RECORD), read_json(LABELS) or {}, grids)
+    import pandas as pd
+
+    document = claims_document(read_record() + read_record(THESIS_RECORD), read_json(LABELS) or {}, grids,
+                               pd.read_csv(REPO / "reference" / "paper_results.csv"))
     document.write(VERDICTS)
     print(VERDICTS.read_text())
 

@@ -202,6 +202,7 @@ rule claims_table:
         runs=config.get("evidence", {}).get("runs", []),
         dev_labels=config.get("evidence", {}).get("dev_labels", []),
         config=config.get("evidence", {}).get("config", []),
+        reference=config.get("paper_tables", {}).get("reference", []),
     output:
         markdown="results/tables/claims.md",
         html=report(

@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from kdflow.core.runtime import rule_job
 from kdflow.reporting.claims import claims_document, read_runs, searched_points
 from kdflow.workflow.config_files import load_config_file
@@ -11,4 +13,5 @@ with rule_job(snakemake):
     runs = [run for path in snakemake.input.runs for run in read_runs(path)]
     labels = json.loads(Path(snakemake.input.dev_labels).read_text())
     grids = searched_points(load_config_file(snakemake.input.config))
-    claims_document(runs, labels, grids).write(snakemake.output.markdown, snakemake.output.html)
+    reference = pd.read_csv(snakemake.input.reference) if snakemake.input.get("reference") else None
+    claims_document(runs, labels, grids, reference).write(snakemake.output.markdown, snakemake.output.html)

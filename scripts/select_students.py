@@ -1,4 +1,4 @@
-"""Rule select_students: per task, student and method, the best grid point on dev (mean over seeds), and the
+"""Rule select_students: per task, student and method, the best grid point on dev (mean over the selection seeds), and the
 experiment's table of the selected students, with their tests against the experiment's baseline, and of its whole
 grid."""
 
@@ -12,7 +12,7 @@ from kdflow.reporting.tables import experiment_document, experiment_table, grid_
 with rule_job(snakemake):
     runs = snakemake.params.runs
     selection = select_experiment(runs["runs"], list(snakemake.input.metrics), runs["main_metrics"], runs["compare_to"],
-                                  list(snakemake.input.get("predictions", [])) or None)
+                                  list(snakemake.input.get("predictions", [])) or None, runs["selection_seeds"])
     Path(snakemake.output.selection).write_text(json.dumps(selection, indent=2) + "\n")
     table = experiment_table(selection)
     table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")

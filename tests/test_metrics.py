@@ -85,8 +85,8 @@ def test_a_non_finite_logit_makes_classification_metrics_nan():
 
 @pytest.mark.parametrize("name", sorted(metrics.METRICS))
 def test_a_stack_of_runs_scores_row_by_row_as_each_run_alone(name):
-    """The paired bootstrap scores all its resamples in one call (kdflow.core.statistics): every metric takes a
-    stack of runs along the last axis, degenerate rows (one class, a constant vector) and NaN rows included."""
+    """The test over seeds and examples scores all its resamples in one call (kdflow.core.statistics): every metric
+    takes a stack of runs along the last axis, degenerate rows (one class, a constant vector) and NaN rows included."""
     rng = np.random.default_rng(0)
     gold = rng.integers(0, 2, size=(5, 40))
     pred = rng.integers(0, 2, size=(5, 40)).astype(np.float64)

@@ -65,19 +65,21 @@ TEACHER["sara"] = {"scores": {"dev": {"f1_micro": 0.5}, "test": {"f1_micro": 0.9
 
 def student_scores(student, method, tasks=GLUE):
     return [dict(task=task, student=student, method=method, split="dev", metric=MAIN_METRIC.get(task, "accuracy"),
-                 mean=40.0 + i, std=1.0, seeds=1, selected="default") for i, task in enumerate(tasks)]
+                 headline=40.0 + i, mean=40.0 + i, std=1.0, seeds=1, selected="default")
+            for i, task in enumerate(tasks)]
 
 
 EXPERIMENTS = {
     "universal_kd_table2": pd.DataFrame(student_scores("bert_4", "kd") + student_scores("bert_4", "no_kd", ["sst2"])),
     # ALP-KD Table 1's runs: kd as well, which Universal-KD Table 2 must take from its own experiment
     "alp_kd_table1": pd.DataFrame(student_scores("bert_4", "pkd") + student_scores("bert_4", "kd", ["cola"])
-                                  + student_scores("bert_4", "ckd_no", ["rte"])).assign(mean=lambda f: f["mean"] + 10),
+                                  + student_scores("bert_4", "ckd_no", ["rte"])).assign(mean=lambda f: f["mean"] + 10,
+                                                                                  headline=lambda f: f["mean"]),
     "thesis_table52_lstm_s": pd.DataFrame([
-        dict(task="sst2", student="lstm_s", method="mse_logits", split="dev", metric="accuracy", mean=90.0, std=0.5,
-             seeds=3, selected="default"),
-        dict(task="sara", student="lstm_s", method="mse_logits", split="test", metric="f1_micro", mean=85.0,
-             std=0.2, seeds=3, selected="default"),
+        dict(task="sst2", student="lstm_s", method="mse_logits", split="dev", metric="accuracy", headline=90.0,
+             mean=90.0, std=0.5, seeds=3, selected="default"),
+        dict(task="sara", student="lstm_s", method="mse_logits", split="test", metric="f1_micro", headline=85.0,
+             mean=85.0, std=0.2, seeds=3, selected="default"),
     ]),
 }
 INFERENCE = {"bert_large_sst2": {"params_millions_non_embedding": 303.36, "ms_per_example_cpu": 40.0},
@@ -386,3 +388,19 @@ def test_a_wide_table_splits_by_task_with_its_key_columns_repeated():
     assert all(list(part.columns[:3]) == ["student", "method", "kdflow"] for part in parts)
     assert [list(part.columns[3:]) for part in split_by_task(wide, per_table=1)][:2] == [
         ["cola mcc dev", "cola mcc test"], ["sst2 dev", "sst2 test"]]  # a task's columns stay together
+
+
+def test_the_headline_is_shown_and_the_spread_check_uses_only_the_held_out_seeds():
+    # The selection seed's 95.0 chose the point (the headline, beside the paper's best dev score); the held-out
+    # seeds' mean 89.0 ± 0.5 over 3 is what the spread check uses: the paper's 90.4 lies in 89.0 ± 4.303 * 0.5 *
+    # sqrt(4/3) = [86.5, 91.5], whereas the headline is 4.6 above it.
+    experiments = {**EXPERIMENTS, "universal_kd_table2": pd.DataFrame([dict(
+        task="sst2", student="bert_4", method="kd", split="dev", metric="accuracy", headline=95.0, mean=89.0, std=0.5,
+        seeds=3, selected="beta0.5")])}
+    table = paper_table(REFERENCE, SPECS["universal_kd_table2"], TEACHER, experiments, INFERENCE)
+    kd = cell(table, "bert-4", "kd", "sst2")
+    assert (kd.kdflow, kd.kdflow_held_out, kd.seeds) == (95.0, 89.0, 3)
+    assert kd.difference == pytest.approx(95.0 - 90.4) and kd.within_spread
+    experiments["universal_kd_table2"]["mean"] = 80.0  # held-out seeds far below the paper: outside the spread
+    table = paper_table(REFERENCE, SPECS["universal_kd_table2"], TEACHER, experiments, INFERENCE)
+    assert not cell(table, "bert-4", "kd", "sst2").within_spread

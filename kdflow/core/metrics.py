@@ -66,7 +66,7 @@ def _ranks(values: np.ndarray) -> np.ndarray:
 
 
 # Every metric scores along the last axis: one score for one run, or one per row for a stack of runs (or of
-# bootstrap resamples: kdflow.core.statistics.paired_bootstrap scores 1,000 of them in one call).
+# bootstrap resamples: kdflow.core.statistics.seed_example_test scores 1,000 of them in one call).
 
 
 def _ratio(numerator, denominator):

@@ -1,18 +1,26 @@
 """The papers' central claims on real data: verdicts from the committed record of benchmarks/quality_claims.py.
 
 The record (benchmarks/quality/claims_runs.jsonl) holds one run per line: its experiment, task, student, method,
-grid point (``config``), seed, main dev metric and score (x100), and its dev predictions. The thesis's runs
-(thesis_runs.jsonl) are transcribed from an earlier README, without predictions. Each method's cell is its point
-chosen on dev with the first seed (kdflow's :func:`kdflow.distillation.selection.select`) and that point's runs.
+grid point (``config``), seed, main dev metric and score (x100), its dev predictions and the clean commit on main
+that trained it. The thesis's runs (thesis_runs.jsonl) are transcribed from an earlier README, without predictions
+or commit: they are shown, and no verdict uses them.
 
-A claim is a chain of links "A > B" (or "A >= B"), each tested with :mod:`kdflow.core.statistics`: the difference
-of the mean dev scores, a paired t-test over the seeds both ran, and a 95% paired-bootstrap interval over the dev
-examples. Its verdict:
-- **holds**: A is ahead and both tests reject "no difference";
-- **contradicted**: A is behind and both tests reject it;
-- **within noise**: otherwise; for a link the paper writes "A >= B", that agrees with the paper.
-Where one test cannot be made, the other decides, and the verdict says so: runs without predictions (the thesis's)
-by the seed test alone, a single seed by the bootstrap alone (provisional: a seed's luck is not in it).
+**Selection apart from what it reports.** Each method's point is chosen on the first seed's dev score (kdflow's
+:func:`kdflow.distillation.selection.select`; exact ties to the first point in name order): that is the cell's
+headline, the like of a paper's best dev score. A method with a grid is then judged on its chosen point's other
+seeds only, held out of the choice; a method without one chooses nothing, and all its seeds count. CKD's variant
+(the better of its NO and PO bucketings) is chosen the same way, on the first seed.
+
+**A link "A > B" (or "A >= B")** is tested over the seeds both sides hold out, paired by seed, and the dev
+examples together (:func:`kdflow.core.statistics.seed_example_test`). Its p-value is adjusted with Holm's method
+across the links of its claim (all tasks), and so is the equivalence test at the paper's own gain (TOST,
+:func:`kdflow.core.statistics.equivalence_p`), the gain being the difference of the two methods in the paper's
+table (``reference/paper_results.csv``). Its verdict, from the adjusted p-values:
+- **holds**: A is ahead and the test rejects "no difference";
+- **contradicted**: A is behind and the test rejects it;
+- **no difference as large as the paper's**: the equivalence test rejects a difference of the paper's size;
+- **inconclusive**: neither; the difference the data can detect (80% power) says why, and the seeds planner
+  (:func:`kdflow.core.statistics.seeds_needed`) how many held-out seeds would detect the paper's gain.
 """
 
 from __future__ import annotations
@@ -31,31 +39,40 @@ from kdflow.distillation.selection import select
 from kdflow.workflow.config import grid_points
 
 # The experiments of benchmarks/quality/config.yaml. A link's side is (experiment, method), or a tuple of them of
-# which the best mean counts (ALP-KD's CKD is the better of its NO and PO bucketings).
+# which the one best on the first seed counts (ALP-KD's CKD is the better of its NO and PO bucketings). Each claim
+# names where its paper's numbers are (source, table, student of reference/paper_results.csv), searched in order.
 ALP, UKD, UKD_CA = "claims_alp", "claims_universal", "claims_universal_ca"
 CKD = ((ALP, "ckd_no"), (ALP, "ckd_po"))
+UKD_TABLE2 = ("universal_kd_wu2021", 2, "bert-4")
 CLAIMS = [
     ("ALP-KD: ALP-KD (and its NO/PO variants) >= CKD >= PKD > KD > no KD", "ALP-KD Table 1 (BERT-base -> BERT-4)",
      [((ALP, "alp"), CKD, ">="), ((ALP, "alp_no"), CKD, ">="), ((ALP, "alp_po"), CKD, ">="),
-      (CKD, (ALP, "pkd"), ">="), ((ALP, "pkd"), (ALP, "kd"), ">"), ((ALP, "kd"), (ALP, "no_kd"), ">")]),
+      (CKD, (ALP, "pkd"), ">="), ((ALP, "pkd"), (ALP, "kd"), ">"), ((ALP, "kd"), (ALP, "no_kd"), ">")],
+     # kdflow's text of ALP-KD lacks Table 1 but its PKD and ALP rows, which Universal-KD's Table 2 quotes beside
+     # its own KD and no-KD runs of the same BERT-base -> BERT-4 setting
+     [("alp_kd_passban2021", 1, "bert-4"), UKD_TABLE2]),
     ("Universal-KD: Universal-KD (IL, CG) > ALP-KD, PKD, KD",
-     "Universal-KD Tables 2 and 4; their PKD and ALP-KD rows come from ALP-KD Table 1, as here",
+     "Universal-KD Tables 2 and 4; their PKD and ALP rows come from ALP-KD Table 1, as here",
      [((UKD, method), other, ">") for method in ("universal_kd_il", "universal_kd_cg")
-      for other in ((ALP, "alp"), (ALP, "pkd"), (UKD, "kd"))] + [((UKD, "kd"), (UKD, "no_kd"), ">")]),
+      for other in ((ALP, "alp"), (ALP, "pkd"), (UKD, "kd"))] + [((UKD, "kd"), (UKD, "no_kd"), ">")],
+     # CG's gains are Table 4's (RoBERTa-large -> DistilRoBERTa), which has no PKD or ALP-KD row
+     [UKD_TABLE2, ("universal_kd_wu2021", 4, "distilroberta")]),
     ("Universal-KD, cross-architecture: Universal-KD (CA) > KD > no KD, with a BiLSTM student",
      "Universal-KD Table 5 (BERT-base -> 3-layer BiLSTM); the paper's own gains are small: KD +0.5 over no KD "
      "and Universal-KD (CA) +0.8 over KD on average, -0.4 and +0.8 on SST-2",
-     [((UKD_CA, "universal_kd_ca"), (UKD_CA, "kd"), ">"), ((UKD_CA, "kd"), (UKD_CA, "no_kd"), ">")]),
+     [((UKD_CA, "universal_kd_ca"), (UKD_CA, "kd"), ">"), ((UKD_CA, "kd"), (UKD_CA, "no_kd"), ">")],
+     [("universal_kd_wu2021", 5, "bilstm")]),
     ("Investigation: Universal-KD (IL) against KD with a three times longer schedule (6 + 3 epochs)",
      "not a paper table: is the scaled 2 + 1 schedule what holds Universal-KD back? Both at beta 0.5",
-     [((UKD + "_long", "universal_kd_il"), (UKD + "_long", "kd"), ">")]),
+     [((UKD + "_long", "universal_kd_il"), (UKD + "_long", "kd"), ">")], [UKD_TABLE2]),
     ("The thesis: KD over a large transfer set > KD on the labelled set > no KD",
      "Sučík (2020) Table 5.2; LSTM_S from MiniLM-L6 on 4,000 labelled examples, the runs of the thesis check "
-     "of docs/evidence.md (no predictions kept: the seed test alone)",
+     "of docs/evidence.md (transcribed: no predictions or commit kept, so no verdict until they are retrained)",
      [(("lstm_s_unlabelled", "mse_logits"), ("lstm_s_train", "mse_logits"), ">"),
       (("lstm_s_generated", "mse_logits"), ("lstm_s_train", "mse_logits"), ">"),
-      (("lstm_s_train", "mse_logits"), ("lstm_s_train", "no_kd"), ">")]),
+      (("lstm_s_train", "mse_logits"), ("lstm_s_train", "no_kd"), ">")], []),
 ]
+VERDICTS = ("holds", "contradicted", "no difference as large as the paper's", "inconclusive")
 NAMES = {("lstm_s_train", "no_kd"): "(a) no KD", ("lstm_s_train", "mse_logits"): "(b) KD, labelled",
          ("lstm_s_unlabelled", "mse_logits"): "(c) KD, + unlabelled",
          ("lstm_s_generated", "mse_logits"): "(d) KD, + generated"}
@@ -77,9 +94,11 @@ def searched_points(config: dict) -> dict[tuple[str, str], set[str]]:
 
 
 def cells(runs: list[dict], grids: dict | None = None) -> dict[tuple, dict]:
-    """(task, experiment, method) -> the point chosen on the first seed's dev scores, that point's runs (by seed)
-    and the first seed's score of every point. With ``grids`` (:func:`searched_points`), a cell whose search has
-    not run every point yet is marked incomplete: its choice may still change."""
+    """(task, experiment, method) -> the point chosen on the first seed's dev scores (``point``, its score the
+    ``headline``), the runs a verdict may use (``held_out``: the point's other seeds where there was a choice, all
+    its seeds where the search has one point), every run of the point (``runs``) and the first seed's score of every
+    point. With ``grids`` (:func:`searched_points`), a cell whose search has not run every point yet is marked
+    incomplete: its choice may still change."""
     groups = defaultdict(list)
     for run in runs:
         groups[run["task"], run["experiment"], run["method"]].append(run)
@@ -90,113 +109,178 @@ def cells(runs: list[dict], grids: dict | None = None) -> dict[tuple, dict]:
         point = select(search, group[0]["metric"])["selected"]
         expected = (grids or {}).get(key[1:], set())
         missing = expected - {run["point"] for run in search}
-        result[key] = {"point": point, "metric": group[0]["metric"],
-                       "runs": sorted((run for run in group if run["point"] == point), key=lambda run: run["seed"]),
+        chose = len(expected | {run["point"] for run in group}) > 1
+        at_point = sorted((run for run in group if run["point"] == point), key=lambda run: run["seed"])
+        result[key] = {"point": point, "metric": group[0]["metric"], "runs": at_point, "chose": chose,
+                       "headline": next(run["dev"] for run in at_point if run["seed"] == first),
+                       "held_out": [run for run in at_point if not chose or run["seed"] != first],
                        "grid": {run["point"]: run["dev"] for run in search},
                        "searched": None if not missing else f"{len(expected) - len(missing)} of {len(expected)}"}
     return result
 
 
 def side(table: dict, task: str, name) -> tuple[str, dict] | None:
-    """A link's side on ``task``: its label and cell, the best on mean dev of several; None if any is missing or
-    its search is incomplete."""
+    """A link's side on ``task``: its label and cell, of several the best on the first seed (a choice like a grid
+    point's); None if any is missing or its search is incomplete."""
     options = [name] if isinstance(name[0], str) else list(name)
     found = [(NAMES.get((e, m)) or METHOD_NAMES.get(m, m), table[task, e, m]) for e, m in options
              if (task, e, m) in table and table[task, e, m]["searched"] is None]
     if len(found) < len(options):
         return None
-    return max(found, key=lambda item: np.mean([run["dev"] for run in item[1]["runs"]]))
+    if len(found) == 1:
+        return found[0]
+    label, cell = max(found, key=lambda item: item[1]["headline"])  # the first of equals, in the claim's order
+    return label, {**cell, "chose": True, "held_out": [run for run in cell["runs"] if run["seed"] !=
+                                                       min(r["seed"] for r in cell["runs"])]}
 
 
-def compare_sides(better: dict, worse: dict, gold) -> dict:
-    """The difference of the mean dev scores (x100), the paired t-test over the common seeds and the paired
-    bootstrap over the dev examples (where both sides kept their predictions and ``gold`` is known)."""
-    by_seed = lambda cell: {run["seed"]: run["dev"] for run in cell["runs"]}  # noqa: E731
-    kept = all("dev_predictions" in run for run in better["runs"] + worse["runs"]) and gold is not None
-    predictions = [[np.asarray(run["dev_predictions"]) for run in cell["runs"]] if kept else None
-                   for cell in (better, worse)]
-    result = statistics.compare(by_seed(better), by_seed(worse), metrics.METRICS[better["metric"]], *predictions,
-                                np.asarray(gold) if kept else None)
-    return {**result, "low": 100 * result["low"], "high": 100 * result["high"]}
+def paper_gain(reference: pd.DataFrame, sources: list[tuple], task: str, better, worse) -> float:
+    """The paper's dev difference of a link's sides on ``task`` (a side of several: the best of them, as kdflow's
+    side), from the first of ``sources`` (source, table, student) that has both; NaN where none does."""
+
+    def value(rows: pd.DataFrame, name) -> float:
+        methods = [name[1]] if isinstance(name[0], str) else [m for _, m in name]
+        values = [rows.loc[rows["method"] == method, "value"] for method in methods]
+        return float(max(v.iloc[0] for v in values)) if all(len(v) and v.notna().all() for v in values) else math.nan
+
+    for source, table, student in sources:
+        rows = reference[(reference["source"] == source) & (reference["table"] == table)
+                         & (reference["student"] == student) & (reference["task"] == task)
+                         & (reference["split"] == "dev")]
+        gain = value(rows, better) - value(rows, worse)
+        if math.isfinite(gain):
+            return gain
+    return math.nan
 
 
-def verdict(result: dict, relation: str) -> str:
-    """holds, contradicted or within noise (see the module). Where one test cannot be made, the other decides and
-    the verdict says so: the seed test alone for runs without predictions, the bootstrap alone for one seed."""
-    seed_test, example_test = math.isfinite(result["p_seeds"]), math.isfinite(result["low"])
-    by_seeds = seed_test and result["p_seeds"] < statistics.SIGNIFICANCE
-    by_examples = example_test and (result["low"] > 0 or result["high"] < 0)
-    if seed_test and example_test:
-        significant, basis = by_seeds and by_examples, ""
-    elif seed_test:
-        significant, basis = by_seeds, " (seeds only)"
-    elif example_test and result["pairs"] < 2:
-        significant, basis = by_examples, " (dev examples only: one seed)"
+def compare_sides(better: dict, worse: dict, gold, gain: float = math.nan) -> dict:
+    """The held-out runs of two sides, paired by seed, tested over seeds and dev examples together (x100): the
+    difference, its p-value, interval and detectable difference, and, at the paper's ``gain``, the equivalence
+    test's p-value and the held-out seeds that would detect it."""
+    ours = {run["seed"]: np.asarray(run["dev_predictions"]) for run in better["held_out"]}
+    theirs = {run["seed"]: np.asarray(run["dev_predictions"]) for run in worse["held_out"]}
+    if not set(ours) & set(theirs):
+        result = {"difference": math.nan, "pairs": 0, **dict.fromkeys(
+            ("seed_variance", "example_variance", "standard_error", "df", "p", "low", "high"), math.nan)}
     else:
-        significant, basis = False, ""
-    if significant:
-        return ("holds" if result["difference"] > 0 else "contradicted") + basis
-    return "within noise" + (" (agrees with >=)" if relation == ">=" else "") + basis
+        result = statistics.seed_example_test(ours, theirs, np.asarray(gold), metrics.METRICS[better["metric"]])
+    scaled = {name: 100 * result[name] for name in ("difference", "standard_error", "low", "high")}
+    variances = 1e4 * result["seed_variance"], 1e4 * result["example_variance"]
+    return {**result, **scaled, "seed_variance": variances[0], "example_variance": variances[1],
+            "detectable": statistics.detectable_difference(*variances, result["pairs"]), "paper_gain": gain,
+            "p_equivalence": statistics.equivalence_p(scaled["difference"], scaled["standard_error"], result["df"],
+                                                      abs(gain)),
+            "seeds_needed": statistics.seeds_needed(abs(gain), *variances)}
 
 
-def verdicts(runs: list[dict], labels: dict, grids: dict | None = None) -> pd.DataFrame:
-    """One row per claim, task and link that the runs cover (with complete searches)."""
-    table = cells(runs, grids)
+def verdict(result: dict) -> str:
+    """One of :data:`VERDICTS` from a link's Holm-adjusted p-values (see the module)."""
+    if math.isfinite(result["p_holm"]) and result["p_holm"] < statistics.SIGNIFICANCE:
+        return "holds" if result["difference"] > 0 else "contradicted"
+    if math.isfinite(result["p_equivalence_holm"]) and result["p_equivalence_holm"] < statistics.SIGNIFICANCE:
+        return "no difference as large as the paper's"
+    return "inconclusive"
+
+
+def usable(run: dict) -> bool:
+    """Whether a verdict may use a run: it kept its dev predictions and names the clean commit that trained it."""
+    return "dev_predictions" in run and bool(run.get("commit")) and not run["commit"].endswith("-dirty")
+
+
+def verdicts(runs: list[dict], labels: dict, grids: dict | None = None,
+             reference: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per claim, task and link whose sides' searches are complete and which a verdict may use, with the
+    p-values raw and adjusted (Holm, across the claim's links) and the verdict."""
+    table = cells([run for run in runs if usable(run)], grids)
+    reference = reference if reference is not None else pd.DataFrame(columns=["source", "table", "student", "task",
+                                                                              "split", "method", "value"])
     tasks = list(dict.fromkeys(run["task"] for run in runs))
     rows = []
-    for claim, _, links in CLAIMS:
+    for claim, _, links, sources in CLAIMS:
+        found = []
         for task in tasks:
             for better_name, worse_name, relation in links:
                 better, worse = side(table, task, better_name), side(table, task, worse_name)
-                if better is None or worse is None:
+                if better is None or worse is None or task not in labels:
                     continue
-                result = compare_sides(better[1], worse[1], labels.get(task))
-                rows.append({"claim": claim, "task": task, "link": f"{better[0]} {relation} {worse[0]}",
-                             "better": better[0], "worse": worse[0], "relation": relation,
-                             "metric": better[1]["metric"], **result, "verdict": verdict(result, relation)})
+                gain = paper_gain(reference, sources, task, better_name, worse_name)
+                result = compare_sides(better[1], worse[1], labels[task], gain)
+                found.append({"claim": claim, "task": task, "link": f"{better[0]} {relation} {worse[0]}",
+                              "better": better[0], "worse": worse[0], "relation": relation,
+                              "metric": better[1]["metric"], "better_mean": _mean(better[1]["held_out"]),
+                              "worse_mean": _mean(worse[1]["held_out"]), **result})
+        for name in ("p", "p_equivalence"):
+            for row, adjusted in zip(found, statistics.holm([row[name] for row in found])):
+                row[f"{name}_holm"] = adjusted
+        rows += [{**row, "verdict": verdict(row)} for row in found]
     return pd.DataFrame(rows)
 
 
-def claims_document(runs: list[dict], labels: dict, grids: dict | None = None) -> Document:
-    found = verdicts(runs, labels, grids)
+def _mean(runs: list[dict]) -> float:
+    return float(np.mean([run["dev"] for run in runs])) if runs else math.nan
+
+
+def _number(value: float, form: str = "{:.2f}") -> str:
+    return "—" if value is None or not math.isfinite(value) else form.format(value)
+
+
+def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
+                    reference: pd.DataFrame | None = None) -> Document:
+    found = verdicts(runs, labels, grids, reference)
     document = Document("The papers' claims on real data", [Paragraph(
         "From the committed record of benchmarks/quality_claims.py (benchmarks/quality/claims_runs.jsonl; "
         "docs/evidence.md): a shallow BERT student (MiniLM-L6's first 3 layers) distilled from MiniLM-L6 "
-        "fine-tuned on each task. Dev scores x100; each method at its point chosen on dev with the first seed. A "
-        "link holds or is contradicted when both tests reject no difference: " + statistics.LEGEND)])
-    for claim, paper, _ in CLAIMS:
+        "fine-tuned on each task. Dev scores x100. Each method's point is chosen on the first seed, and judged on "
+        "its other seeds (all seeds where it has no grid). Each link is tested over those held-out seeds, paired, "
+        "and the dev examples together; p-values are adjusted with Holm's method across the links of a claim, and "
+        "the verdict uses the adjusted ones: holds or contradicted where the difference test rejects, no "
+        "difference as large as the paper's where the equivalence test at the paper's gain rejects, otherwise "
+        "inconclusive. Detectable: the smallest difference the test finds with 80% power at the observed spread; "
+        "seeds needed: the held-out seeds per side that would detect the paper's gain (— where no number up to "
+        f"{statistics.MAX_PLANNED_SEEDS} does, the dev set's own noise being too large, or the paper gives no gain).")])
+    for claim, paper, _, _ in CLAIMS:
         rows = found[found["claim"] == claim] if len(found) else found
         document.blocks += [Heading(claim), Paragraph(f"Paper: {paper}.")]
         if not len(rows):
-            document.blocks.append(Paragraph("No link of this claim has both sides' searches complete in the record "
-                                             "yet."))
+            document.blocks.append(Paragraph("No link of this claim has both sides' searches complete, in runs a "
+                                             "verdict may use, in the record yet."))
             continue
         document.blocks.append(Table(pd.DataFrame({
             "task": rows["task"], "link": rows["link"], "difference": [f"{d:+.2f}" for d in rows["difference"]],
             "seeds paired": rows["pairs"],
-            "p (seeds)": ["—" if math.isnan(p) else f"{p:.3f}" for p in rows["p_seeds"]],
-            "95% CI (dev examples)": ["—" if math.isnan(low) else f"[{low:+.2f}, {high:+.2f}]"
-                                      for low, high in zip(rows["low"], rows["high"])],
+            "p": [_number(p, "{:.3f}") for p in rows["p"]],
+            "p (Holm)": [_number(p, "{:.3f}") for p in rows["p_holm"]],
+            "95% CI": ["—" if math.isnan(low) else f"[{low:+.2f}, {high:+.2f}]"
+                       for low, high in zip(rows["low"], rows["high"])],
+            "detectable": [_number(d) for d in rows["detectable"]],
+            "paper's gain": [_number(g, "{:+.2f}") for g in rows["paper_gain"]],
+            "p equiv. (Holm)": [_number(p, "{:.3f}") for p in rows["p_equivalence_holm"]],
+            "seeds needed": ["—" if n is None or pd.isna(n) else str(int(n)) for n in rows["seeds_needed"]],
             "verdict": rows["verdict"]})))
     table = cells(runs, grids)
     tasks = list(dict.fromkeys(run["task"] for run in runs))
     lines = []
     for (task, experiment, method), cell in sorted(table.items(), key=lambda item: (tasks.index(item[0][0]),
                                                                                    item[0][1], item[0][2])):
-        values = [run["dev"] for run in cell["runs"]]
+        values = [run["dev"] for run in cell["held_out"]]
         spread = statistics.sample_std(values)
         cpu = [run["cpu_seconds"] for run in cell["runs"] if run.get("cpu_seconds") and not run.get("resumed")]
         lines.append({"task": task, "experiment": experiment,
                       "method": NAMES.get((experiment, method)) or METHOD_NAMES.get(method, method),
                       "metric": cell["metric"],
                       "chosen point": cell["point"] + (f" (search {cell['searched']})" if cell["searched"] else ""),
-                      "seeds": len(values),
-                      "dev mean ± std": f"{np.mean(values):.2f}" + (f" ± {spread:.2f}" if math.isfinite(spread) else ""),
+                      "headline": f"{cell['headline']:.2f}",
+                      "held-out seeds": len(values),
+                      "held-out mean ± std": (f"{np.mean(values):.2f}" + (f" ± {spread:.2f}" if math.isfinite(spread)
+                                                                          else "")) if values else "—",
                       "grid, first seed": ", ".join(f"{p} {v:.2f}" for p, v in sorted(cell["grid"].items())),
                       "CPU-min per run": f"{np.mean(cpu) / 60:.1f}" if cpu else "—"})
     hours = sum(run.get("cpu_seconds") or 0 for run in runs) / 3600
     resumed = sum(bool(run.get("resumed")) for run in runs)
-    document.blocks += [Heading("Every cell"), Table(pd.DataFrame(lines)),
+    document.blocks += [Heading("Every cell"), Paragraph(
+        "headline: the chosen point's first-seed score, which chose it (a paper's best dev score is its like); "
+        "held-out: the point's other seeds (all its seeds where the method has no grid), the only numbers the "
+        "verdicts use."), Table(pd.DataFrame(lines)),
                         Paragraph(f"{len(runs)} runs; {hours:.1f} CPU-hours of student training in the record (the "
                                   "teachers, pseudo-heads and teacher signals not included)."
                                   + (f" {resumed} of them resumed from a checkpoint after an interruption: their CPU "

@@ -9,8 +9,9 @@ the thesis's LSTM_S "kd" is kdflow's ``mse_logits``), ``inference`` (paper stude
 config ``models`` whose size and CPU speed fill the thesis's Table 5.2 columns), ``tasks`` (the tasks kdflow runs
 for this table; default: all of the paper's) and ``title``.
 
-kdflow's values: a student's is its experiment's mean over seeds of the configuration selected on dev, with the
-std and number of seeds; a teacher's is its single fine-tuned model. A paper's average is kdflow's average over the
+kdflow's values: a student's is its experiment's headline, the mean dev score of the seeds that chose its grid
+point (the like of a paper's best dev score), or on other splits their mean there; the spread check uses only the
+chosen point's held-out seeds (their mean, std and number), which took no part in the choice; a teacher's is its single fine-tuned model. A paper's average is kdflow's average over the
 same scores (per task the mean of its metrics, then the mean over tasks: GLUE's rule, which is how Universal-KD's
 Table 3 averages its 12 test scores) when kdflow has all of them. GLUE test scores need the GLUE server, so kdflow
 never has them; their rows point to the submission files instead.
@@ -54,7 +55,7 @@ MNLI_SPLIT_SUFFIX = {"accuracy_matched": "", "accuracy_mismatched": "_mismatched
 SHORT_METRICS = {"params_millions_non_embedding": "params (M)", "ms_per_example_cpu": "ms/example (CPU)",
                  "accuracy_matched": "m", "accuracy_mismatched": "mm"}  # MNLI-m/mm, as GLUE names them
 COLUMNS = ["source", "table", "teacher", "student", "method", "task", "metric", "split", "paper", "kdflow",
-           "difference", "kdflow_std", "seeds", "within_spread", "kdflow_student", "kdflow_method", "kdflow_from", "paper_note",
+           "difference", "kdflow_held_out", "kdflow_std", "seeds", "within_spread", "kdflow_student", "kdflow_method", "kdflow_from", "paper_note",
            "kdflow_note"]
 
 
@@ -191,7 +192,7 @@ def paper_table(
     for experiment in (e for e in spec["experiments"] if e in experiment_tables):
         for score in experiment_tables[experiment].itertuples():
             key = (score.task, score.student, score.method, score.split, score.metric)
-            students.setdefault(key, (score.mean, score.std, score.seeds, experiment))
+            students.setdefault(key, (score.headline, score.mean, score.std, score.seeds, experiment))
 
     def value(row, plan) -> dict:
         split, metric = kdflow_score(row.task, row.metric, row.split)
@@ -206,8 +207,9 @@ def paper_table(
             key = (row.task, plan["kdflow_student"], plan["kdflow_method"], split, metric)
             if key not in students:
                 return {"kdflow_note": f"not in the tables of experiments {', '.join(spec['experiments'])}"}
-            mean, std, seeds, experiment = students[key]
-            return {"kdflow": mean, "kdflow_std": std, "seeds": seeds, "kdflow_from": experiment}
+            headline, mean, std, seeds, experiment = students[key]
+            return {"kdflow": headline, "kdflow_held_out": mean, "kdflow_std": std, "seeds": seeds,
+                    "kdflow_from": experiment}
         return {"kdflow_note": plan["note"]}
 
     rows = table_rows(reference, spec)
@@ -220,6 +222,7 @@ def paper_table(
             "paper_note": row.note,
             **{key: plan[key] for key in ("kdflow_student", "kdflow_method", "kdflow_from")},
             "kdflow": np.nan,
+            "kdflow_held_out": np.nan,
             "kdflow_std": np.nan,
             "seeds": pd.NA,
             "kdflow_note": "",
@@ -229,7 +232,7 @@ def paper_table(
     _fill_averages(table)
     table["difference"] = (table["kdflow"] - table["paper"]).where(is_score(table))
     table["seeds"] = table["seeds"].astype("Int64")
-    table["within_spread"] = [within_spread(row.paper, row.kdflow, row.kdflow_std, row.seeds)
+    table["within_spread"] = [within_spread(row.paper, row.kdflow_held_out, row.kdflow_std, row.seeds)
                               for row in table.itertuples()]
     table["within_spread"] = table["within_spread"].astype("boolean")
     return table[COLUMNS]
@@ -368,8 +371,9 @@ def deviation_blocks(deviations: list[dict]) -> list:
 
 SPREAD_MARKS = {True: " ✓", False: " ✗", pd.NA: ""}
 SPREAD_LEGEND = (f"✓: the paper's number lies within kdflow's {statistics.CONFIDENCE:.0%} seed interval, where one more "
-                 "kdflow run would fall (mean ± t s √(1 + 1/n), s the sample std over n seeds): the difference is "
-                 "within kdflow's seed spread. ✗: outside it. No mark: kdflow has fewer than 2 seeds.")
+                 "kdflow run would fall (mean ± t s √(1 + 1/n), s the sample std over the n held-out seeds, which "
+                 "took no part in choosing the grid point): the difference is within kdflow's seed spread. ✗: outside "
+                 "it. No mark: kdflow has fewer than 2 held-out seeds.")
 
 
 def paper_document(table: pd.DataFrame, title: str, digits: int | None = None, deviations: list[dict] = ()) -> Document:
@@ -380,8 +384,9 @@ def paper_document(table: pd.DataFrame, title: str, digits: int | None = None, d
     differences = _wide(table, lambda r: _number(r.difference, of(r), "—", signed=True) + SPREAD_MARKS[r.within_spread],
                         only=is_score(table))
     document = Document(title, [
-        Paragraph("Each cell: kdflow (paper). kdflow: mean over seeds of the configuration selected on dev "
-                  "(teachers: the fine-tuned model); — : kdflow has no value (see the notes)."),
+        Paragraph("Each cell: kdflow (paper). kdflow: the headline of the configuration selected on dev, the mean "
+                  "of the seeds that chose it, as a paper's best dev score (teachers: the fine-tuned model); — : "
+                  "kdflow has no value (see the notes)."),
         *map(Table, split_by_task(_wide(table, _score_cell(of)))),
         Heading("kdflow − paper, for scores"),
         Paragraph(SPREAD_LEGEND),

@@ -60,16 +60,19 @@ def write_table(table: pd.DataFrame, csv_path, markdown_path, html_path=None) ->
     teacher_document(table).write(markdown_path, html_path)
 
 
-COMPARISON = ["compare_to", "difference", "pairs", "p_seeds", "ci_low", "ci_high"]
+COMPARISON = ["compare_to", "difference", "pairs", "p", "p_holm", "ci_low", "ci_high", "detectable", "seeds_needed"]
 
 
 def experiment_table(selection: dict) -> pd.DataFrame:
-    """One row per (task, student, method, split, metric) of the configuration selected on dev: mean and sample
-    std (ddof=1) over seeds, x100 (``selection`` as written by
-    :func:`kdflow.distillation.selection.select_experiment`), with the selected point's diverged seeds and the
-    number of grid points that have any. Where the experiment names a baseline, the row of each other method's
-    main dev metric also holds its test against it (:data:`COMPARISON`, differences x100): the difference of the
-    means, the seeds both ran, the paired t-test's p-value and the paired-bootstrap interval over dev examples."""
+    """One row per (task, student, method, split, metric) of the configuration selected on dev, x100
+    (``selection`` as written by :func:`kdflow.distillation.selection.select_experiment`): ``headline``, the mean
+    over the seeds that chose the point (a paper's best dev score is its like); ``mean``, ``std`` (ddof=1) and
+    ``seeds`` over the held-out seeds (NaN and 0 where every seed took part in the choice); the selected point's
+    diverged seeds and the number of grid points that have any. Where the experiment names a baseline, the row of
+    each other method's main dev metric also holds its test against it (:data:`COMPARISON`, differences x100): the
+    difference of the held-out means, the seeds paired, the p-value raw and Holm-adjusted across the experiment's
+    comparisons, the 95% interval, the difference the test can detect with 80% power and the seeds it would need
+    for a one-point difference."""
     rows = []
     for selection_entry in selection["selections"]:
         key = {name: selection_entry[name] for name in ("task", "student", "method")}
@@ -77,12 +80,15 @@ def experiment_table(selection: dict) -> pd.DataFrame:
         divergence = dict(diverged_seeds=len(grid[selection_entry["selected"]]["diverged_seeds"]),
                           diverged_points=sum(bool(point["diverged_seeds"]) for point in grid.values()))
         comparison = selection_entry.get("comparison")
-        for split, metrics in selection_entry["scores"].items():
-            for metric, stats in metrics.items():
+        held_out = selection_entry["scores"]
+        for split, metrics in selection_entry["headline"].items():
+            for metric, headline in metrics.items():
                 tested = comparison if comparison and split == "dev" and metric == comparison["metric"] else None
-                rows.append(dict(**key, split=split, metric=metric, mean=100 * stats["mean"], std=100 * stats["std"],
-                                 seeds=stats["n"], selected=selection_entry["selected"], **divergence,
-                                 **_comparison_columns(tested)))
+                stats = held_out.get(split, {}).get(metric, {"mean": math.nan, "std": math.nan, "n": 0})
+                rows.append(dict(**key, split=split, metric=metric, headline=100 * headline["mean"],
+                                 selection_seeds=len(selection_entry["selection_seeds"]), mean=100 * stats["mean"],
+                                 std=100 * stats["std"], seeds=stats["n"], selected=selection_entry["selected"],
+                                 **divergence, **_comparison_columns(tested)))
     return pd.DataFrame(rows)
 
 
@@ -94,6 +100,7 @@ def grid_table(selection: dict) -> pd.DataFrame:
         for point, scores in entry["grid"].items():
             rows.append({"task": entry["task"], "student": entry["student"], "method": entry["method"],
                          "point": point, "metric": entry["main_metric"], "selected": point == entry["selected"],
+                         "selection_mean": 100 * scores["selection_mean"],
                          "mean": 100 * scores["dev_mean"], "std": 100 * scores["dev_std"],
                          "seeds": len(scores["seeds"]), "diverged_seeds": len(scores["diverged_seeds"]),
                          **{f"seed {seed}": 100 * score for seed, score in scores["dev_by_seed"].items()}})
@@ -104,10 +111,12 @@ def grid_table(selection: dict) -> pd.DataFrame:
 
 def _comparison_columns(comparison: dict | None) -> dict:
     if comparison is None:
-        return dict.fromkeys(COMPARISON, math.nan) | {"compare_to": None, "pairs": pd.NA}
+        return dict.fromkeys(COMPARISON, math.nan) | {"compare_to": None, "pairs": pd.NA, "seeds_needed": pd.NA}
     return dict(compare_to=comparison["baseline"], difference=100 * comparison["difference"],
-                pairs=comparison["pairs"], p_seeds=comparison["p_seeds"], ci_low=100 * comparison["bootstrap_low"],
-                ci_high=100 * comparison["bootstrap_high"])
+                pairs=comparison["pairs"], p=comparison["p"], p_holm=comparison["p_holm"],
+                ci_low=100 * comparison["low"], ci_high=100 * comparison["high"],
+                detectable=100 * comparison["detectable"],
+                seeds_needed=pd.NA if comparison["seeds_needed"] is None else comparison["seeds_needed"])
 
 
 def _score(mean: float, std: float) -> str:
@@ -121,54 +130,77 @@ def grid_blocks(grid: pd.DataFrame) -> list:
     seeds = [name for name in grid.columns if name.startswith("seed ")]
     frame = grid[["task", "student", "method", "point", "metric"]].assign(
         selected=grid["selected"].map({True: "✓", False: ""}),
+        selection=grid["selection_mean"],
         dev=[_score(mean, std) for mean, std in zip(grid["mean"], grid["std"])],
         **{name: grid[name] for name in seeds},
         diverged=grid["diverged_seeds"],
     )
     return [Heading("Every grid point and seed (dev)"),
-            Paragraph("The selection's view of the grid: each point's dev main metric per seed (x100), their mean ± "
-                      "sample std, and the point selected for the tables above (✓: the best mean; a point with a "
-                      "diverged seed loses to every point without one). Learning curves of every run: the "
-                      "experiment's curves figure beside this page."),
+            Paragraph("The selection's view of the grid: each point's dev main metric per seed (x100), the mean over "
+                      "the selection seeds that chose it (selection), the mean ± sample std over all its seeds, and "
+                      "the point selected for the tables above (✓: the best selection mean, an exact tie to the "
+                      "first point in name order; a point with a diverged selection seed loses to every point "
+                      "without one). Learning curves of every run: the experiment's curves figure beside this "
+                      "page."),
             Table(frame, digits=1)]
+
+
+def _p(value: float) -> str:
+    return "—" if not math.isfinite(value) else f"{value:.3f}"
 
 
 def experiment_document(name: str, table: pd.DataFrame, grid: pd.DataFrame) -> Document:
     tested = table[table["compare_to"].notna()]
-    table = table.assign(score=[_score(m, s) + (statistics.marks(p, low, high) if isinstance(b, str) else "")
-                                for m, s, b, p, low, high in zip(table["mean"], table["std"], table["compare_to"],
-                                                                 table["p_seeds"], table["ci_low"], table["ci_high"])])
-    text = "Mean ± sample standard deviation (ddof=1) over seeds of the configuration selected on dev."
+    table = table.assign(score=[(_score(m, s) + (statistics.marks(p) if isinstance(b, str) else "")) if n else "—"
+                                for m, s, n, b, p in zip(table["mean"], table["std"], table["seeds"],
+                                                         table["compare_to"], table["p_holm"])],
+                         headline_score=[_score(h, math.nan) for h in table["headline"]])
+    text = ("Each method's grid point is chosen on the mean dev score of its experiment's selection seeds; the "
+            "tables give the mean ± sample standard deviation (ddof=1) over the chosen point's other seeds, held "
+            "out of that choice (— where every seed took part in it: add seeds to the experiment). A method "
+            "without a grid chooses nothing, and all its seeds are held out. The headline is the selection seeds' "
+            "mean at the chosen point, the number a paper's best dev score compares with; it is never tested.")
     if len(tested):
         text += f" Marks on dev against {tested['compare_to'].iloc[0]}: {statistics.LEGEND}"
     document = Document(f"Experiment {name}", [Paragraph(text)])
     for split, rows in table.groupby("split", sort=False):
-        wide = rows.pivot_table(index=["student", "method"], columns=["task", "metric"], values="score",
-                                aggfunc="first", sort=False)
-        wide.columns = [f"{task} {metric}" for task, metric in wide.columns]
-        document.blocks += [Heading(split), Table(wide.reset_index())]
+        for column, title in (("score", f"{split}, held-out seeds"), ("headline_score", f"{split}, headline")):
+            if column == "headline_score" and split != "dev":
+                continue
+            wide = rows.pivot_table(index=["student", "method"], columns=["task", "metric"], values=column,
+                                    aggfunc="first", sort=False)
+            wide.columns = [f"{task} {metric}" for task, metric in wide.columns]
+            document.blocks += [Heading(title), Table(wide.reset_index())]
     if len(tested):
         baseline = tested["compare_to"].iloc[0]
         frame = pd.DataFrame({
             "task": tested["task"], "student": tested["student"], "method": tested["method"],
             "metric": tested["metric"],
-            f"difference vs {baseline}": [f"{d:+.2f}" for d in tested["difference"]],
+            f"difference vs {baseline}": ["—" if not math.isfinite(d) else f"{d:+.2f}" for d in tested["difference"]],
             "seeds paired": tested["pairs"].astype("Int64"),
-            "p (seeds)": ["—" if not math.isfinite(p) else f"{p:.3f}" for p in tested["p_seeds"]],
-            "95% CI (dev examples)": ["—" if not math.isfinite(low) else f"[{low:+.2f}, {high:+.2f}]"
-                                      for low, high in zip(tested["ci_low"], tested["ci_high"])],
-            "marks": [statistics.marks(p, low, high) for p, low, high in
-                      zip(tested["p_seeds"], tested["ci_low"], tested["ci_high"])],
+            "p": [_p(p) for p in tested["p"]],
+            "p (Holm)": [_p(p) for p in tested["p_holm"]],
+            "95% CI": ["—" if not math.isfinite(low) else f"[{low:+.2f}, {high:+.2f}]"
+                       for low, high in zip(tested["ci_low"], tested["ci_high"])],
+            "detectable (80% power)": ["—" if not math.isfinite(d) else f"{d:.2f}" for d in tested["detectable"]],
+            f"seeds to detect {100 * statistics.PLANNED_GAIN:.0f} point": [
+                "—" if pd.isna(n) else str(int(n)) for n in tested["seeds_needed"]],
+            "mark": [statistics.marks(p) for p in tested["p_holm"]],
         })
-        document.blocks += [Heading(f"Against {baseline} (dev)"), Paragraph(statistics.LEGEND),
-                            Table(frame.reset_index(drop=True))]
+        document.blocks += [Heading(f"Against {baseline} (dev)"), Paragraph(
+            statistics.LEGEND + " The verdict uses the Holm-adjusted p. Detectable: the smallest true difference the "
+            "test finds with 80% power at the observed spread and the seeds paired; seeds to detect: the paired "
+            f"seeds it would need for a {100 * statistics.PLANNED_GAIN:.0f}-point difference (— where no number of "
+            "seeds does on this dev set, or the test cannot be made: fewer than two held-out seeds in common)."),
+            Table(frame.reset_index(drop=True))]
     diverged = table[table["diverged_points"] > 0].drop_duplicates(["task", "student", "method"])
     if len(diverged):
         counts = diverged[["task", "student", "method", "diverged_points", "diverged_seeds", "seeds"]]
         document.blocks += [Heading("Diverged runs"),
                             Paragraph("A run whose training diverged scores NaN; a grid point with such a seed loses "
                                       "the selection to every point without one. Per student: grid points with a "
-                                      "diverged seed, and the diverged seeds of the selected point (of its seeds)."),
+                                      "diverged seed, and the diverged seeds of the selected point (of its held-out "
+                                      "seeds)."),
                             Table(counts)]
     document.blocks += grid_blocks(grid)
     return document

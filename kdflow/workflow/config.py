@@ -264,7 +264,7 @@ def experiment_run_files(config: dict, experiment: str, name: str = "metrics.jso
 
 def selection_inputs(config: dict, experiment: str) -> dict[str, list[str]]:
     """What rule select_students reads: every run's metrics and, where the experiment tests its methods against a
-    baseline (``compare_to``), every run's predictions (the bootstrap over dev examples)."""
+    baseline (``compare_to``), every run's predictions (the test resamples the dev examples)."""
     inputs = {"metrics": experiment_run_files(config, experiment)}
     if config["experiments"][experiment].get("compare_to"):
         inputs["predictions"] = experiment_run_files(config, experiment, "predictions.parquet")
@@ -272,10 +272,12 @@ def selection_inputs(config: dict, experiment: str) -> dict[str, list[str]]:
 
 
 def selection_params(config: dict, experiment: str) -> dict:
-    """The runs rule select_students selects among, each task's main metric and the experiment's baseline."""
+    """The runs rule select_students selects among, each task's main metric, the experiment's baseline and the
+    seeds that choose grid points (the first ``selection_seeds`` of its seeds)."""
     runs = experiment_runs(config, experiment)
+    spec = config["experiments"][experiment]
     return {"runs": runs, "main_metrics": {run["task"]: get_task(run["task"]).main_metric for run in runs},
-            "compare_to": config["experiments"][experiment].get("compare_to")}
+            "compare_to": spec.get("compare_to"), "selection_seeds": spec["seeds"][:spec.get("selection_seeds", 1)]}
 
 
 # The schema's defaults, for configs it has not filled in (e.g. the protocols' account of config.yaml as written).
