@@ -13,9 +13,12 @@ The protocol (benchmarks/quality/config.yaml, experiments ``claims_alp``, ``clai
 1. **Search.** Every grid point of every method runs with the first seed; each method keeps its point with the
    best dev score (kdflow's own selection, :func:`kdflow.distillation.selection.select`, over that seed).
 2. **Seeds.** The kept point runs the other seeds (SST-2 5, STS-B and MRPC 3 in all, ``--seeds``).
-3. **Verdicts.** Each claim's links get the paired t-test over seeds and the paired bootstrap over dev examples
-   (:mod:`kdflow.reporting.claims`); the tables and verdicts go to benchmarks/quality/claims.md, and the workflow's
-   report shows the same page (rule ``claims_table``).
+3. **Verdicts.** Each claim's links are tested on the held-out seeds (all but the one that chose a point) over
+   seeds and dev examples together, Holm-adjusted per claim, with the difference each can detect, the equivalence
+   test at the paper's gain and the seeds planner (:mod:`kdflow.reporting.claims`); the tables and verdicts go to
+   benchmarks/quality/claims.md, and the workflow's report shows the same page (rule ``claims_table``).
+4. **Planned seeds** (``--phases planned``). For every link whose paper's gain the planner says its test would
+   detect with at most 10 seeds in all, both sides run the seeds it names.
 
 Every finished run is appended to the committed record, benchmarks/quality/claims_runs.jsonl (its scores, dev
 predictions, CPU time, the commit and command that ran it), as soon as its job ends. A run in the record is never
@@ -119,6 +122,35 @@ def seed_runs(record: list[dict], config: dict, tasks: list[str], seeds: dict[st
                                  student=config["experiments"][experiment]["students"][0], method=method,
                                  point=point, seed=seed))
     return runs
+
+
+# The planner's bound (issue 49): extra seeds are trained for a link only where its test would detect the paper's gain
+# with at most this many seeds in all.
+PLANNED_SEEDS = 10
+
+
+def planned_runs(record: list[dict], config: dict, tasks: list[str], most: int = PLANNED_SEEDS) -> list[dict]:
+    """The runs the seeds planner asks for: for every link with a paper's gain whose test would detect it with at
+    most ``most`` seeds in all (the held-out seeds the planner names, and the seed that chose a side's point), both
+    sides' seeds up to that number at their chosen points (the record skips those it has)."""
+    import pandas as pd
+
+    from kdflow.reporting.claims import verdicts
+
+    found = verdicts(record, read_json(LABELS) or {}, searched_points(config),
+                     pd.read_csv(REPO / "reference" / "paper_results.csv"))
+    runs = []
+    for row in found.itertuples() if len(found) else ():
+        if row.task not in tasks or row.seeds_needed is None or pd.isna(row.seeds_needed):
+            continue
+        total = int(row.seeds_needed) + row.selection_seeds
+        if total > most:
+            continue
+        for experiment, method, point in (row.better_key, row.worse_key):
+            spec = config["experiments"][experiment]
+            runs += [dict(experiment=experiment, task=row.task, student=spec["students"][0], method=method,
+                          point=point, seed=seed) for seed in spec["seeds"][:total]]
+    return list({record_key(run): run for run in runs}.values())
 
 
 # The benchmark's own outputs, which it writes while it runs: the only changes a recording tree may have.
@@ -273,9 +305,12 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     parser.add_argument("--seeds", nargs="+", default=[f"{t}={n}" for t, n in SEEDS.items()],
                         help="seeds per task at the selected points, e.g. sst2=5 stsb=3")
-    parser.add_argument("--phases", nargs="+", choices=("search", "seeds", "long"), default=["search", "seeds"],
-                        help="long: the investigations' runs (INVESTIGATIONS), beside a running search or seeds "
-                             "phase (Snakemake without its lock: their outputs are their own, and what they need is built)")
+    parser.add_argument("--phases", nargs="+", choices=("search", "seeds", "planned", "long"),
+                        default=["search", "seeds"],
+                        help="planned: the seeds the planner asks for (PLANNED_SEEDS in all at most), after the "
+                             "others; long: the investigations' runs (INVESTIGATIONS), beside a running search or "
+                             "seeds phase (Snakemake without its lock: their outputs are their own, and what they "
+                             "need is built)")
     parser.add_argument("--cores", type=int, default=1)
     parser.add_argument("--report-only", action="store_true", help="only the verdicts, from the committed record")
     args = parser.parse_args()
@@ -298,6 +333,8 @@ def main() -> None:
         for task in tasks if "seeds" in args.phases else []:
             run_workflow(workdir, seed_runs(read_record(), config, [task], seeds), args.cores,
                          f"{task} seeds 1-{seeds[task]}")
+        if "planned" in args.phases:
+            run_workflow(workdir, planned_runs(read_record(), config, tasks), args.cores, "planned seeds")
     grids = searched_points(load_config_file(REPO / "benchmarks" / "quality" / "config.yaml"))
     import pandas as pd
 

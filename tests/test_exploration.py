@@ -24,7 +24,7 @@ from kdflow.reporting.exploration_curves import (
     table51,
     warmup_stretch,
 )
-from kdflow.workflow.config import check_references, student_jobs, student_settings
+from kdflow.workflow.config import check_references, selection_params, student_jobs, student_settings
 from kdflow.workflow.exploration import (
     drawn_runs,
     figure_constraint,
@@ -79,6 +79,15 @@ def test_every_study_runs_its_values_times_its_repeats():
                                              embeddings_lstm_s_sst2=3, embeddings_bert_s_sst2=1,
                                              embeddings_lstm_s_sara=3, embeddings_bert_s_sara=1)
     assert sum(without.values()) == 267
+
+
+def test_a_study_chooses_its_point_on_every_repeat_as_the_thesis_chose_from_its_mean_curves(config):
+    """The thesis picked each value from the mean dev curves of all its repeats: an exploration study's selection
+    seeds are all its seeds (nothing is held out or tested), unlike an experiment's default of the first seed."""
+    experiment = config["experiments"]["exploration_lr_lstm_s"]
+    assert experiment["seeds"] == [1, 2, 3, 4, 5, 6]
+    assert selection_params(config, "exploration_lr_lstm_s")["selection_seeds"] == experiment["seeds"]
+    assert selection_params(config, "thesis_table52_lstm_s")["selection_seeds"] == [1]  # the config's default
 
 
 def test_learning_rate_studies_hold_the_thesis_settings_fixed(config):

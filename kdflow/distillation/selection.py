@@ -12,7 +12,8 @@ choose. Exact ties go to the first point in sorted point-name order.
 A seed whose dev score is not finite counts as diverged (its training diverged, see :mod:`kdflow.training.loop`,
 or its outputs did, see :mod:`kdflow.core.metrics`). Its grid point's mean is then NaN, which compares false with
 every number (``max`` would keep it if it came first); instead such a point loses to every point with a finite
-mean. If no point has one, the point with the fewest diverged seeds wins and the selection says so (``selected_diverged``).
+mean. If no point has one, the point with the fewest diverged seeds wins and the selection says so
+(``selected_diverged``).
 
 An experiment that names a baseline (``compare_to``) tests every other method's held-out seeds against the
 baseline's, on the main dev metric, over seeds and dev examples together

@@ -127,6 +127,7 @@ def side(table: dict, task: str, name) -> tuple[str, dict] | None:
              if (task, e, m) in table and table[task, e, m]["searched"] is None]
     if len(found) < len(options):
         return None
+    found = [(label, {**cell, "key": (e, m, cell["point"])}) for (label, cell), (e, m) in zip(found, options)]
     if len(found) == 1:
         return found[0]
     label, cell = max(found, key=lambda item: item[1]["headline"])  # the first of equals, in the claim's order
@@ -208,7 +209,9 @@ def verdicts(runs: list[dict], labels: dict, grids: dict | None = None,
                 found.append({"claim": claim, "task": task, "link": f"{better[0]} {relation} {worse[0]}",
                               "better": better[0], "worse": worse[0], "relation": relation,
                               "metric": better[1]["metric"], "better_mean": _mean(better[1]["held_out"]),
-                              "worse_mean": _mean(worse[1]["held_out"]), **result})
+                              "worse_mean": _mean(worse[1]["held_out"]),
+                              "selection_seeds": int(better[1]["chose"] or worse[1]["chose"]),
+                              "better_key": better[1]["key"], "worse_key": worse[1]["key"], **result})
         for name in ("p", "p_equivalence"):
             for row, adjusted in zip(found, statistics.holm([row[name] for row in found])):
                 row[f"{name}_holm"] = adjusted
@@ -222,6 +225,25 @@ def _mean(runs: list[dict]) -> float:
 
 def _number(value: float, form: str = "{:.2f}") -> str:
     return "—" if value is None or not math.isfinite(value) else form.format(value)
+
+
+def planner_blocks(found: pd.DataFrame) -> list:
+    """The seeds planner for every link with a paper's gain: the held-out seeds it has and would need to detect
+    that gain with 80% power, and the seeds that means in all (one more where a side chose its point on seed 1)."""
+    rows = found[found["paper_gain"].notna() & (found["paper_gain"] != 0)]
+    if not len(rows):
+        return []
+    needed = [None if n is None or pd.isna(n) else int(n) for n in rows["seeds_needed"]]
+    frame = pd.DataFrame({
+        "task": rows["task"], "link": rows["link"], "paper's gain": [f"{g:+.2f}" for g in rows["paper_gain"]],
+        "detectable now": [_number(d) for d in rows["detectable"]], "held-out seeds now": rows["pairs"],
+        "held-out seeds needed": ["— (not on this dev set)" if n is None else str(n) for n in needed],
+        "seeds in all": ["—" if n is None else str(n + s) for n, s in zip(needed, rows["selection_seeds"])]})
+    return [Heading("Seeds planner"), Paragraph(
+        "How many seeds each link with a paper's gain needs for its test to detect that gain with 80% power, from the "
+        "variance its runs show so far (the seed part shrinks with seeds, the dev set's own part does not: — where "
+        f"even {statistics.MAX_PLANNED_SEEDS} held-out seeds would not). Seeds in all count the seed that chose a "
+        "side's grid point, which no test uses."), Table(frame.reset_index(drop=True))]
 
 
 def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
@@ -257,6 +279,8 @@ def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
             "p equiv. (Holm)": [_number(p, "{:.3f}") for p in rows["p_equivalence_holm"]],
             "seeds needed": ["—" if n is None or pd.isna(n) else str(int(n)) for n in rows["seeds_needed"]],
             "verdict": rows["verdict"]})))
+    if len(found):
+        document.blocks += planner_blocks(found)
     table = cells(runs, grids)
     tasks = list(dict.fromkeys(run["task"] for run in runs))
     lines = []

@@ -11,10 +11,11 @@ for this table; default: all of the paper's) and ``title``.
 
 kdflow's values: a student's is its experiment's headline, the mean dev score of the seeds that chose its grid
 point (the like of a paper's best dev score), or on other splits their mean there; the spread check uses only the
-chosen point's held-out seeds (their mean, std and number), which took no part in the choice; a teacher's is its single fine-tuned model. A paper's average is kdflow's average over the
-same scores (per task the mean of its metrics, then the mean over tasks: GLUE's rule, which is how Universal-KD's
-Table 3 averages its 12 test scores) when kdflow has all of them. GLUE test scores need the GLUE server, so kdflow
-never has them; their rows point to the submission files instead.
+chosen point's held-out seeds (their mean, std and number), which took no part in the choice; a teacher's is its
+single fine-tuned model. A paper's average is kdflow's average over the same scores (per task the mean of its
+metrics, then the mean over tasks: GLUE's rule, which is how Universal-KD's Table 3 averages its 12 test scores)
+when kdflow has all of them. GLUE test scores need the GLUE server, so kdflow never has them; their rows point to
+the submission files instead.
 
 A spec of ``kind: hyperparameters`` is a table of selected hyperparameters instead (Universal-KD Tables 7-9,
 reference/selected_hyperparameters.csv): per task, each hyperparameter the paper chose beside the value of the grid
@@ -55,8 +56,8 @@ MNLI_SPLIT_SUFFIX = {"accuracy_matched": "", "accuracy_mismatched": "_mismatched
 SHORT_METRICS = {"params_millions_non_embedding": "params (M)", "ms_per_example_cpu": "ms/example (CPU)",
                  "accuracy_matched": "m", "accuracy_mismatched": "mm"}  # MNLI-m/mm, as GLUE names them
 COLUMNS = ["source", "table", "teacher", "student", "method", "task", "metric", "split", "paper", "kdflow",
-           "difference", "kdflow_held_out", "kdflow_std", "seeds", "within_spread", "kdflow_student", "kdflow_method", "kdflow_from", "paper_note",
-           "kdflow_note"]
+           "difference", "kdflow_held_out", "kdflow_std", "seeds", "within_spread", "kdflow_student", "kdflow_method",
+           "kdflow_from", "paper_note", "kdflow_note"]
 
 
 def read_reference(path) -> pd.DataFrame:

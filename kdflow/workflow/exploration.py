@@ -67,6 +67,8 @@ def exploration_experiments(config: dict) -> dict[str, dict]:
             "hyperparameters": dict(base.get("hyperparameters", {})),
             "points": {point: entry["settings"] for point, entry in study_points(config, name).items()},
             "seeds": study["seeds"],
+            # every repeat chooses, as the thesis chose from its mean curves; nothing is tested against a baseline
+            "selection_seeds": len(study["seeds"]),
             "transfer": spec.get("transfer", "train"),
         }
         resources = {**base.get("resources", {}), **study.get("resources", {})}
