@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from kdflow.core import metrics
-from kdflow.core.statistics import (detectable_difference, equivalence_p, holm, marks, power, sample_std,
+from kdflow.core.statistics import (detectable_difference, dev_set_floor, equivalence_p, holm, marks, power, sample_std,
                                     seed_example_test, seed_interval, seeds_needed)
 
 
@@ -153,8 +153,11 @@ def test_the_seeds_planner_matches_the_paired_t_tests_closed_form(effect, seeds)
 
 def test_the_planner_knows_when_seeds_cannot_help():
     # the example part does not shrink with seeds: a gain below what the dev set alone can resolve needs more than
-    # any number of seeds, and example noise never lowers the seeds needed
-    assert seeds_needed(1.0, 4.0, 1.0) is None
+    # any number of seeds, and example noise never lowers the seeds needed. The dev set's floor with example
+    # variance 1 is z_0.975 + z_0.8 = 1.959964 + 0.841621; a gain of 1.0 is below it.
+    assert dev_set_floor(1.0) == pytest.approx(2.801585, abs=1e-6)
+    assert detectable_difference(4.0, 1.0, 10 ** 6) == pytest.approx(dev_set_floor(1.0), rel=1e-3)
+    assert seeds_needed(1.0, 4.0, 1.0) is None and seeds_needed(3.0, 4.0, 1.0) is not None
     assert seeds_needed(2.0, 4.0, 0.1) >= seeds_needed(2.0, 4.0, 0.0)
     assert seeds_needed(math.nan, 4.0, 0.0) is None
 

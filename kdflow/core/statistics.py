@@ -88,10 +88,8 @@ def seed_example_test(predictions: Mapping, baseline: Mapping, gold: np.ndarray,
         raise ValueError("the two sides have no seed in common: the test pairs runs by seed")
     per_seed = np.array([metric(runs[2 * k], gold) - metric(runs[2 * k + 1], gold) for k in range(len(seeds))])
     result = {"difference": float(np.mean(per_seed)), "pairs": len(seeds)}
-    undefined = dict.fromkeys(("seed_variance", "example_variance", "standard_error", "df", "p", "low", "high"),
-                              math.nan)
     if len(seeds) < 2 or not np.isfinite(per_seed).all():
-        return result | undefined
+        return untested(result["difference"], len(seeds))
     # A paired bootstrap over the examples: one resample of example indices for every run (hand-written, as
     # scipy.stats.bootstrap returns an interval of one statistic, not the per-seed resampled differences needed).
     rng = np.random.default_rng(seed)
@@ -106,6 +104,12 @@ def seed_example_test(predictions: Mapping, baseline: Mapping, gold: np.ndarray,
     seed_variance = float(np.var(per_seed, ddof=1))
     return result | {"seed_variance": seed_variance, "example_variance": example_variance,
                      **_t_test(result["difference"], seed_variance, example_variance, n)}
+
+
+def untested(difference: float = math.nan, pairs: int = 0) -> dict:
+    """:func:`seed_example_test`'s result where the test cannot be made: too few common seeds, or a diverged run."""
+    return {"difference": difference, "pairs": pairs, **dict.fromkeys(
+        ("seed_variance", "example_variance", "standard_error", "df", "p", "low", "high"), math.nan)}
 
 
 def _standard_error(seed_variance: float, example_variance: float, n: int) -> tuple[float, float]:
@@ -150,6 +154,16 @@ def detectable_difference(seed_variance: float, example_variance: float, n: int,
     # power rises with the difference; at df >= 1 it passes 98% by 30 standard errors (99.99% by 60 at df 1)
     return float(_optimize().brentq(lambda d: power(d, seed_variance, example_variance, n, alpha) - target,
                                     0.0, 60 * error, xtol=1e-12 * error))
+
+
+def dev_set_floor(example_variance: float, alpha: float = SIGNIFICANCE, target: float = POWER) -> float:
+    """The smallest difference any number of seeds could detect with probability ``target`` on this dev set: the
+    limit of :func:`detectable_difference` as the seed part vanishes, (z_{1-alpha/2} + z_target) times the root of
+    the shared example part."""
+    if not math.isfinite(example_variance):
+        return math.nan
+    z = _stats().norm.ppf
+    return float((z(1 - alpha / 2) + z(target)) * math.sqrt(example_variance))
 
 
 def seeds_needed(gain: float, seed_variance: float, example_variance: float, alpha: float = SIGNIFICANCE,

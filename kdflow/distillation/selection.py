@@ -140,8 +140,7 @@ def compare(runs: list[dict], baseline: list[dict], metric: str, name: str) -> d
     ours = {r["seed"]: r for r in runs if r["seed"] in common}
     theirs = {r["seed"]: r for r in baseline if r["seed"] in common}
     if not common:
-        result = {"difference": math.nan, "pairs": 0, **dict.fromkeys(
-            ("seed_variance", "example_variance", "standard_error", "df", "p", "low", "high"), math.nan)}
+        result = statistics.untested()
     else:
         gold, predictions = _dev_predictions(ours)
         _, baseline_predictions = _dev_predictions(theirs)

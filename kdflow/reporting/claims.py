@@ -161,8 +161,7 @@ def compare_sides(better: dict, worse: dict, gold, gain: float = math.nan) -> di
     ours = {run["seed"]: np.asarray(run["dev_predictions"]) for run in better["held_out"]}
     theirs = {run["seed"]: np.asarray(run["dev_predictions"]) for run in worse["held_out"]}
     if not set(ours) & set(theirs):
-        result = {"difference": math.nan, "pairs": 0, **dict.fromkeys(
-            ("seed_variance", "example_variance", "standard_error", "df", "p", "low", "high"), math.nan)}
+        result = statistics.untested()
     else:
         result = statistics.seed_example_test(ours, theirs, np.asarray(gold), metrics.METRICS[better["metric"]])
     scaled = {name: 100 * result[name] for name in ("difference", "standard_error", "low", "high")}
@@ -237,13 +236,16 @@ def planner_blocks(found: pd.DataFrame) -> list:
     frame = pd.DataFrame({
         "task": rows["task"], "link": rows["link"], "paper's gain": [f"{g:+.2f}" for g in rows["paper_gain"]],
         "detectable now": [_number(d) for d in rows["detectable"]], "held-out seeds now": rows["pairs"],
-        "held-out seeds needed": ["— (not on this dev set)" if n is None else str(n) for n in needed],
+        "dev set's floor": [_number(statistics.dev_set_floor(v)) for v in rows["example_variance"]],
+        "held-out seeds needed": [str(n) if n is not None else "— (not on this dev set)" if math.isfinite(v)
+                                  else "— (fewer than 2 held-out seeds)" for n, v in zip(needed, rows["seed_variance"])],
         "seeds in all": ["—" if n is None else str(n + s) for n, s in zip(needed, rows["selection_seeds"])]})
     return [Heading("Seeds planner"), Paragraph(
         "How many seeds each link with a paper's gain needs for its test to detect that gain with 80% power, from the "
-        "variance its runs show so far (the seed part shrinks with seeds, the dev set's own part does not: — where "
-        f"even {statistics.MAX_PLANNED_SEEDS} held-out seeds would not). Seeds in all count the seed that chose a "
-        "side's grid point, which no test uses."), Table(frame.reset_index(drop=True))]
+        "variance its runs show so far. The seed part shrinks with seeds, the dev set's own part does not: the dev "
+        "set's floor is the smallest difference any number of seeds could detect on it (— in the seeds column "
+        f"where the gain is below it, or {statistics.MAX_PLANNED_SEEDS} held-out seeds would not reach it). Seeds in "
+        "all count the seed that chose a side's grid point, which no test uses."), Table(frame.reset_index(drop=True))]
 
 
 def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
