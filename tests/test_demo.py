@@ -330,7 +330,7 @@ def check_demo_exploration(workdir, config):
 
 # Rules whose measured time the plan does not model: it counts their start-up alone.
 UNMODELLED = {"figure_probing_thesis": "draws four multi-panel figures of the thesis's 1,700 probing scores",
-              "claims_table": "bootstraps every claim of the committed evidence record: grows with the record"}
+              "claims_table": "tests every claim of the committed evidence record, resampling its dev examples: grows with the record"}
 
 
 # The calibration's bound on the demo (issue 34): its jobs are start-up-bound, and one factor per rule family cannot
