@@ -4,6 +4,7 @@ starts this file first when the suite runs in parallel."""
 
 import json
 import re
+import shutil
 from pathlib import Path
 from collections import Counter
 
@@ -20,6 +21,7 @@ from kdflow.reporting.calibration import calibrate, measured_seconds, with_group
 from kdflow.reporting.pilot import FAMILY, calibrated_jobs
 from kdflow.reporting.report_menu import CATEGORIES, category, paper_items, paper_place
 from kdflow.reporting.status import PAPERS
+from kdflow.workflow import replay
 from kdflow.workflow.provenance import script_closure
 
 # What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, measured
@@ -595,3 +597,24 @@ def test_demo_alp_kd_figures_cover_its_alp_and_pkd_students(demo_run):
             distances = np.array(values["cosine_distance"])
             assert distances.shape == (40,) and ((distances >= 0) & (distances <= 2)).all()
             assert values["mean_cosine_distance"] == pytest.approx(distances.mean())
+
+
+@pytest.mark.slow
+def test_a_job_replayed_without_snakemake_writes_the_bytes_snakemake_wrote(demo_run, tmp_path):
+    """Issue 50: kdflow.workflow.replay, the GPU check's runner where Snakemake is not. A demo student, listed by
+    Snakemake and replayed by its rule's own script in a new directory that holds only the outputs of the jobs it
+    needs (copied from the demo), runs alone and writes the same predictions and weights as the demo's job."""
+    workdir, _ = demo_run
+    student = "results/students/universal_kd_table5/sst2/bilstm/universal_kd_ca/default/seed0"
+    listing = replay.export([workdir / "demo/config.yaml"], targets=[f"{student}/metrics.json"], directory=workdir)
+    (tmp_path / "jobs.json").write_text(json.dumps(listing))
+    (tmp_path / "demo").symlink_to(workdir / "demo", target_is_directory=True)
+    for job in listing["jobs"]:
+        for path in job["output"]["items"] if job["rule"] != "distill_student" else []:
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            copy = shutil.copytree if (workdir / path).is_dir() else shutil.copy2
+            copy(workdir / path, tmp_path / path)
+    records = replay.run(tmp_path / "jobs.json", tmp_path, log=lambda message: None)
+    assert [(record["rule"], record["returncode"]) for record in records] == [("distill_student", 0)]
+    for name in ("predictions.parquet", "model.safetensors"):
+        assert (tmp_path / student / name).read_bytes() == (workdir / student / name).read_bytes(), name

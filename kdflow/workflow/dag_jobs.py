@@ -10,6 +10,7 @@ dry run, and a Snakemake upgrade that moves these internals fails them. Building
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -23,15 +24,12 @@ def plain(value):
     return json.loads(json.dumps(value, default=str, sort_keys=True))
 
 
-def workflow_jobs(configfiles: Sequence[str | Path] = (), config: Mapping | None = None,
-                  replace_workflow_config: bool = True, targets: Sequence[str] = (),
-                  directory: str | Path = ".") -> list[dict]:
-    """Every job Snakemake would run for ``targets`` (the default target when empty) if no output existed
-    (``--forceall``), with the workflow of this repository, the ``configfiles`` (``--configfile``), the ``config``
-    overrides (``--config``) and ``--replace-workflow-config``, in ``directory``. Each job: its
-    ``rule``, ``wildcards``, ``params``, ``resources``, ``threads``, ``output``, ``input``, ``log`` and
-    ``benchmark``; rules in the order the rule files declare them (the order data flows), each rule's jobs by
-    output."""
+@contextlib.contextmanager
+def built_dag(configfiles: Sequence[str | Path] = (), config: Mapping | None = None,
+              replace_workflow_config: bool = True, targets: Sequence[str] = (), directory: str | Path = "."):
+    """Snakemake's workflow object with the DAG of ``targets`` (the default target when empty) built as if no output
+    existed (``--forceall``), with the workflow of this repository, the ``configfiles`` (``--configfile``), the
+    ``config`` overrides (``--config``) and ``--replace-workflow-config``, in ``directory``."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
 
@@ -45,6 +43,17 @@ def workflow_jobs(configfiles: Sequence[str | Path] = (), config: Mapping | None
         workflow = workflow_api.dag(dag_settings).workflow_api._workflow
         workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
         workflow._build_dag()
+        yield workflow
+
+
+def workflow_jobs(configfiles: Sequence[str | Path] = (), config: Mapping | None = None,
+                  replace_workflow_config: bool = True, targets: Sequence[str] = (),
+                  directory: str | Path = ".") -> list[dict]:
+    """Every job Snakemake would run for ``targets`` if no output existed (:func:`built_dag` says with what). Each
+    job: its ``rule``, ``wildcards``, ``params``, ``resources``, ``threads``, ``output``, ``input``, ``log`` and
+    ``benchmark``; rules in the order the rule files declare them (the order data flows), each rule's jobs by
+    output."""
+    with built_dag(configfiles, config, replace_workflow_config, targets, directory) as workflow:
         jobs = [{
             "rule": job.rule.name, "wildcards": dict(job.wildcards_dict), "params": plain(dict(job.params.items())),
             "resources": plain({k: v for k, v in job.resources.items() if k not in ("_cores", "_nodes", "tmpdir")}),
