@@ -50,7 +50,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from quality_real_data import prepare, read_json, seconds, write_if_changed  # noqa: E402
 
-from kdflow.reporting.claims import cells, claims_document, searched_points  # noqa: E402
+from kdflow.core.documents import Paragraph  # noqa: E402
+from kdflow.reporting.claims import cells, claims_document, read_runs, searched_points  # noqa: E402
 from kdflow.workflow.config_files import load_config_file  # noqa: E402
 from kdflow.workflow.config import grid_points  # noqa: E402
 
@@ -60,6 +61,7 @@ TASKS = ("sst2", "stsb", "mrpc")
 RECORD = REPO / "benchmarks" / "quality" / "claims_runs.jsonl"
 LABELS = REPO / "benchmarks" / "quality" / "claims_dev_labels.json"
 VERDICTS = REPO / "benchmarks" / "quality" / "claims.md"
+GPU_VERDICTS = REPO / "benchmarks" / "quality" / "claims_gpu.md"
 THESIS_RECORD = REPO / "benchmarks" / "quality" / "thesis_runs.jsonl"
 SEEDS = {"sst2": 5, "stsb": 3, "mrpc": 3}  # seeds per task at the selected points (the issue: 5 on SST-2, at least 3)
 
@@ -68,10 +70,9 @@ def record_key(run: dict) -> tuple:
     return run["experiment"], run["task"], run["student"], run["method"], run["point"], int(run["seed"])
 
 
-def read_record(path: Path = RECORD) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def read_record(path: Path = RECORD, on_gpu: bool = False) -> list[dict]:
+    """The record's CPU runs, or with ``on_gpu`` the GPU check's (kdflow.reporting.claims.read_runs)."""
+    return read_runs(path, on_gpu)
 
 
 def run_dir(workdir: Path, run: dict) -> Path:
@@ -190,8 +191,18 @@ def finished_run(workdir: Path, run: dict, invocation: str, code: str) -> dict |
     """The record of a run whose job has ended (its benchmark file exists), or None."""
     relative = run_dir(workdir, run).relative_to(workdir / "results/students")
     benchmark = workdir / "results/benchmarks/distill_student" / f"{relative}.tsv"
+    if not benchmark.exists():
+        return None
+    return run_record(workdir, run, code, {"cpu_seconds": seconds(benchmark, "cpu_time"),
+                                           "wall_seconds": seconds(benchmark), "resumed": resumed(workdir, relative),
+                                           "command": run_command(run), "invocation": invocation})
+
+
+def run_record(workdir: Path, run: dict, code: str, how: dict) -> dict | None:
+    """The record of a finished run (None if its metrics are not written): its scores and dev predictions, the
+    commit ``code`` that ran it, and ``how`` it ran (timings, command, and for a GPU run its device)."""
     metrics = read_json(run_dir(workdir, run) / "metrics.json")
-    if metrics is None or not benchmark.exists():
+    if metrics is None:
         return None
     import pandas as pd
 
@@ -204,10 +215,7 @@ def finished_run(workdir: Path, run: dict, invocation: str, code: str) -> dict |
             "dev": 100 * metrics["scores"]["dev"][metric],
             "scores": {name: 100 * value for name, value in metrics["scores"]["dev"].items()},
             "best_epoch": metrics["best"]["epoch"], "epochs": sum(stage["epochs"] for stage in metrics["stages"]),
-            "cpu_seconds": seconds(benchmark, "cpu_time"), "wall_seconds": seconds(benchmark),
-            "resumed": resumed(workdir, relative),
-            "commit": code, "command": run_command(run), "invocation": invocation,
-            "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            **how, "commit": code, "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "dev_predictions": [round(p, 5) if isinstance(p, float) else p for p in dev["prediction"].tolist()]}
 
 
@@ -338,9 +346,19 @@ def main() -> None:
     grids = searched_points(load_config_file(REPO / "benchmarks" / "quality" / "config.yaml"))
     import pandas as pd
 
-    document = claims_document(read_record() + read_record(THESIS_RECORD), read_json(LABELS) or {}, grids,
-                               pd.read_csv(REPO / "reference" / "paper_results.csv"))
+    reference = pd.read_csv(REPO / "reference" / "paper_results.csv")
+    document = claims_document(read_record() + read_record(THESIS_RECORD), read_json(LABELS) or {}, grids, reference)
     document.write(VERDICTS)
+    gpu_runs = read_record(on_gpu=True)
+    if gpu_runs:  # the GPU check's runs (benchmarks/gpu_check.py): the full train set, their own verdicts
+        document = claims_document(gpu_runs, read_json(LABELS) or {}, grids, reference)
+        devices = sorted({f"{run['device']} ({run['precision']})" for run in gpu_runs})
+        document.title += " (GPU runs, full train sets)"
+        document.blocks.insert(0, Paragraph(
+            f"The GPU check's runs ({', '.join(devices)}; benchmarks/gpu_check.py, docs/gpu-check.md): the same "
+            "protocol on the full SST-2 train set (67,349 examples, the CPU runs' 4,000), never compared with the "
+            "CPU runs."))
+        document.write(GPU_VERDICTS)
     print(VERDICTS.read_text())
 
 

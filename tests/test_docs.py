@@ -102,6 +102,14 @@ COMMANDS = {
         " (--submit --wait on a local cluster)",
     "snakemake --cores 8": "tests/test_demo.py::test_demo_runs_the_whole_dag (the demo's config)",
     "snakemake --report report.html": "tests/test_demo.py::test_demo_runs_the_whole_dag",
+    "python benchmarks/gpu_carry.py": "not run by a test: it reads ../shared's GLUE data and the MiniLM package, and "
+    "downloads a wheel; tests/test_gpu_check.py runs the check it prepares for, without it",
+    "python benchmarks/gpu_check.py --device cpu --tiny":
+        "tests/test_gpu_check.py::test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile",
+    "python benchmarks/gpu_check.py --parts": "not run by a test: on a GPU node; the tiny profile runs the same parts",
+    "python benchmarks/gpu_check.py --adopt": "not run by a test on a GPU's results (none yet): "
+    "tests/test_gpu_check.py::test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile checks it refuses a CPU "
+    "run",
 }
 
 

@@ -81,10 +81,13 @@ METHOD_NAMES = {"no_kd": "no KD", "kd": "KD", "pkd": "PKD", "ckd_no": "CKD-NO", 
                 "universal_kd_cg": "Universal-KD CG", "universal_kd_ca": "Universal-KD CA"}
 
 
-def read_runs(path) -> list[dict]:
-    """A record: one JSON object per line."""
+def read_runs(path, on_gpu: bool = False) -> list[dict]:
+    """A record (one JSON object per line): its CPU runs, or with ``on_gpu`` those a GPU check ran
+    (benchmarks/gpu_check.py: full train sets, another device and precision), which name their ``device``; the two
+    are never compared with each other."""
     path = Path(path)
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    return [run for run in runs if ("device" in run) == on_gpu]
 
 
 def searched_points(config: dict) -> dict[tuple[str, str], set[str]]:

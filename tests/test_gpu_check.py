@@ -1,0 +1,94 @@
+"""The GPU check (benchmarks/gpu_check.py, issue 50) and its runner without Snakemake (kdflow.workflow.replay): the
+kit runs every part on CPU in its tiny profile, so that it cannot rot between the sessions that get a GPU."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import torch
+
+from conftest import REPO
+from kdflow.distillation.methods.registry import available_methods
+from kdflow.workflow.replay import NamedList, export, run
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import gpu_check  # noqa: E402
+
+
+def test_a_named_list_reads_as_snakemakes_input_does():
+    files = NamedList(["a.tsv", "b.json", "c.json"], {"data": [0, None], "signals": [1, 3]})
+    assert files.data == "a.tsv" and files.signals == ["b.json", "c.json"] and list(files) == files
+    assert files.get("transfer") is None and files.get("data") == "a.tsv" and list(files.keys()) == ["data", "signals"]
+    with pytest.raises(AttributeError):
+        files.transfer  # noqa: B018
+
+
+def test_a_step_that_differs_on_the_device_beyond_its_tolerance_fails_the_check():
+    """The comparison bites: a loss (3.4) that moves by 0.5 under autocast fails in bf16 (tolerance 5%), one that
+    moves by 1e-4 in the device's fp32 step fails in fp32 (tolerance 1e-5), and the same path unshifted passes."""
+    model, batch = torch.nn.Linear(3, 1), {"x": torch.ones(4, 3)}
+    with torch.no_grad():  # an output well away from 0, where a relative gradient error means something
+        model.weight.copy_(torch.tensor([[0.5, -0.25, 1.0]]))
+        model.bias.fill_(0.3)
+    calls = []
+
+    def drifting(m, b):  # called for the CPU reference, then the device's fp32 step, then its bf16 step
+        calls.append(None)
+        return m(b["x"]).pow(2).mean() + 1 + (1e-4 if len(calls) == 2 else 0.0)
+
+    def shifted_under_autocast(m, b):
+        return m(b["x"]).pow(2).mean() + 1 + 0.5 * torch.is_autocast_enabled("cpu")
+
+    paths = {"exact": (model, lambda m, b: m(b["x"]).pow(2).mean() + 1, batch),
+             "bf16 off by 15%": (model, shifted_under_autocast, batch),
+             "fp32 off by 1e-4": (model, drifting, batch)}
+    rows = {(row["what"], row["precision"]): row["passed"]
+            for row in gpu_check.step_checks(paths, "cpu", ["fp32", "bf16"], float("inf"))}
+    assert rows == {("exact", "fp32"): True, ("exact", "bf16"): True, ("bf16 off by 15%", "fp32"): True,
+                    ("bf16 off by 15%", "bf16"): False, ("fp32 off by 1e-4", "fp32"): False,
+                    ("fp32 off by 1e-4", "bf16"): True}
+
+
+@pytest.mark.slow
+def test_a_replay_stops_at_a_failed_job_and_says_so(tmp_path):
+    """A job that fails (prepare_task, its data missing) exits non-zero in the record, and no job that needs it
+    starts."""
+    listing = tmp_path / "jobs.json"
+    listing.write_text(json.dumps(export([REPO / "demo/config.yaml"],
+                                         targets=["results/teachers/tiny_bert/sst2/metrics.json"])))
+    records = run(listing, tmp_path / "work", jobs=2, log=lambda message: None)
+    assert [(record["rule"], record["returncode"] > 0) for record in records] == [("prepare_task", True)]
+    assert "data directory for task 'sst2' not found" in (tmp_path / "work/replay.log").read_text()
+
+
+@pytest.mark.slow
+def test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile(tmp_path):
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--device", "cpu", "--tiny", "--out", str(out),
+                             "--carry", str(tmp_path / "carry"), "--work", str(tmp_path / "work"), "--jobs", "2"],
+                            cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["parts"]) == list(gpu_check.PARTS)
+    assert not [part for part, found in summary["parts"].items() if "error" in found], summary
+    checks = pd.read_csv(out / "correctness.csv")
+    assert checks.passed.all(), checks[~checks.passed]
+    steps = checks[checks.check == "one step against CPU fp32"]
+    assert {f"method {name} (bert_s)" for name in available_methods()} <= set(steps.what)
+    assert set(steps.precision) == {"fp32", "bf16"} and "probe" in set(checks.what)
+    assert {"finetune_teacher", "compute_teacher_signals", "distill_student"} <= {
+        what.split()[0] for what in checks[checks.check == "demo job replayed"].what}
+    throughput = pd.read_csv(out / "throughput_measured.csv")
+    reference = pd.read_csv(REPO / "reference/throughput.csv")
+    scaled = reference[reference.source.str.startswith("scaled")]
+    assert set(zip(throughput.family, throughput.kind)) == set(zip(scaled.family, scaled.kind))
+    assert (throughput.flops_per_second > 0).all()
+    sharing = pd.read_csv(out / "sharing.csv")
+    assert set(sharing.k) == {1, 2} and (sharing.examples_per_second > 0).all()
+    [record] = [json.loads(line) for line in (out / "evidence_runs.jsonl").read_text().splitlines()]
+    assert record["method"] == "no_kd" and record["profile"] == "tiny" and len(record["dev_predictions"]) > 0
+    refused = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--adopt", str(out)], cwd=REPO,
+                             capture_output=True, text=True)
+    assert refused.returncode != 0 and "only a full run on a GPU is adopted" in refused.stderr
