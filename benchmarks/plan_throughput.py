@@ -18,9 +18,9 @@ Times are CPU seconds (user and system, of the process and its children): on an 
 one-thread runs, and what other processes on a busy machine do not inflate.
 
 GPU rows are scaled, not measured (no GPU was available): the rate is an assumed fraction (MFU) of the GPU's dense
-peak for the precision (bf16; fp32 runs in TF32, which kdflow enables on Ampere and newer) and the floor an assumed
-host time per layer and batch (eager PyTorch launches every kernel from Python; a GPU step cannot be shorter than
-that, whatever the model's width), per family: see GPUS, MFU and GPU_FLOOR below. benchmarks/gpu_throughput.py
+peak for the precision (bf16 on tensor cores; fp32 on the CUDA cores, since kdflow's fp32 turns TF32 off) and the
+floor an assumed host time per layer and batch (eager PyTorch launches every kernel from Python; a GPU step cannot
+be shorter than that, whatever the model's width), per family: see GPUS, MFU and GPU_FLOOR below. benchmarks/gpu_throughput.py
 measures them on a GPU, with the measurement code here (Workload, measurements) and its own GPU_WORKLOAD.
 
 Start-up: per rule, a fresh interpreter importing what its script imports (and Snakemake's script module, which
@@ -62,11 +62,12 @@ from kdflow.workflow.cost_plan import (  # noqa: E402
 from kdflow.workflow.provenance import rule_scripts  # noqa: E402
 
 VOCAB = REPO / "demo" / "vocab.txt"
-# Dense peak FLOP/s per precision (fp32: TF32 tensor cores) of the SXM parts (NVIDIA's datasheets), and the
-# fraction of it assumed achieved per family: transformer and GPT-2 blocks are large matmuls (BERT fine-tuning in
+# Dense peak FLOP/s per precision of the SXM parts (NVIDIA's datasheets): bf16 on tensor cores; fp32 IEEE on the
+# CUDA cores, not TF32's 495 and 156, as kdflow.core.precision's fp32 turns TF32 off. Then the fraction of it
+# assumed achieved per family: transformer and GPT-2 blocks are large matmuls (BERT fine-tuning in
 # mixed precision reaches about a third of peak at these batch sizes); the probe grid is one batched matmul; LSTMs
 # are sequential over time steps and convolutions smaller: a tenth.
-GPUS = {"H100": {"bf16": 989e12, "fp32": 495e12}, "A100": {"bf16": 312e12, "fp32": 156e12}}
+GPUS = {"H100": {"bf16": 989e12, "fp32": 67e12}, "A100": {"bf16": 312e12, "fp32": 19.5e12}}
 MFU = {"transformer": 0.3, "gpt2": 0.3, "probe": 0.3, "lstm": 0.1, "cnn": 0.1}
 # Host seconds per layer and batch on a GPU: a transformer layer's eager training step (forward, backward, AdamW)
 # launches about a hundred kernels at about 10 us each, inference a third of that, a sampling step a few tens; a
