@@ -221,6 +221,22 @@ def test_a_teacher_and_its_student_train_in_mixed_precision_on_cpu(precision, se
     assert {tensor.dtype for tensor in saved.values()} == {torch.float32}  # master weights: float32
 
 
+@pytest.mark.parametrize("spec", [{"type": "bilstm", "layers": 2, "hidden_size": 16, "embeddings": {"dim": 8}},
+                                  {"type": "bilstm_s", "embeddings": {"source": "random", "dim": 8}}],
+                         ids=["bilstm", "bilstm_s"])
+def test_lstm_students_train_in_bf16_on_cpu_whatever_their_sequences_lengths(spec):
+    """oneDNN's bfloat16 LSTM fails on a batch of equal lengths (torch 2.13, found by benchmarks/gpu_throughput.py):
+    the LSTM of a student computes in float32 on CPU, and its gradients reach the embeddings."""
+    _, tokenizer = build_teacher({**TINY_BERT, "tokenizer": str(REPO / "demo/vocab.txt")}, 2)
+    student = build_student(spec, StudentContext(2, tokenizer))
+    batch = {"input_ids": torch.randint(5, 100, (4, 10)), "attention_mask": torch.ones(4, 10, dtype=torch.long)}
+    with BF16.autocast():
+        logits = student(batch).logits
+    logits.float().sum().backward()
+    assert torch.isfinite(logits).all() and any(p.grad is not None and p.grad.abs().sum() > 0
+                                                for p in student.parameters() if p.dim() == 2 and p.shape[0] > 90)
+
+
 @pytest.mark.parametrize("precision", [BF16, FP16], ids=["bf16", "fp16"])
 def test_probes_in_mixed_precision_score_as_in_float32(precision):
     """A probe's inputs are float16 encodings: its own rounding moves accuracies by under 2 points (2 of the 100

@@ -7,6 +7,7 @@ final states (those at each sequence's last real token) are what the unpadded se
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 
 import torch
@@ -21,9 +22,13 @@ from kdflow.students.tokens import WholeSentences, input_tokenizer
 
 def packed_lstm(lstm: nn.LSTM, states: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Run a batch-first ``lstm`` over the real tokens only: outputs [B, T, H] (zero at pads) and the final hidden
-    states [layers * directions, B, H_dir]."""
-    packed = pack_padded_sequence(states, mask.sum(1).cpu(), batch_first=True, enforce_sorted=False)
-    outputs, (final, _) = lstm(packed)
+    states [layers * directions, B, H_dir]. On CPU under a mixed precision the LSTM computes in float32: oneDNN's
+    bfloat16 LSTM (torch 2.13) has no kernel for some batches, equal lengths among them, and fails on them."""
+    cpu_mixed = states.device.type == "cpu" and torch.is_autocast_enabled("cpu")
+    with torch.autocast("cpu", enabled=False) if cpu_mixed else contextlib.nullcontext():
+        packed = pack_padded_sequence(states.float() if cpu_mixed else states, mask.sum(1).cpu(), batch_first=True,
+                                      enforce_sorted=False)
+        outputs, (final, _) = lstm(packed)
     return pad_packed_sequence(outputs, batch_first=True, total_length=states.shape[1])[0], final
 
 
