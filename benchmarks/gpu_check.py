@@ -490,9 +490,8 @@ def adopt(folder: Path) -> None:
         # BERT-6, two to three times heavier a step
         recommended = {family: k for family, k in gpu_sharing.recommend(pd.read_csv(folder / "sharing.csv")).items()
                        if family != "bert_k"}
-        print("gpu_sharing:", gpu_sharing.adopt(recommended, REPO / "config.yaml",
-                                                f"on one {gpu}, {summary['started'][:10]} "
-                                                f"({kept.relative_to(REPO)}/sharing.csv, from benchmarks/gpu_check.py)"))
+        note = f"on one {gpu}, {summary['started'][:10]} ({kept.relative_to(REPO)}/sharing.csv; gpu_check.py)"
+        print("gpu_sharing:", gpu_sharing.adopt(recommended, REPO / "config.yaml", note))
     runs = replay_records(folder / "evidence_runs.jsonl")
     provenance = summary["environment"].get("provenance") or {}
     if runs and not provenance.get("clean_on_main"):
