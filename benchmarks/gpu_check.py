@@ -40,6 +40,7 @@ import tempfile
 import time
 import traceback
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -56,8 +57,8 @@ from kdflow.workflow import replay  # noqa: E402
 PARTS = ("environment", "correctness", "throughput", "sharing", "evidence")
 # Seconds each part may take on the GPU; the evidence takes what remains, at least EVIDENCE_SECONDS (the parts
 # before it are cut short to leave it that).
-CAPS = {"environment": 20, "correctness": 150, "throughput": 90, "sharing": 90, "evidence": 180}
-BUDGET = 420
+CAPS = {"environment": 10, "correctness": 120, "throughput": 80, "sharing": 90, "evidence": 180}
+BUDGET = 480  # the issue's 8 minutes, inside a 9-minute call that leaves a lease of 15 time for the start and a rerun
 # The tiny profile's caps guard against a hang, not a slow machine: the test checks that every part ran.
 TINY_CAPS = {"environment": 60, "correctness": 300, "throughput": 120, "sharing": 120, "evidence": 300}
 # One step of a code path on the device against the same step on CPU: fp32 (TF32 off) differs from CPU only by the
@@ -253,19 +254,23 @@ def finite_scores(path: Path) -> bool:
 
 def replay_checks(context: dict, precisions: list[str], stop_at: float) -> list[dict]:
     """The demo's jobs replayed in each precision; a job passes if it exits 0 and its JSON outputs are finite."""
-    rows = []
-    for precision in precisions:
-        listing = jobs_listing(context, f"demo_jobs_{precision}.json", ["demo/config.yaml"],
-                               {"precision": precision, "device": context["device"]},
-                               TINY_TARGETS if context["tiny"] else DEMO_TARGETS)
-        directory = demo_directory(context, precision)
+    listings = {precision: jobs_listing(context, f"demo_jobs_{precision}.json", ["demo/config.yaml"],
+                                        {"precision": precision, "device": context["device"]},
+                                        TINY_TARGETS if context["tiny"] else DEMO_TARGETS) for precision in precisions}
+
+    def replayed(precision: str) -> list[dict]:
+        listing, directory, rows = listings[precision], demo_directory(context, precision), []
         for record in replay.run(listing, directory, context["jobs"], stop_at, log=log):
             outputs = [directory / path for path in record["output"] if path.endswith(".json")]
             finite = record["returncode"] == 0 and all(finite_scores(path) for path in outputs if path.is_file())
             rows.append({"check": "demo job replayed", "what": f"{record['rule']} {record['output'][0]}",
                          "precision": precision, "seconds": record["seconds"], "returncode": record["returncode"],
                          "finite": finite, "passed": finite})
-    return rows
+        return rows
+
+    # the precisions side by side: their jobs are start-up-bound processes, and the GPU holds both
+    with ThreadPoolExecutor(len(precisions)) as pool:
+        return [row for rows in pool.map(replayed, precisions) for row in rows]
 
 
 def demo_directory(context: dict, precision: str) -> Path:
