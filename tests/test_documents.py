@@ -1,9 +1,11 @@
 """Result pages (kdflow.core.documents): one document, rendered to Markdown and to HTML with text escaped."""
 
+import math
+
 import pandas as pd
 import pytest
 
-from kdflow.core.documents import Bullets, Code, Document, Emphasis, Heading, Paragraph, Table
+from kdflow.core.documents import MISSING, Bullets, Code, Document, Emphasis, Heading, Paragraph, Table, number
 
 NASTY = "a|b *c* _d_ `e` <script>alert(1)</script> & [x](y)"
 
@@ -87,3 +89,8 @@ def test_write_puts_both_formats_beside_each_other(tmp_path, with_html):
     page.write(tmp_path / "t.md", tmp_path / "t.html" if with_html else None)
     assert (tmp_path / "t.md").read_text() == "# T\n\np\n"
     assert (tmp_path / "t.html").exists() == with_html
+
+
+def test_a_number_shows_its_form_and_a_missing_one_the_missing_mark():
+    assert number(1.2345, "{:.3f}") == "1.234" and number(2.0) == "2.00"
+    assert number(None) == number(math.nan) == number(math.inf) == MISSING

@@ -19,6 +19,7 @@ This module is in ``core`` because the transfer and analysis stages write pages 
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -146,6 +147,11 @@ def _inline_html(text: Text) -> str:
         else:
             parts.append(html.escape(str(span)))
     return "".join(parts)
+
+
+def number(value: float | None, form: str = "{:.2f}") -> str:
+    """A number as a table shows it: ``form``, or MISSING where there is none (None, NaN, infinite)."""
+    return MISSING if value is None or not math.isfinite(value) else form.format(value)
 
 
 def _cell(value, digits: int) -> str:

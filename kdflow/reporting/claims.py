@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from kdflow.core import metrics, statistics
-from kdflow.core.documents import Document, Heading, Paragraph, Table
+from kdflow.core.documents import Document, Heading, Paragraph, Table, number
 from kdflow.distillation.selection import select
 from kdflow.workflow.config import grid_points
 
@@ -225,10 +225,6 @@ def _mean(runs: list[dict]) -> float:
     return float(np.mean([run["dev"] for run in runs])) if runs else math.nan
 
 
-def _number(value: float, form: str = "{:.2f}") -> str:
-    return "—" if value is None or not math.isfinite(value) else form.format(value)
-
-
 def planner_blocks(found: pd.DataFrame) -> list:
     """The seeds planner for every link with a paper's gain: the held-out seeds it has and would need to detect
     that gain with 80% power, and the seeds that means in all (one more where a side chose its point on seed 1)."""
@@ -238,8 +234,8 @@ def planner_blocks(found: pd.DataFrame) -> list:
     needed = [None if n is None or pd.isna(n) else int(n) for n in rows["seeds_needed"]]
     frame = pd.DataFrame({
         "task": rows["task"], "link": rows["link"], "paper's gain": [f"{g:+.2f}" for g in rows["paper_gain"]],
-        "detectable now": [_number(d) for d in rows["detectable"]], "held-out seeds now": rows["pairs"],
-        "dev set's floor": [_number(statistics.dev_set_floor(v)) for v in rows["example_variance"]],
+        "detectable now": [number(d) for d in rows["detectable"]], "held-out seeds now": rows["pairs"],
+        "dev set's floor": [number(statistics.dev_set_floor(v)) for v in rows["example_variance"]],
         "held-out seeds needed": [str(n) if n is not None else "— (not on this dev set)" if math.isfinite(v)
                                   else "— (fewer than 2 held-out seeds)" for n, v in zip(needed, rows["seed_variance"])],
         "seeds in all": ["—" if n is None else str(n + s) for n, s in zip(needed, rows["selection_seeds"])]})
@@ -275,13 +271,13 @@ def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
         document.blocks.append(Table(pd.DataFrame({
             "task": rows["task"], "link": rows["link"], "difference": [f"{d:+.2f}" for d in rows["difference"]],
             "seeds paired": rows["pairs"],
-            "p": [_number(p, "{:.3f}") for p in rows["p"]],
-            "p (Holm)": [_number(p, "{:.3f}") for p in rows["p_holm"]],
+            "p": [number(p, "{:.3f}") for p in rows["p"]],
+            "p (Holm)": [number(p, "{:.3f}") for p in rows["p_holm"]],
             "95% CI": ["—" if math.isnan(low) else f"[{low:+.2f}, {high:+.2f}]"
                        for low, high in zip(rows["low"], rows["high"])],
-            "detectable": [_number(d) for d in rows["detectable"]],
-            "paper's gain": [_number(g, "{:+.2f}") for g in rows["paper_gain"]],
-            "p equiv. (Holm)": [_number(p, "{:.3f}") for p in rows["p_equivalence_holm"]],
+            "detectable": [number(d) for d in rows["detectable"]],
+            "paper's gain": [number(g, "{:+.2f}") for g in rows["paper_gain"]],
+            "p equiv. (Holm)": [number(p, "{:.3f}") for p in rows["p_equivalence_holm"]],
             "seeds needed": ["—" if n is None or pd.isna(n) else str(int(n)) for n in rows["seeds_needed"]],
             "verdict": rows["verdict"]})))
     if len(found):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from kdflow.core import statistics
-from kdflow.core.documents import Document, Heading, Paragraph, Table
+from kdflow.core.documents import Document, Heading, Paragraph, Table, number
 from kdflow.probing.senteval import PROBING_TASKS
 
 
@@ -145,10 +145,6 @@ def grid_blocks(grid: pd.DataFrame) -> list:
             Table(frame, digits=1)]
 
 
-def _p(value: float) -> str:
-    return "—" if not math.isfinite(value) else f"{value:.3f}"
-
-
 def experiment_document(name: str, table: pd.DataFrame, grid: pd.DataFrame) -> Document:
     tested = table[table["compare_to"].notna()]
     table = table.assign(score=[(_score(m, s) + (statistics.marks(p) if isinstance(b, str) else "")) if n else "—"
@@ -178,8 +174,8 @@ def experiment_document(name: str, table: pd.DataFrame, grid: pd.DataFrame) -> D
             "metric": tested["metric"],
             f"difference vs {baseline}": ["—" if not math.isfinite(d) else f"{d:+.2f}" for d in tested["difference"]],
             "seeds paired": tested["pairs"].astype("Int64"),
-            "p": [_p(p) for p in tested["p"]],
-            "p (Holm)": [_p(p) for p in tested["p_holm"]],
+            "p": [number(p, "{:.3f}") for p in tested["p"]],
+            "p (Holm)": [number(p, "{:.3f}") for p in tested["p_holm"]],
             "95% CI": ["—" if not math.isfinite(low) else f"[{low:+.2f}, {high:+.2f}]"
                        for low, high in zip(tested["ci_low"], tested["ci_high"])],
             "detectable (80% power)": ["—" if not math.isfinite(d) else f"{d:.2f}" for d in tested["detectable"]],
