@@ -65,6 +65,15 @@ def minilm(carry: Path) -> None:
     (target / "model.fp16.safetensors.z").write_bytes(zlib.compress(save(half), 9))
 
 
+def evidence_config() -> dict:
+    """The claims benchmark's config (benchmarks/quality/config.yaml) on SST-2, its claims experiments alone, their
+    first EVIDENCE_SEEDS seeds, on the GPU in kdflow's default precision (bf16 there)."""
+    config = benchmark_config(["sst2"], [], quick=False)
+    config["experiments"] = {name: {**spec, "seeds": spec["seeds"][:EVIDENCE_SEEDS]}
+                             for name, spec in config["experiments"].items() if name in EXPERIMENTS}
+    return {**config, "device": "auto", "precision": "auto"}
+
+
 def evidence_groups(config: dict) -> list[dict]:
     """The methods the evidence part trains, in the order it takes them: a group's methods are searched (every grid
     point, the first seed), each keeps its point on that seed as kdflow selects, and the kept points train the
@@ -86,9 +95,7 @@ def evidence(carry: Path, data: Path) -> int:
     """The evidence's work directory is listed here as it will be there (MiniLM at minilm/, SST-2 at data/): every
     run the groups may ask for. The GPU runs the record already holds travel with it (the part skips them, and
     selects from them)."""
-    config = benchmark_config(["sst2"], list(range(1, EVIDENCE_SEEDS + 1)), quick=False)
-    config["experiments"] = {name: spec for name, spec in config["experiments"].items() if name in EXPERIMENTS}
-    config.update(device="auto", precision="auto")
+    config = evidence_config()
     groups = evidence_groups(config)
     runs = [run for group in groups for run in group_runs(group)]
     with tempfile.TemporaryDirectory() as scratch:

@@ -92,3 +92,25 @@ def test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile(tmp_path):
     refused = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--adopt", str(out)], cwd=REPO,
                              capture_output=True, text=True)
     assert refused.returncode != 0 and "only a full run on a GPU is adopted" in refused.stderr
+
+
+def test_the_evidence_takes_kd_and_no_kd_first_then_every_other_claims_method_once():
+    """The carried groups (benchmarks/gpu_carry.py): ALP-KD's KD > no KD first, whose two sides need no other
+    method; then each method of the claims experiments once, with the grid points kdflow expands for it."""
+    import gpu_carry
+    from quality_claims import EXPERIMENTS
+
+    from kdflow.workflow.config import grid_points
+
+    config = gpu_carry.evidence_config()
+    groups = gpu_carry.evidence_groups(config)
+    assert (groups[0]["experiment"], groups[0]["methods"]) == ("claims_alp", ["no_kd", "kd"])
+    taken = [(group["experiment"], method) for group in groups for method in group["methods"]]
+    expected = [(name, method) for name in EXPERIMENTS if name in config["experiments"]
+                for method in config["experiments"][name]["methods"]]
+    assert sorted(taken) == sorted(expected) and len(set(taken)) == len(taken)
+    for group in groups:
+        spec = config["experiments"][group["experiment"]]
+        assert group["seeds"] == [1, 2, 3, 4, 5] and group["task"] == "sst2"
+        assert all(group["points"][method] == grid_points(spec, method) for method in group["methods"])
+
