@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from kdflow.core.precision import Precision  # noqa: E402
+from kdflow.core.precision import Precision, resolve_precision  # noqa: E402
 from kdflow.workflow import replay  # noqa: E402
 
 PARTS = ("environment", "correctness", "throughput", "sharing", "evidence")
@@ -194,12 +194,13 @@ def step_checks(paths: dict, device: str, precisions: list[str], stop_at: float)
     """Each code path's step (:func:`code_paths`) on ``device`` in each precision against the CPU's in fp32 (see
     TOLERANCE)."""
     rows = []
+    resolved = {precision: resolve_precision(precision, torch.device(device)) for precision in precisions}  # as jobs do
     for name, (model, loss_fn, batch) in paths.items():
         if time.monotonic() > stop_at:
             break
         reference_loss, reference = one_step(model, loss_fn, batch, "cpu", Precision("fp32", "cpu"))
         for precision in precisions:
-            loss, gradients = one_step(model, loss_fn, batch, device, Precision(precision, device, tf32=False))
+            loss, gradients = one_step(model, loss_fn, batch, device, resolved[precision])
             loss_error = abs(loss - reference_loss) / max(abs(reference_loss), 1e-6)
             gradient_error = float((gradients - reference).norm() / reference.norm().clamp_min(1e-12))
             finite = math.isfinite(loss) and bool(torch.isfinite(gradients).all())
