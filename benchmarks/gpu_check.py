@@ -223,12 +223,12 @@ def probe_checks(device: str, stop_at: float) -> list[dict]:
         return []
     rng = np.random.default_rng(0)
     splits = {name: (rng.standard_normal((n, 32), dtype=np.float32), rng.integers(0, 3, n))
-              for name, n in (("train", 512), ("dev", 128), ("test", 128))}
+              for name, n in (("train", 256), ("dev", 128), ("test", 128))}
     for X, y in splits.values():
         X[:, 0] += y  # something to learn
     results = {}
     for where in dict.fromkeys(["cpu", device]):
-        settings = ProbeSettings(max_epochs=8, hidden_sizes=(0, 16), dropouts=(0.0, 0.1), l2_penalties=(1e-4,),
+        settings = ProbeSettings(max_epochs=4, hidden_sizes=(0, 16), dropouts=(0.0, 0.1), l2_penalties=(1e-4,),
                                  device=where)
         results[where] = probe(*splits["train"], *splits["dev"], *splits["test"], settings)
     same = all(results[device][key] == results["cpu"][key] for key in ("dev_accuracy", "test_accuracy"))
@@ -320,7 +320,9 @@ def sharing(context: dict, stop_at: float) -> dict:
     import gpu_sharing
 
     minilm = context["carry"] / "minilm"
-    frame = gpu_sharing.measure(context["device"], ks=(1, 2) if context["tiny"] else (1, 2, 4, 8),
+    # the tiny profile checks the code path: two families (a recurrent and a transformer student) at K = 1 and 2
+    families = ("bilstm", "bert_k2") if context["tiny"] else ("bilstm", "gated_cnn", "bilstm_s", "bert_k2")
+    frame = gpu_sharing.measure(context["device"], ks=(1, 2) if context["tiny"] else (1, 2, 4, 8), families=families,
                                 precision=context["precisions"][-1], tiny=context["tiny"], deadline=stop_at,
                                 tokenizer_dir=minilm if minilm.exists() else None, log=log)
     frame.to_csv(context["out"] / "sharing.csv", index=False, float_format="%.6g")

@@ -86,7 +86,8 @@ def test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile(tmp_path):
     assert set(zip(throughput.family, throughput.kind)) == set(zip(scaled.family, scaled.kind))
     assert (throughput.flops_per_second > 0).all()
     sharing = pd.read_csv(out / "sharing.csv")
-    assert set(sharing.k) == {1, 2} and (sharing.examples_per_second > 0).all()
+    assert set(sharing.k) == {1, 2} and set(sharing.family) == {"bilstm", "bert_k2"}
+    assert (sharing.examples_per_second > 0).all()
     [record] = [json.loads(line) for line in (out / "evidence_runs.jsonl").read_text().splitlines()]
     assert record["method"] == "no_kd" and record["profile"] == "tiny" and len(record["dev_predictions"]) > 0
     refused = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--adopt", str(out)], cwd=REPO,
