@@ -1,0 +1,154 @@
+"""How the workflow's dry runs and its plan grow with the number of jobs (issue 51): configs derived from config.yaml
+with a share of each experiment's grid and seeds, each measured in CPU seconds, and per measure the exponent k of
+cost ~ jobs^k.
+
+    python benchmarks/dag_scale.py                                  # shares 1/8, 1/4, 1/2, 1
+    python benchmarks/dag_scale.py --shares 0.125 0.25 --timeout 300 --measures plain plan
+
+The measures:
+- ``plain``: ``snakemake -n`` (building the DAG, then the dry run's scheduling of every job);
+- ``profile``: ``snakemake --profile slurm -n``, the same with the profile's groups: the scheduler checks a group's
+  jobs and their dependencies each time a job finishes, which the dry run simulates;
+- ``plan``: what the plan job computes (kdflow.workflow.dag_jobs.workflow_jobs, then the cost plan's prices), in
+  the repository (the plan lists every job whatever exists).
+
+Each runs in a fresh interpreter in an empty work directory (no output exists: every job is planned), its CPU time
+that of the process and its children. A share keeps the first ceil(share x n) of the n values of each grid
+dimension and of each experiment's seeds (at least one); the job counts come from the dry run itself, so the fit
+does not rely on the shares being exact. A measure that passes ``--timeout`` is reported as such, and the fit
+leaves it out. Every measure also pays a fixed start-up (Snakemake's, and parsing the workflow), about 12 CPU-s:
+the exponents are printed with and without it, and only shares whose jobs span several-fold tell them apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+MEASURES = ("plain", "profile", "plan")
+# What rule plan computes (scripts/plan.py), as benchmarks/gpu_throughput.py reproduces it: the DAG's jobs listed
+# through Snakemake's API, then priced.
+PLAN_CODE = """
+import sys
+sys.path.insert(0, "benchmarks")
+import pandas as pd
+import gpu_throughput
+inputs = gpu_throughput.plan_inputs([sys.argv[1]], replace_workflow_config=True)
+gpu_throughput.plan_hours(pd.read_csv("reference/throughput.csv"), inputs)
+print(f"planned jobs: {len(inputs.dag)}")
+"""
+
+def shared_config(config: dict, share: float) -> dict:
+    """``config`` with the first ceil(share x n) of each grid dimension's n values, and of each experiment's seeds
+    (tasks stay: the paper tables, models and analyses name them)."""
+    def first(values: list) -> list:
+        return values[:max(1, math.ceil(share * len(values)))]
+
+    derived = yaml.safe_load(yaml.safe_dump(config))
+    for spec in derived["experiments"].values():
+        spec["seeds"] = first(spec["seeds"])
+        for dimension, values in (spec.get("grid") or {}).items():
+            spec["grid"][dimension] = first(values)
+    return derived
+
+
+def cpu_seconds(command: list[str], cwd: Path, timeout: float) -> tuple[float | None, str]:
+    """The CPU seconds of ``command`` and its children (None past ``timeout``), and its output."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, ""
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, result.stdout + result.stderr
+
+
+def dry_run_jobs(output: str) -> int:
+    """The total of Snakemake's dry-run job table."""
+    found = re.search(r"^total\s+(\d+)", output, re.MULTILINE)
+    if found is None:
+        raise SystemExit(f"no job count in the dry run's output:\n{output[-2000:]}")
+    return int(found[1])
+
+
+def measure(share: float, measures: list[str], timeout: float) -> dict:
+    config = shared_config(yaml.safe_load((REPO / "config.yaml").read_text()), share)
+    row = {"share": share}
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = Path(scratch)
+        for inputs in ("reference", "benchmarks"):  # the paper tables' and the evidence's inputs
+            (workdir / inputs).symlink_to(REPO / inputs, target_is_directory=True)
+        configfile = workdir / "config.yaml"
+        configfile.write_text(yaml.safe_dump(config))
+        snakemake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
+                     str(workdir), "--configfile", str(configfile), "--replace-workflow-config", "-n", "--quiet",
+                     "rules"]
+        for name in measures:
+            if name == "plain":
+                row["plain_cpu_s"], output = cpu_seconds(snakemake, REPO, timeout)
+                if output:
+                    row["jobs"] = dry_run_jobs(output)
+            elif name == "profile":
+                row["profile_cpu_s"], _ = cpu_seconds([*snakemake, "--profile", str(REPO / "slurm")], REPO, timeout)
+            else:
+                row["plan_cpu_s"], output = cpu_seconds([sys.executable, "-c", PLAN_CODE, str(configfile)], REPO,
+                                                        timeout)
+                planned = re.search(r"planned jobs: (\d+)", output)
+                row["plan_jobs"] = int(planned[1]) if planned else None
+    print(", ".join(f"{key} {value}" for key, value in row.items()), flush=True)
+    return row
+
+
+def start_up(timeout: float) -> float | None:
+    """The CPU seconds every measure pays whatever the jobs: Snakemake's start, the workflow's parsing and
+    validating the config, measured as the dry run of one job (a task's data)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        seconds, _ = cpu_seconds([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+                                  "--directory", scratch, "-n", "--quiet", "rules", "results/data/cola"], REPO, timeout)
+    return seconds
+
+
+def exponents(table: pd.DataFrame, constant: float = 0.0) -> dict[str, float]:
+    """Per measure, k of (cost - ``constant``) ~ jobs^k: the least-squares slope of log cost on log jobs, over the
+    shares that finished (NaN with fewer than two)."""
+    found = {}
+    for column in [c for c in table.columns if c.endswith("_cpu_s")]:
+        done = table[["jobs", column]].dropna()
+        net = done[column] - constant
+        found[column.removesuffix("_cpu_s")] = (float(np.polyfit(np.log(done.jobs), np.log(net), 1)[0])
+                                                if len(done) >= 2 and (net > 0).all() else math.nan)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shares", type=float, nargs="+", default=[0.125, 0.25, 0.5, 1.0])
+    parser.add_argument("--measures", nargs="+", choices=MEASURES, default=list(MEASURES))
+    parser.add_argument("--timeout", type=float, default=900, help="seconds a measure may take")
+    parser.add_argument("--out", type=Path, help="a CSV of the measurements")
+    args = parser.parse_args()
+    table = pd.DataFrame([measure(share, args.measures, args.timeout) for share in args.shares])
+    table["ms_per_job_plain"] = 1e3 * table.get("plain_cpu_s", math.nan) / table.jobs
+    print(table.to_string(index=False, float_format="%.3f"))
+    constant = start_up(args.timeout) or 0.0
+    for (name, k), (_, net) in zip(exponents(table).items(), exponents(table, constant).items()):
+        print(f"{name}: cost ~ jobs^{k:.2f}; less the {constant:.1f} CPU-s of one job's dry run, ~ jobs^{net:.2f}")
+    if args.out:
+        table.to_csv(args.out, index=False)
+
+
+if __name__ == "__main__":
+    main()
