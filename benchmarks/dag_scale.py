@@ -88,9 +88,7 @@ def measure(share: float, measures: list[str], timeout: float) -> dict:
     config = shared_config(yaml.safe_load((REPO / "config.yaml").read_text()), share)
     row = {"share": share}
     with tempfile.TemporaryDirectory() as scratch:
-        workdir = Path(scratch)
-        for inputs in ("reference", "benchmarks"):  # the paper tables' and the evidence's inputs
-            (workdir / inputs).symlink_to(REPO / inputs, target_is_directory=True)
+        workdir = linked(Path(scratch))
         configfile = workdir / "config.yaml"
         configfile.write_text(yaml.safe_dump(config))
         snakemake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
@@ -116,9 +114,18 @@ def start_up(timeout: float) -> float | None:
     """The CPU seconds every measure pays whatever the jobs: Snakemake's start, the workflow's parsing and
     validating the config, measured as the dry run of one job (a task's data)."""
     with tempfile.TemporaryDirectory() as scratch:
+        workdir = linked(Path(scratch))
         seconds, _ = cpu_seconds([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-                                  "--directory", scratch, "-n", "--quiet", "rules", "results/data/cola"], REPO, timeout)
+                                  "--directory", str(workdir), "--configfile", str(REPO / "config.yaml"), "-n",
+                                  "--quiet", "rules", "--", "results/data/cola"], REPO, timeout)
     return seconds
+
+
+def linked(workdir: Path) -> Path:
+    """A work directory that holds no output but sees the repository's files the workflow reads."""
+    for inputs in ("reference", "benchmarks"):  # the paper tables' and the evidence's inputs
+        (workdir / inputs).symlink_to(REPO / inputs, target_is_directory=True)
+    return workdir
 
 
 def exponents(table: pd.DataFrame, constant: float = 0.0) -> dict[str, float]:
