@@ -52,7 +52,9 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from kdflow.core.precision import Precision, resolve_precision  # noqa: E402
+from kdflow.reporting.claims import read_runs  # noqa: E402
 from kdflow.workflow import replay  # noqa: E402
+from quality_claims import run_dir  # noqa: E402
 
 PARTS = ("environment", "correctness", "throughput", "sharing", "evidence")
 # Seconds each part may take on the GPU; the evidence takes what remains, at least EVIDENCE_SECONDS (the parts
@@ -371,18 +373,19 @@ def evidence(context: dict, stop_at: float) -> dict:
     found, jobs = [], []
 
     def train(runs: list[dict]) -> None:
-        todo = [run for run in runs if record_key(run) not in {record_key(r) for r in recorded + found}]
+        done = {record_key(r) for r in recorded + found}
+        todo = [run for run in runs if record_key(run) not in done]
         ran = replay.run(listing, directory, context["evidence_jobs"], stop_at, log=log,
                          targets=[target(run) for run in todo])
         jobs.extend(ran)
-        seconds = {record["output"][0]: record["seconds"] for record in ran if record["returncode"] == 0}
+        seconds = {Path(record["output"][0]).parent: record["seconds"] for record in ran if record["returncode"] == 0}
         teacher = next(iter(sorted(directory.glob("results/teachers/*/*/metrics.json"))), None)
+        teacher_dev = json.loads(teacher.read_text())["scores"]["dev"] if teacher else None
         with open(context["out"] / "evidence_runs.jsonl", "a") as out:
             for run in todo:
-                wall = next((value for path, value in seconds.items() if Path(path).parent == Path(target(run)).parent),
-                            None)
-                record = run_record(directory, run, commit, {**how, "wall_seconds": wall, "teacher_dev": json.loads(
-                    teacher.read_text())["scores"]["dev"] if teacher else None}) if wall is not None else None
+                wall = seconds.get(Path(target(run)).parent)
+                record = run_record(directory, run, commit, {**how, "wall_seconds": wall, "teacher_dev": teacher_dev}) \
+                    if wall is not None else None
                 if record is not None:
                     out.write(json.dumps(record, separators=(",", ":")) + "\n")
                     found.append(record)
@@ -413,8 +416,7 @@ def group_runs(group: dict) -> list[dict]:
 
 
 def target(run: dict) -> str:
-    return str(Path("results/students", run["experiment"], run["task"], run["student"], run["method"], run["point"],
-                    f"seed{run['seed']}", "metrics.json"))
+    return str(run_dir(Path(), run) / "metrics.json")
 
 
 # --- the run ------------------------------------------------------------------------------------------------------
@@ -500,7 +502,7 @@ def adopt(folder: Path) -> None:
                        if family != "bert_k"}
         note = f"on one {gpu}, {summary['started'][:10]} ({kept.relative_to(REPO)}/sharing.csv; gpu_check.py)"
         print("gpu_sharing:", gpu_sharing.adopt(recommended, REPO / "config.yaml", note))
-    runs = replay_records(folder / "evidence_runs.jsonl")
+    runs = read_runs(folder / "evidence_runs.jsonl", on_gpu=True)
     provenance = summary["environment"].get("provenance") or {}
     if runs and not provenance.get("clean_on_main"):
         print(f"{len(runs)} evidence runs not recorded: the carry was not prepared on a clean commit of main")
@@ -513,10 +515,6 @@ def adopt(folder: Path) -> None:
         print(f"{len(new_runs)} evidence runs recorded in {RECORD.relative_to(REPO)}; next: "
               "python benchmarks/quality_claims.py --report-only")
     print(f"kept: {kept.relative_to(REPO)}")
-
-
-def replay_records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
 def main() -> None:
