@@ -189,16 +189,24 @@ def all_records(job, field="State"):
 
 def stop_job(run, job):
     """Stop (SIGSTOP) the training process of SLURM job ``job`` and return its pid: the job then holds its allocation
-    without using the CPU, as a slow job would. SLURM sends SIGCONT with its SIGTERM."""
+    without using the CPU, as a slow job would. SLURM sends SIGCONT with its SIGTERM. Returns None if the job ended
+    first: on a loaded machine a job with a one-minute limit can reach its limit before the test stops it."""
     pattern = f"{run.workdir}/.snakemake/scripts/tmp.*finetune_teacher.py"
 
     def process():
         found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
         return next((int(pid) for pid in found if f"SLURM_JOB_ID={job}\0".encode() in job_environment(pid)), None)
 
-    wait_for(lambda: process() is not None, 60, f"the process of SLURM job {job}")
+    def ended():
+        state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True).stdout
+        return state.strip() not in {"RUNNING", "CONFIGURING", "PENDING"}
+
+    wait_for(lambda: process() is not None or ended(), 60, f"the process of SLURM job {job}")
     stopped = process()
-    os.kill(stopped, signal.SIGSTOP)
+    try:
+        os.kill(stopped, signal.SIGSTOP)
+    except (TypeError, ProcessLookupError):  # None or gone: the job ended first
+        return None
     return stopped
 
 

@@ -35,7 +35,8 @@ def test_a_restart_after_losing_the_snakemake_process_follows_its_job_through_a_
     with SnakemakeOnSlurm(workdir, TEACHER) as lost:
         wait_for_log(workdir, "checkpoint saved")
         [job] = lost.jobs()
-        stop_job(lost, job)  # keeps the job running, however long the restart takes; SLURM's SIGTERM resumes it
+        # Stopped, the job keeps running however long the restart takes; SLURM's SIGTERM resumes it.
+        assert stop_job(lost, job), "the teacher ended before it was stopped"
         os.killpg(lost.process.pid, signal.SIGKILL)
         lost.process.wait()
         assert slurm_record(job, "State") == ["RUNNING"]
