@@ -9,7 +9,7 @@ from scipy import stats
 
 from kdflow.core import metrics
 from kdflow.core.statistics import (detectable_difference, dev_set_floor, equivalence_p, holm, marks, power, sample_std,
-                                    seed_example_test, seed_interval, seeds_needed)
+                                    seed_example_test, seed_interval, seeds_needed, sensitivity)
 
 
 def mean_prediction(predictions, gold):
@@ -75,8 +75,11 @@ def test_the_test_is_undefined_for_one_seed_or_a_diverged_run(ours, theirs):
 def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="one prediction for each of the 3 examples"):
         seed_example_test({1: np.zeros(2)}, {1: np.zeros(3)}, np.zeros(3), metrics.accuracy)
-    with pytest.raises(ValueError, match="no seed in common"):
-        seed_example_test({1: np.zeros(3)}, {2: np.zeros(3)}, np.zeros(3), metrics.accuracy)
+
+
+def test_sides_without_a_common_seed_are_untested_not_compared_unpaired():
+    result = seed_example_test({1: np.ones(3)}, {2: np.zeros(3)}, np.zeros(3), metrics.accuracy)
+    assert result["pairs"] == 0 and all(math.isnan(value) for key, value in result.items() if key != "pairs")
 
 
 def simulated_runs(rng, seeds, examples, gain=0.0, same_configuration=True):
@@ -142,6 +145,9 @@ def test_the_seeds_planner_matches_the_paired_t_tests_closed_form(effect, seeds)
     # Without example noise the planner is the paired t-test's sample size for 80% power at alpha 0.05, two-sided
     # (the noncentral t; G*Power's table: d = 1 -> 10 pairs, d = 0.5 -> 34, d = 0.8 -> 15).
     assert seeds_needed(effect * 2.0, 4.0, 0.0) == seeds
+    # the tables' pair of them, for a gain of either sign
+    assert sensitivity(-effect * 2.0, 4.0, 0.0, seeds) == {"detectable": detectable_difference(4.0, 0.0, seeds),
+                                                           "seeds_needed": seeds}
     # and the detectable difference at that many seeds is at most the effect, at one fewer above it
     assert detectable_difference(4.0, 0.0, seeds) <= effect * 2.0 < detectable_difference(4.0, 0.0, seeds - 1)
     # statsmodels' TTestPower, the same closed form

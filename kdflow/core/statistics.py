@@ -78,14 +78,14 @@ def seed_example_test(predictions: Mapping, baseline: Mapping, gold: np.ndarray,
     the number of pairs, the two variance parts (``seed_variance`` = var_s(d_s), per seed; ``example_variance`` =
     the shared example part of Var(D)), the standard error, degrees of freedom, the two-sided p-value and the
     ``CONFIDENCE`` interval. Below two pairs everything but the difference is NaN: a single seed's luck cannot be
-    told from the configuration."""
-    gold = np.asarray(gold)
+    told from the configuration; without a common seed the difference is NaN too (the test pairs runs by seed)."""
     seeds = sorted(set(predictions) & set(baseline), key=str)
+    if not seeds:
+        return untested()
+    gold = np.asarray(gold)
     runs = [np.asarray(side[s]) for s in seeds for side in (predictions, baseline)]
     if any(len(run) != len(gold) for run in runs):
         raise ValueError(f"every run needs one prediction for each of the {len(gold)} examples")
-    if not seeds:
-        raise ValueError("the two sides have no seed in common: the test pairs runs by seed")
     per_seed = np.array([metric(runs[2 * k], gold) - metric(runs[2 * k + 1], gold) for k in range(len(seeds))])
     result = {"difference": float(np.mean(per_seed)), "pairs": len(seeds)}
     if len(seeds) < 2 or not np.isfinite(per_seed).all():
@@ -177,6 +177,13 @@ def seeds_needed(gain: float, seed_variance: float, example_variance: float, alp
         if power(gain, seed_variance, example_variance, n, alpha) >= target:
             return n
     return None
+
+
+def sensitivity(gain: float, seed_variance: float, example_variance: float, pairs: int) -> dict:
+    """What a test of ``pairs`` paired seeds with these variance parts can see: the difference it detects with 80%
+    power (:func:`detectable_difference`), and the paired seeds that would detect ``gain`` (:func:`seeds_needed`)."""
+    return {"detectable": detectable_difference(seed_variance, example_variance, pairs),
+            "seeds_needed": seeds_needed(abs(gain), seed_variance, example_variance)}
 
 
 def equivalence_p(difference: float, standard_error: float, df: float, margin: float) -> float:

@@ -137,19 +137,12 @@ def compare(runs: list[dict], baseline: list[dict], metric: str, name: str) -> d
     paired seeds it would need to detect :data:`kdflow.core.statistics.PLANNED_GAIN`. Without two common seeds the
     test cannot be made (NaN)."""
     common = {r["seed"] for r in runs} & {r["seed"] for r in baseline}
-    ours = {r["seed"]: r for r in runs if r["seed"] in common}
-    theirs = {r["seed"]: r for r in baseline if r["seed"] in common}
-    if not common:
-        result = statistics.untested()
-    else:
-        gold, predictions = _dev_predictions(ours)
-        _, baseline_predictions = _dev_predictions(theirs)
-        result = statistics.seed_example_test(predictions, baseline_predictions, gold, metrics.METRICS[metric])
-    variances = result["seed_variance"], result["example_variance"]
-    return {"baseline": name, "metric": metric, **result,
-            "detectable": statistics.detectable_difference(*variances, result["pairs"]),
-            "planned_gain": statistics.PLANNED_GAIN,
-            "seeds_needed": statistics.seeds_needed(statistics.PLANNED_GAIN, *variances),
+    gold, predictions = _dev_predictions({r["seed"]: r for r in runs if r["seed"] in common})
+    _, baseline_predictions = _dev_predictions({r["seed"]: r for r in baseline if r["seed"] in common})
+    result = statistics.seed_example_test(predictions, baseline_predictions, gold, metrics.METRICS[metric])
+    return {"baseline": name, "metric": metric, **result, "planned_gain": statistics.PLANNED_GAIN,
+            **statistics.sensitivity(statistics.PLANNED_GAIN, result["seed_variance"], result["example_variance"],
+                                     result["pairs"]),
             "confidence": statistics.CONFIDENCE, "resamples": statistics.RESAMPLES}
 
 

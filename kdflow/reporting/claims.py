@@ -163,17 +163,13 @@ def compare_sides(better: dict, worse: dict, gold, gain: float = math.nan) -> di
     test's p-value and the held-out seeds that would detect it."""
     ours = {run["seed"]: np.asarray(run["dev_predictions"]) for run in better["held_out"]}
     theirs = {run["seed"]: np.asarray(run["dev_predictions"]) for run in worse["held_out"]}
-    if not set(ours) & set(theirs):
-        result = statistics.untested()
-    else:
-        result = statistics.seed_example_test(ours, theirs, np.asarray(gold), metrics.METRICS[better["metric"]])
+    result = statistics.seed_example_test(ours, theirs, np.asarray(gold), metrics.METRICS[better["metric"]])
     scaled = {name: 100 * result[name] for name in ("difference", "standard_error", "low", "high")}
     variances = 1e4 * result["seed_variance"], 1e4 * result["example_variance"]
-    return {**result, **scaled, "seed_variance": variances[0], "example_variance": variances[1],
-            "detectable": statistics.detectable_difference(*variances, result["pairs"]), "paper_gain": gain,
+    return {**result, **scaled, "seed_variance": variances[0], "example_variance": variances[1], "paper_gain": gain,
+            **statistics.sensitivity(gain, *variances, result["pairs"]),
             "p_equivalence": statistics.equivalence_p(scaled["difference"], scaled["standard_error"], result["df"],
-                                                      abs(gain)),
-            "seeds_needed": statistics.seeds_needed(abs(gain), *variances)}
+                                                      abs(gain))}
 
 
 def verdict(result: dict) -> str:
