@@ -3,6 +3,7 @@ directory after a config, code or data edit. The demo runs once, in the module f
 starts this file first when the suite runs in parallel."""
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -336,6 +337,19 @@ UNMODELLED = {"figure_probing_thesis": "draws four multi-panel figures of the th
               "claims_table": "tests every claim of the committed evidence record, resampling its dev examples: grows with the record"}
 
 
+def unsampled_cpu_seconds(benchmarks: Path) -> float:
+    """At most how many CPU seconds the benchmark files under ``benchmarks`` miss. Snakemake 9.27 samples a job's
+    processes at 0, 0.5, ..., 15 s and then every 30 s (snakemake/benchmark.py) and cannot sample them once they have
+    ended, so a job's cpu_time lacks what it spent after its last sample: on a loaded machine, where a 10-s job takes
+    28 s of wall clock, up to 13 s of each of its cores (0.5 s of slack for the sampler's own delays)."""
+    missed = 0.0
+    for path in benchmarks.rglob("*.tsv"):
+        wall = float(pd.read_csv(path, sep="\t")["s"].max())
+        last = wall // 0.5 * 0.5 if wall <= 15 else 15 + (wall - 15) // 30 * 30
+        missed += (wall - last + 0.5) * os.cpu_count()
+    return missed
+
+
 # How much slower or faster than the plan's reference/*.csv machine a run of the demo may be, in CPU seconds. The
 # tests beside the demo inflate every job's CPU time alike (shared caches and cores): on the 2-core CI, with the
 # suite's other tests running, the demo measured 1.38 times the plan (every rule 1.2-2.3), and unscaled
@@ -409,7 +423,8 @@ def test_the_demo_plan_is_within_twice_the_measured_time_of_every_rule(demo_run)
     a start-up of 2 to 3 s a job, modelled as such) but the UNMODELLED ones, once the plan is scaled by this
     machine's factor (measured over planned CPU seconds of all those rules, within MACHINE_FACTOR). CPU seconds, not
     wall-clock seconds: the plan estimates a job alone on its core, and on a machine shared with other work the
-    wall clock also counts the waits for a core."""
+    wall clock also counts the waits for a core. Snakemake's CPU seconds are a lower bound (it samples; see
+    unsampled_cpu_seconds), so a rule is too slow if they are over 2x, too fast if their upper bound is under 0.5x."""
     workdir, _ = demo_run
     table = pd.read_csv(workdir / "results/tables/plan_measured.csv")
     per_rule = table.groupby("rule").sum(numeric_only=True)
@@ -422,8 +437,13 @@ def test_the_demo_plan_is_within_twice_the_measured_time_of_every_rule(demo_run)
     assert len(timed) >= 10 and {"finetune_teacher", "distill_student", "probe_model"} <= set(timed.index)
     machine = timed.cpu_hours.sum() / timed.ran_planned_hours.sum()
     ratio = timed.cpu_hours / timed.ran_planned_hours / machine
-    print(f"this machine against the plan's: {machine:.2f}; each rule against that:\n{ratio.round(2).to_string()}")
-    assert MACHINE_FACTOR[0] <= machine <= MACHINE_FACTOR[1] and ratio.between(0.5, 2).all(), ratio
+    # what Snakemake's sampling may have missed: the measured CPU is a lower bound, this its upper one
+    unsampled = pd.Series({rule: unsampled_cpu_seconds(workdir / "results/benchmarks" / rule) for rule in timed.index})
+    most = (timed.cpu_hours + unsampled / 3600) / timed.ran_planned_hours / machine
+    print(f"this machine against the plan's: {machine:.2f}; each rule against that (and at most, with the CPU "
+          f"Snakemake's sampling may have missed):\n{pd.DataFrame({'ratio': ratio, 'at_most': most}).round(2)}")
+    assert MACHINE_FACTOR[0] <= machine <= MACHINE_FACTOR[1], machine
+    assert (ratio <= 2).all() and (most >= 0.5).all(), ratio[(ratio > 2) | (most < 0.5)]
     page = (workdir / "results/tables/plan_measured.md").read_text()
     assert f"{int(table.ran.sum())} of {int(table.jobs.sum())} planned jobs have run" in page
 
