@@ -4,6 +4,7 @@ kit runs every part on CPU in its tiny profile, so that it cannot rot between th
 import json
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -61,6 +62,23 @@ def test_a_replay_stops_at_a_failed_job_and_says_so(tmp_path):
     records = run(listing, tmp_path / "work", jobs=2, log=lambda message: None)
     assert [(record["rule"], record["returncode"] > 0) for record in records] == [("prepare_task", True)]
     assert "data directory for task 'sst2' not found" in (tmp_path / "work/replay.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_replayed_job_still_running_at_the_deadline_is_killed_and_nothing_starts_after_it(tmp_path):
+    """The GPU check's caps: a teacher job that the deadline overtakes ends with a negative exit code (killed, not
+    failed), writes no model, and the job that needs it does not start."""
+    listing = tmp_path / "jobs.json"
+    listing.write_text(json.dumps(export([REPO / "demo/config.yaml"],
+                                         targets=["results/signals/tiny_bert/sst2/train.safetensors"])))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "demo").symlink_to(REPO / "demo", target_is_directory=True)
+    assert [r["returncode"] for r in run(listing, work, log=print, targets=["results/data/sst2"])] == [0]
+    # three epochs of the demo teacher take several seconds; it is killed one second in
+    records = run(listing, work, stop_at=time.monotonic() + 1.0, log=print)
+    assert [(record["rule"], record["returncode"] < 0) for record in records] == [("finetune_teacher", True)]
+    assert not (work / "results/teachers/tiny_bert/sst2/model/model.safetensors").exists()
 
 
 @pytest.mark.slow
