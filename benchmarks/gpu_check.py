@@ -81,6 +81,8 @@ DEMO_TARGETS = [f"results/students/{run}/seed0/metrics.json" for run in (
     "universal_kd_table4/sst2/tiny_roberta/dih/default", "universal_kd_table5/sst2/gated_cnn/universal_kd_ca/default",
     "thesis_table52/sst2/lstm_s/mse_logits/default")] + ["results/probing/scores/tiny_bert_sst2/Length.json"]
 TINY_TARGETS = ["results/students/universal_kd_table2/sst2/bert_3/kd/beta0.3/seed0/metrics.json"]
+# The tiny profile trains the demo's models one epoch each: its jobs check code paths, not scores.
+TINY_CONFIG = {part: {"epochs": 1} for part in ("teacher_defaults", "pseudo_heads", "student_defaults")}
 # The tiny profile's evidence: one more run of the same demo experiment, recorded as the GPU's runs are.
 TINY_GROUPS = [{"experiment": "universal_kd_table2", "task": "sst2", "student": "bert_3", "methods": ["no_kd"],
                 "points": {"no_kd": ["default"]}, "seeds": [0]}]
@@ -255,11 +257,18 @@ def finite_scores(path: Path) -> bool:
     return all(math.isfinite(number) for number in numbers(json.loads(path.read_text())))
 
 
-def replay_checks(context: dict, precisions: list[str], stop_at: float) -> list[dict]:
+def demo_listings(context: dict) -> dict[str, Path]:
+    """Per precision of the device, the listing of the demo's jobs the correctness part replays."""
+    tiny = TINY_CONFIG if context["tiny"] else {}
+    return {precision: jobs_listing(context, f"demo_jobs_{precision}.json", ["demo/config.yaml"],
+                                    {**tiny, "precision": precision, "device": context["device"]},
+                                    TINY_TARGETS if context["tiny"] else DEMO_TARGETS)
+            for precision in context["precisions"]}
+
+
+def replay_checks(context: dict, listings: dict[str, Path], stop_at: float) -> list[dict]:
     """The demo's jobs replayed in each precision; a job passes if it exits 0 and its JSON outputs are finite."""
-    listings = {precision: jobs_listing(context, f"demo_jobs_{precision}.json", ["demo/config.yaml"],
-                                        {"precision": precision, "device": context["device"]},
-                                        TINY_TARGETS if context["tiny"] else DEMO_TARGETS) for precision in precisions}
+    precisions = list(listings)
 
     def replayed(precision: str) -> list[dict]:
         listing, directory, rows = listings[precision], demo_directory(context, precision), []
@@ -286,11 +295,13 @@ def demo_directory(context: dict, precision: str) -> Path:
 
 
 def correctness(context: dict, stop_at: float) -> dict:
-    device, precisions = context["device"], context["precisions"]
+    device = context["device"]
+    listings = demo_listings(context)
+    replay.start_server(next(iter(listings.values())))  # it imports torch and kdflow while the steps run
     # Every precision steps on any device (CPU autocast computes in bf16 too); the jobs replay in the device's.
     rows = step_checks(code_paths(context["work"]), device, ["fp32", "bf16"], stop_at) + probe_checks(device, stop_at)
     pd.DataFrame(rows).to_csv(context["out"] / "correctness.csv", index=False)
-    rows += replay_checks(context, precisions, stop_at)
+    rows += replay_checks(context, listings, stop_at)
     if not rows:
         return {"checks": 0, "failed": ["no check finished before the part's cap"]}
     frame = pd.DataFrame(rows)
@@ -299,9 +310,10 @@ def correctness(context: dict, stop_at: float) -> dict:
 
 
 def jobs_listing(context: dict, name: str, configfiles: list[str], config: dict, targets: list[str]) -> Path:
-    """The carried listing ``name``; in the tiny profile (or where Snakemake is), listed on the spot."""
-    path = context["carry"] / name
-    if not path.exists():
+    """The carried listing ``name``; in the tiny profile (or where Snakemake is and none was carried), listed on
+    the spot, into the work folder: a carry prepared for the GPU lists other jobs."""
+    path = (context["work"] if context["tiny"] else context["carry"]) / name
+    if context["tiny"] or not path.exists():
         log(f"listing the jobs of {name} with Snakemake")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(replay.export([REPO / file for file in configfiles], config, targets)))
@@ -358,7 +370,8 @@ def evidence(context: dict, stop_at: float) -> dict:
 
     if context["tiny"]:
         directory, groups, recorded = demo_directory(context, context["precisions"][0]), TINY_GROUPS, []
-        listing = jobs_listing(context, "evidence_jobs.json", ["demo/config.yaml"], {"device": context["device"]},
+        listing = jobs_listing(context, "evidence_jobs.json", ["demo/config.yaml"],
+                               {**TINY_CONFIG, "device": context["device"]},
                                [target(run) for group in groups for run in group_runs(group)])
     else:
         carried = json.loads((context["carry"] / "evidence.json").read_text())
