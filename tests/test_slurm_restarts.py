@@ -47,6 +47,7 @@ def test_a_restart_after_losing_the_snakemake_process_follows_its_job_through_a_
             subprocess.run(["scontrol", "requeue", job], check=True, timeout=15)
             start_requeued(job)
             assert restart.wait() == 0, restart.output()
+    end_remains(job)  # the requeued first run's job-step snakemake can outlive it, idle (seen 50 minutes after CI)
     assert restart.jobs() == [], restart.output()
     assert f"as SLURM job {job}, submitted by an earlier snakemake run: following it" in restart.output()
     assert all_records(job) == ["REQUEUED", "COMPLETED"], all_records(job)
