@@ -297,7 +297,8 @@ def demo_directory(context: dict, precision: str) -> Path:
 def correctness(context: dict, stop_at: float) -> dict:
     device = context["device"]
     listings = demo_listings(context)
-    replay.start_server(next(iter(listings.values())))  # it imports torch and kdflow while the steps run
+    # the job server imports torch and kdflow while the steps run
+    replay.start_server(json.loads(next(iter(listings.values())).read_text())["jobs"])
     # Every precision steps on any device (CPU autocast computes in bf16 too); the jobs replay in the device's.
     rows = step_checks(code_paths(context["work"]), device, ["fp32", "bf16"], stop_at) + probe_checks(device, stop_at)
     pd.DataFrame(rows).to_csv(context["out"] / "correctness.csv", index=False)

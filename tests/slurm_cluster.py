@@ -203,9 +203,11 @@ def stop_job(run, job):
 
     wait_for(lambda: process() is not None or ended(), 60, f"the process of SLURM job {job}")
     stopped = process()
+    if stopped is None:  # the job ended first
+        return None
     try:
         os.kill(stopped, signal.SIGSTOP)
-    except (TypeError, ProcessLookupError):  # None or gone: the job ended first
+    except ProcessLookupError:  # it ended meanwhile
         return None
     return stopped
 

@@ -21,6 +21,7 @@ from kdflow.distillation.methods.registry import available_methods
 from kdflow.reporting.calibration import calibrate, measured_seconds, with_groups
 from kdflow.reporting.pilot import FAMILY, calibrated_jobs
 from kdflow.reporting.report_menu import CATEGORIES, category, paper_items, paper_place
+from kdflow.reporting.runtime_table import read_benchmark
 from kdflow.reporting.status import PAPERS
 from kdflow.workflow import replay
 from kdflow.workflow.provenance import script_closure
@@ -344,7 +345,7 @@ def unsampled_cpu_seconds(benchmarks: Path) -> float:
     28 s of wall clock, up to 13 s of each of its cores (0.5 s of slack for the sampler's own delays)."""
     missed = 0.0
     for path in benchmarks.rglob("*.tsv"):
-        wall = float(pd.read_csv(path, sep="\t")["s"].max())
+        wall = read_benchmark(path)["seconds"]
         last = wall // 0.5 * 0.5 if wall <= 15 else 15 + (wall - 15) // 30 * 30
         missed += (wall - last + 0.5) * os.cpu_count()
     return missed

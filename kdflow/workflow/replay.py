@@ -141,10 +141,9 @@ def preloaded_modules(listing: list[dict]) -> list[str]:
     return sorted(modules)
 
 
-def start_server(exported: Path) -> None:
-    """Start the job server with the modules of the jobs of ``exported`` (:func:`preloaded_modules`), if this
-    process has none yet, and return while it imports them: a caller with other work starts it early."""
-    jobs = json.loads(Path(exported).read_text())["jobs"]
+def start_server(jobs: list[dict]) -> None:
+    """Start the job server with the modules of the listed ``jobs`` (:func:`preloaded_modules`), if this process
+    has none yet, and return while it imports them: a caller with other work starts it early."""
     multiprocessing.set_forkserver_preload(preloaded_modules(jobs))
     multiprocessing.forkserver.ensure_running()
 
@@ -184,7 +183,7 @@ def run(exported: Path, directory: Path, jobs: int = 1, stop_at: float | None = 
     pending = [i for i in sorted(wanted, key=lambda i: (wanted[i], i)) if not done(listing[i], directory)]
     records, running, longest, failed = [], {}, {}, False
     # the first server of this process stays for all its runs; a later run's modules are imported in its jobs
-    start_server(exported)
+    start_server(listing)
     server = multiprocessing.get_context("forkserver")
 
     def start(i: int) -> dict:
