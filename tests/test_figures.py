@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from matplotlib.lines import Line2D
+from PIL import Image
 from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
@@ -46,6 +48,37 @@ OPTIONS = {"pkd": {"mapping": [1, 2]}}  # the teacher has 2 layers: PKD-skip nee
 
 def is_png(path) -> bool:
     return path.stat().st_size > 1000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def drawn_to_the_edge(path) -> int:
+    """How many pixels of the PNG's 4-px border are not background: 0 when nothing drawn runs off the canvas (a cut
+    legend or title leaves its ink there; a constrained layout keeps 6 px, 3 points, clear round what it lays out).
+    A band, not the edge alone: the edge may fall between two letters."""
+    image = np.asarray(Image.open(path).convert("L"))
+    return int(sum((band < 250).sum() for band in (image[:4], image[-4:], image[:, :4], image[:, -4:])))
+
+
+def test_a_legend_wider_than_its_figure_takes_fewer_columns_and_a_wide_title_widens_the_figure(tmp_path):
+    """Issue 52: a one-panel figure with a six-column legend lost the legend's and title's ends in the file."""
+    handles = [Line2D([], [], label=f"method number {number}", color="k") for number in range(8)]
+
+    def one_panel(title):
+        figure = figures.new_figure(3.4, 2.8)
+        figure.subplots().plot([0, 1], [0, 1])
+        figure.suptitle(title)
+        return figure
+
+    figure = one_panel("short")
+    figures.legend_below(figure, handles, columns=6)
+    assert 1 < figure.legends[0]._ncols < 6
+    path = figures.save(figure, tmp_path / "legend.png")
+    assert drawn_to_the_edge(path) == 0 and png_width(path) == 3.4 * figures.DPI
+    figure = one_panel("Experiment alp_kd_table2: the dev curve of every run, on every task")
+    path = figures.save(figure, tmp_path / "title.png")
+    assert drawn_to_the_edge(path) == 0 and png_width(path) > 3.4 * figures.DPI
+    cut = one_panel("Experiment alp_kd_table2: the dev curve of every run, on every task")
+    cut.savefig(tmp_path / "cut.png", dpi=figures.DPI)  # what the check sees without save's widening
+    assert drawn_to_the_edge(tmp_path / "cut.png") > 0
 
 
 # --- figures from hand-made inputs ------------------------------------------------------------------------------
@@ -314,7 +347,8 @@ def test_alp_figure3_draws_the_first_student_layer_without_the_gold_panel(runs, 
     without = figures.attention_figure(records, tmp_path / "alp.png", "ALP-KD Fig. 3", gold_distance=False)
     with_gold = figures.attention_figure(records, tmp_path / "ukd.png", "Universal-KD Fig. 3")
     assert is_png(without) and is_png(with_gold)
-    widths = [round((2.6 + 3.2 * panels) * figures.DPI) for panels in (2, 3)]  # attention_figure's width per panel
+    # two panels 3.2 in wide; three, narrowed to the widest figure (attention_figure's widths)
+    widths = [round((2.6 + 3.2 * 2) * figures.DPI), round(figures.WIDEST * figures.DPI)]
     assert [png_width(without), png_width(with_gold)] == widths
 
 

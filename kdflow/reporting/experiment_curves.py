@@ -18,10 +18,9 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from kdflow.reporting.exploration_curves import epoch_positions
-from kdflow.reporting.figures import OKABE_ITO, WIDEST, legend_below, metric_label, new_figure, save
+from kdflow.reporting.figures import OKABE_ITO, legend_below, metric_label, new_figure, panel_columns, save
 
 RUN_KEYS = ["task", "student", "method", "point", "seed"]
-PANEL_COLUMNS = 4
 STYLES = {True: {"linewidth": 1.4, "alpha": 0.95}, False: {"linewidth": 0.8, "alpha": 0.3}}  # selected or not
 
 
@@ -54,9 +53,9 @@ def experiment_curves_figure(data: pd.DataFrame, path, experiment: str) -> Path:
         raise ValueError(f"experiment {experiment} has no learning curves to draw")
     methods = list(dict.fromkeys(data["method"]))
     colours = {method: OKABE_ITO[number % len(OKABE_ITO)] for number, method in enumerate(methods)}
-    columns = min(PANEL_COLUMNS, len(panels))
+    columns = panel_columns(len(panels), 3.3)
     rows = math.ceil(len(panels) / columns)
-    figure = new_figure(min(WIDEST, 3.4 * columns), 2.8 * rows + 0.8)
+    figure = new_figure(3.3 * columns, 2.8 * rows + 0.8)
     grid = figure.subplots(rows, columns, squeeze=False).ravel()
     for axes, (task, student) in zip(grid, panels):
         panel = data[(data["task"] == task) & (data["student"] == student)]

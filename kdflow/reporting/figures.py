@@ -41,7 +41,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from kdflow.probing.senteval import PROBING_TASKS
 
 DPI = 150
-WIDEST = 14.0  # inches: 2,100 px, shown at least half size in the report's 1,100-px pane
+WIDEST = 10.0  # inches: 1,500 px, shown at 0.7x or more in the report's pane at 1400 px (about 1,060 px)
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 BASELINES = {"majority": ("majority class", "#7f7f7f", "--"), "morphology": ("morphology guess", "#000000", "-.")}
@@ -60,16 +60,47 @@ def new_figure(width: float, height: float) -> Figure:
     return figure
 
 
+def panel_columns(panels: int, panel_width: float) -> int:
+    """How many panels ``panel_width`` inches wide one row holds within :data:`WIDEST` (at least one): more panels
+    wrap onto further rows, so that a figure keeps its text readable at the report's width."""
+    return max(1, min(panels, int(WIDEST // panel_width)))
+
+
 def save(figure: Figure, path) -> Path:
+    """Write ``figure`` as a PNG with everything it draws on its canvas: a constrained layout fits the axes into the
+    figure, not a suptitle or figure-wide legend wider than it, which would be cut in the file itself; such a
+    figure is widened (and heightened) until all it draws fits."""
+    for _ in range(4):
+        beyond = drawn_outside(figure)
+        if max(beyond) <= 0.01:
+            break
+        left, bottom, right, top = beyond
+        width, height = figure.get_size_inches()
+        figure.set_size_inches(width + 2 * max(left, right), height + bottom + top)  # centred items grow both sides
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=DPI)
     return path
 
 
+def drawn_outside(figure: Figure) -> tuple[float, float, float, float]:
+    """How far (inches) what ``figure`` draws, laid out, reaches past its left, bottom, right and top edges (0 where
+    it stays inside)."""
+    figure.draw_without_rendering()
+    drawn = figure.get_tightbbox(figure.canvas.get_renderer())
+    width, height = figure.get_size_inches()
+    return max(0.0, -drawn.x0), max(0.0, -drawn.y0), max(0.0, drawn.x1 - width), max(0.0, drawn.y1 - height)
+
+
 def legend_below(figure: Figure, handles: Sequence, columns: int = 3) -> None:
-    figure.legend(handles=handles, loc="outside lower center", ncols=min(columns, len(handles)), fontsize="small",
-                  frameon=False)
+    """A legend under the panels in at most ``columns`` columns, fewer where that many are wider than the figure."""
+    renderer = figure.canvas.get_renderer()
+    for count in range(min(columns, len(handles)), 0, -1):
+        legend = figure.legend(handles=handles, loc="outside lower center", ncols=count, fontsize="small",
+                               frameon=False)
+        if count == 1 or legend.get_window_extent(renderer).width <= figure.bbox.width:
+            return
+        legend.remove()
 
 
 # --- thesis Fig. 4.2 ---------------------------------------------------------------------------------------------
@@ -92,9 +123,9 @@ def teacher_curves_figure(data: pd.DataFrame, path, teacher: str) -> Path:
     tasks = list(dict.fromkeys(data["task"]))
     if not tasks:
         raise ValueError(f"no learning curves of teacher {teacher} to draw")
-    columns = min(4, len(tasks))
+    columns = panel_columns(len(tasks), 3.3)
     rows = math.ceil(len(tasks) / columns)
-    figure = new_figure(3.6 * columns, 2.8 * rows + 0.6)
+    figure = new_figure(3.3 * columns, 2.8 * rows + 0.6)
     grid = figure.subplots(rows, columns, squeeze=False).ravel()
     score_style = dict(color=OKABE_ITO[0], marker="o", markersize=3, linewidth=1.2)
     lr_style = dict(color=OKABE_ITO[1], linestyle="--", linewidth=1)
@@ -128,7 +159,7 @@ def pseudo_head_figure(table: pd.DataFrame, path) -> Path:
     if heads.empty:
         raise ValueError("the teacher table has no pseudo-head rows")
     teachers = table[(table["component"] == "teacher") & (table["split"] == "dev")]
-    figure = new_figure(11, 5)
+    figure = new_figure(WIDEST, 5)
     distance_axes, score_axes = figure.subplots(1, 2)
     handles = []
     for number, ((teacher, task), rows) in enumerate(heads.groupby(["teacher", "task"], sort=False)):
@@ -169,7 +200,7 @@ def attention_figure(weights: Mapping | Sequence[Mapping], path, title: str | No
     panels = [("distance", first)] * (gold_distance and same_examples and first.get("gold_distance") is not None)
     panels += [("attention", record) for record in records]
     rows = max(len(record["idx"]) for record in records)
-    figure = new_figure(2.6 + 3.2 * len(panels), 1.8 + 0.32 * rows)
+    figure = new_figure(2.6 + min(3.2, (WIDEST - 2.6) / len(panels)) * len(panels), 1.8 + 0.32 * rows)
     grid = figure.subplots(1, len(panels), sharey=same_examples, squeeze=False)[0]
     attention_axes, top = [], max(np.max(record["weights"]) for record in records)
     for number, (axes, (kind, record)) in enumerate(zip(grid, panels)):
@@ -211,7 +242,7 @@ def layer_outputs_figure(data: Mapping, path, title: str | None = None) -> Path:
     panels = data["panels"]
     if not panels:
         raise ValueError("no layer pairs to draw")
-    figure = new_figure(1 + 4.2 * len(panels), 7.5)
+    figure = new_figure(1 + min(4.2, (WIDEST - 1) / len(panels)) * len(panels), 7.5)
     grid = figure.subplots(2, len(panels), squeeze=False)
     examples = np.arange(1, len(data["idx"]) + 1)
     handles = {}
@@ -262,7 +293,7 @@ def probing_figure(table: pd.DataFrame, path, model_names: Mapping[str, str] | N
         raise ValueError("the probing table has no results to draw")
     depth = probes.groupby("model")["layer"].max().astype(float).clip(lower=1)
 
-    columns = min(5, len(tasks))
+    columns = panel_columns(len(tasks), 2.8)
     figure = new_figure(2.8 * columns, 2.5 * math.ceil(len(tasks) / columns) + 0.9)
     grid = figure.subplots(math.ceil(len(tasks) / columns), columns, squeeze=False).ravel()
     handles = {}
@@ -307,7 +338,7 @@ REFERENCE_STYLES = {"majority": ("majority class (thesis: Conneau et al. 2018)",
                     "morphology": ("morphology guess (thesis)", "#000000")}
 
 
-THESIS_PANEL_COLUMNS = 4
+THESIS_PANEL_COLUMNS = 3
 
 
 def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figure_id: str, path,
@@ -554,11 +585,15 @@ def exploration_curves_figure(lines: pd.DataFrame, best: pd.DataFrame, labels: M
     ``unsmoothed``: evaluations of one value's runs drawn raw in a panel above (Fig. B.1's upper plot)."""
     panels = list(dict.fromkeys(zip(lines["study"], lines["task"], lines["task_name"], lines["metric"],
                                     lines["student_label"])))
-    mosaic = [[f"panel{i}" for i in range(len(panels))]]
-    if unsmoothed is not None and len(unsmoothed):
-        mosaic.insert(0, ["raw"] + ["."] * (len(panels) - 1))
-    figure = new_figure(6.2 * len(panels), 4.8 + 2.6 * (len(mosaic) - 1))
-    axes = figure.subplot_mosaic(mosaic, height_ratios=[1] * (len(mosaic) - 1) + [1.8])
+    columns = panel_columns(len(panels), 5.0)
+    rows = math.ceil(len(panels) / columns)
+    mosaic = [[f"panel{i}" if i < len(panels) else "." for i in range(row * columns, (row + 1) * columns)]
+              for row in range(rows)]
+    raw_panel = unsmoothed is not None and len(unsmoothed) > 0
+    if raw_panel:
+        mosaic.insert(0, ["raw"] + ["."] * (columns - 1))
+    figure = new_figure(5.0 * columns, 4.8 * rows + 2.6 * raw_panel)
+    axes = figure.subplot_mosaic(mosaic, height_ratios=[1] * raw_panel + [1.8] * rows)
     for number, (study, task, task_name, metric, student) in enumerate(panels):
         panel = axes[f"panel{number}"]
         styles = point_styles(labels[study])
