@@ -14,16 +14,19 @@ from kdflow.reporting.plan_pages import calibrated_document
 
 
 def test_exact_data_give_back_the_factors_that_made_them():
-    """Measured = 2 x start-up + 0.5 x floor + 4 x compute on jobs of varied parts. The fit is least squares with
-    one pseudo-job per part at factor 1 (no bound active here); over 400 jobs, those three rows hardly pull it."""
+    """Measured = 2 x start-up + 0.5 x floor + 4 x compute on jobs of varied parts: over 400 jobs, the prior's
+    three pseudo-jobs hardly pull the fit."""
     rng = np.random.default_rng(0)
     np.testing.assert_allclose(fit_factors(many := rng.uniform(1, 10, size=(400, 3)), many @ [2.0, 0.5, 4.0]),
                                [2.0, 0.5, 4.0], rtol=0.05)
-    parts = rng.uniform(1, 10, size=(40, 3))
-    measured = parts @ np.array([2.0, 0.5, 4.0])
-    exact = np.linalg.lstsq(np.vstack([parts, np.diag(parts.mean(axis=0))]),
-                            np.concatenate([measured, parts.mean(axis=0)]), rcond=None)[0]
-    np.testing.assert_allclose(fit_factors(parts, measured), exact, rtol=1e-9)
+
+
+def test_the_fit_is_least_squares_with_one_pseudo_job_per_part():
+    """Two jobs of start-up and compute (no floor: not fitted), measured 8 and 14 s. Rows (start-up, compute) ->
+    seconds: (2, 2) -> 8, (2, 4) -> 14 and the pseudo-jobs at the mean sizes, (2, 0) -> 2, (0, 3) -> 3. Normal
+    equations [[12, 12], [12, 29]] (a, c) = (48, 81), by hand: a = 35/17, c = 33/17 (both > 0: no bound active)."""
+    np.testing.assert_allclose(fit_factors([[2.0, 0.0, 2.0], [2.0, 0.0, 4.0]], [8.0, 14.0]), [35 / 17, 1.0, 33 / 17],
+                               rtol=1e-9)
 
 
 def test_one_job_of_start_up_alone_meets_the_prior_halfway():
@@ -64,12 +67,19 @@ def test_paper_tables_get_hours_spent_and_left_and_an_unmeasured_family_borrows_
     jobs = jobs_frame(rows)
     measured = pd.Series([3 * jobs.seconds[i] if i < 4 else math.nan for i in range(len(jobs))])
     per_job, figures, progress = calibrate(jobs, measured, {"Table A": ["a"], "Table B": ["b"]})
-    parts = jobs[list(calibration.PARTS)].to_numpy()
-    pooled = fit_factors(parts[:4], measured[:4])
-    transformer = fit_factors(parts[:4], measured[:4], pooled)
-    np.testing.assert_allclose(per_job.calibrated_seconds,
-                               [*(parts[:6] @ transformer), *(parts[6:9] @ pooled), 2.0], rtol=1e-9)
-    assert pooled[2] == pytest.approx(3, rel=0.2) and pooled[0] == 1.0  # start-up: 16% of the plan, not fitted
+    # By hand. Start-up is 40 of the 246 planned seconds of the jobs that ran (16% < MIN_SHARE): it keeps factor
+    # 1, as does the absent floor. The compute factor c fits compute x c = measured - 10 = 20 + 3 compute (compute
+    # 50-53) and the prior's pseudo-job, the mean compute 51.5 at the prior's factor p:
+    # c = (sum compute (20 + 3 compute) + 51.5^2 p) / (sum compute^2 + 51.5^2) = (35962 + 2652.25 p) / 13266.25.
+    # The pooled fit (p = 1) is the prior of the transformer group's.
+    pooled = (35962 + 2652.25) / 13266.25
+    transformer = (35962 + 2652.25 * pooled) / 13266.25
+    assert (pooled, transformer) == pytest.approx((2.91071, 3.29271), abs=1e-5)
+    np.testing.assert_allclose(per_job.calibrated_seconds, [*(10 + (50 + i) * transformer for i in range(6)),
+                                                            *[10 + 20 * pooled] * 3, 2.0], rtol=1e-9)
+    factors = figures.set_index("family")
+    assert factors.startup_factor["transformer"] == factors.floor_factor["transformer"] == 1.0
+    assert factors.flop_rate_factor["transformer"] == pytest.approx(1 / transformer)
     table_a, table_b, everything = (progress.set_index("paper_table").loc[name] for name in
                                     ("Table A", "Table B", "all jobs"))
     assert (table_a.done, table_a.jobs, table_b.done, everything.done, everything.jobs) == (4, 6, 0, 4, 10)

@@ -68,14 +68,19 @@ def scores(result):
     return [{k: v for k, v in record.items() if k != "seconds"} for record in result.history]
 
 
+def assert_equal_states(a: dict, b: dict):
+    """The same tensors under the same names: keys first, as zip would stop at the shorter and pair by position."""
+    assert list(a) == list(b)
+    for name, x in a.items():
+        assert torch.equal(x, b[name]), name
+
+
 def assert_same(a, b):
     (net_a, result_a), (net_b, result_b) = a, b
-    for (name, x), y in zip(net_a.state_dict().items(), net_b.state_dict().values()):
-        assert torch.equal(x, y), name
+    assert_equal_states(net_a.state_dict(), net_b.state_dict())
     assert scores(result_a) == scores(result_b)
     assert result_a.best_epoch == result_b.best_epoch
-    for name, x in result_a.best_state.items():
-        assert torch.equal(x, result_b.best_state[name]), name
+    assert_equal_states(result_a.best_state, result_b.best_state)
 
 
 @pytest.mark.parametrize("interrupt_at", [5, 8, 17])  # mid-epoch 1, right after epoch 1's end, mid-epoch 3
@@ -159,8 +164,7 @@ def test_a_finished_run_is_not_trained_again_and_later_runs_resume(tmp_path):
     steps = []
     again = run(Checkpoint(path, "job", every_minutes=None, every_steps=5), name="stage1", steps=steps)
     assert steps == [] and scores(again[1]) == scores(first[1])
-    for x, y in zip(again[0].parameters(), first[0].parameters()):
-        assert torch.equal(x, y)
+    assert_equal_states(again[0].state_dict(), first[0].state_dict())
 
 
 def test_a_checkpoint_of_other_settings_is_not_resumed(tmp_path):

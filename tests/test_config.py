@@ -1,5 +1,6 @@
 """Config resolution: the settings of every job (what makes reruns after config edits precise)."""
 
+import copy
 import shutil
 import subprocess
 import sys
@@ -313,6 +314,19 @@ def test_every_option_is_checked_before_any_job_runs(edit, message):
     assert message in str(error.value)
 
 
+def test_a_typo_in_a_named_model_names_the_key():
+    """A `models:` entry is one of several shapes (oneOf): jsonschema's own message for a typo is "... is not valid
+    under any of the given schemas"; the schema check names the misspelt key instead."""
+    config = full_config()
+    config["models"]["typo_sst2"] = {"experiment": "alp_kd_table2", "task": "sst2", "studnet": "bert_3",
+                                     "method": "kd"}
+    with pytest.raises(ValueError, match="invalid config") as error:
+        validate_config(config, REPO / "schemas/config.schema.yaml")
+    message = str(error.value)
+    assert "models.typo_sst2: unknown key(s)" in message and "'studnet'" in message
+    assert "is not valid under any of the given schemas" not in message
+
+
 @pytest.mark.parametrize("unlabelled, message", [
     (None, "unlabelled.files.sst2: experiments with `transfer: unlabelled` on sst2 need the task's unlabelled text"),
     ({"files": {"sst2": "no/such/file.txt"}}, "unlabelled.files.sst2: no/such/file.txt: no such unlabelled-text file or "
@@ -344,7 +358,17 @@ def test_transfer_sets_hygiene_settings_cover_their_sources_only():
 
 
 def test_the_full_config_passes_its_checks():
-    check_references(full_config())
+    config = full_config()
+    validate_config(config, REPO / "schemas/config.schema.yaml")  # as the workflow checks it: the schema first
+    check_references(config)
+    # A check that passed anything would pass here too: it reads every experiment of this config, so a teacher
+    # unknown to any one of them fails it.
+    assert config["experiments"]  # the loop is not vacuous
+    for name in config["experiments"]:
+        broken = copy.deepcopy(config)
+        broken["experiments"][name]["teacher"] = "no_such_teacher"
+        with pytest.raises(ValueError, match=f"experiments.{name}.teacher: unknown teacher 'no_such_teacher'"):
+            check_references(broken)
 
 
 def test_planning_imports_neither_torch_nor_transformers():

@@ -64,6 +64,24 @@ def test_a_new_difference_without_an_entry_fails(config, protocols, ledger):
                                                                "rte"]]
 
 
+def test_a_small_change_of_a_numeric_setting_is_a_difference(config, protocols, ledger):
+    """Learning rates are far below 1: a tolerance scaled to 1 would call 5e-5 and 7.5e-5 equal. Only float rounding
+    (a value computed, as "1 - beta" is) compares equal."""
+    edited = copy.deepcopy(config)
+    teacher = edited["teachers"]["bert_large"]["hyperparameters"]
+    assert teacher["learning_rate"] == 5e-5  # the thesis's Table 4.1, as protocols.yaml states it
+    teacher["learning_rate"] = 7.5e-5
+    before = problems_of(ledger, config, protocols)
+    problems = [problem for problem in problems_of(ledger, edited, protocols) if problem not in before]
+    assert sorted(problems) == sorted(
+        f"{table}: teachers.bert_large.{task}.hyperparameters.learning_rate is 7.5e-05 in the config, 5e-05 in the "
+        "paper, and the ledger has no entry for it"
+        for table in ["thesis_table52", "hyperparameter_exploration", "student_sizes"] for task in ["cola", "sst2",
+                                                                                                    "sara"])
+    teacher["learning_rate"] = 5e-5 * (1 + 1e-15)  # one rounding away: not a difference
+    assert teacher["learning_rate"] != 5e-5 and problems_of(ledger, edited, protocols) == before
+
+
 def test_a_new_training_option_fails_until_the_protocols_state_it(config, protocols, ledger, monkeypatch):
     """An option added to the training loop reaches every job; until protocols.yaml says where each paper stands on
     it, the suite fails for every paper result."""
