@@ -2,10 +2,11 @@
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from kdflow.core.documents import MISSING, Bullets, Code, Document, Emphasis, Heading, Paragraph, Table, number
+from kdflow.core.documents import MISSING, Bullets, Code, Document, Emphasis, Fold, Heading, Paragraph, Table, number
 
 NASTY = "a|b *c* _d_ `e` <script>alert(1)</script> & [x](y)"
 
@@ -14,7 +15,7 @@ def test_a_cell_with_markdown_and_html_syntax_shows_literally_in_both_formats():
     page = Document("T", [Table(pd.DataFrame({"text": [NASTY], "score": [1.0]}))])
     assert r"| a\|b \*c\* \_d\_ \`e\` \<script\>alert(1)\</script\> \& \[x\](y) | 1.0 |" in page.markdown()
     assert "<td>a|b *c* _d_ `e` &lt;script&gt;alert(1)&lt;/script&gt; &amp; [x](y)</td>" in page.html().replace("<wbr>", "")
-    assert "<script>" not in page.html()
+    assert "<script>alert" not in page.html()
 
 
 def test_generated_sentences_are_escaped_in_paragraphs_lists_and_headings():
@@ -58,13 +59,13 @@ def test_tables_align_numbers_right_keep_them_on_one_line_and_let_text_wrap_also
     })
     page = Document("T", [Paragraph("first"), Table(frame)])
     html = page.html()
-    assert '<div class="table">\n<table class="dataframe" id="table1">' in html and ".table { overflow-x: auto;" in html
-    assert "#table1 td:nth-child(1)" not in html  # short text: left-aligned, wraps only where the page is narrow
-    assert "#table1 td:nth-child(2) { min-width: 14em; }" in html  # sentences keep a readable width
+    assert '<div class="table">\n<table class="dataframe" id="table0">' in html and ".table { overflow-x: auto;" in html
+    assert "#table0 td:nth-child(1)" not in html  # short text: left-aligned, wraps only where the page is narrow
+    assert "#table0 td:nth-child(2) { min-width: 14em; }" in html  # sentences keep a readable width
     for column in (3, 4):
-        assert (f"#table1 td:nth-child({column}), #table1 th:nth-child({column}) "
+        assert (f"#table0 td:nth-child({column}), #table0 th:nth-child({column}) "
                 "{ text-align: right; font-variant-numeric: tabular-nums; }") in html
-        assert f"#table1 td:nth-child({column}) {{ white-space: nowrap; }}" in html
+        assert f"#table0 td:nth-child({column}) {{ white-space: nowrap; }}" in html
     assert "<td>bert_<wbr>4</td>" in html and "<td>bad, *bad* film</td>" in html
     assert "<td>experiments.<wbr>a_<wbr>b.<wbr>seeds</td>" in html and "<td>Coordination<wbr>Inversion</td>" in html
     assert "<td>0.123* (p=0.04)</td>" in html  # numbers break nowhere
@@ -94,3 +95,33 @@ def test_write_puts_both_formats_beside_each_other(tmp_path, with_html):
 def test_a_number_shows_its_form_and_a_missing_one_the_missing_mark():
     assert number(1.2345, "{:.3f}") == "1.234" and number(2.0) == "2.00"
     assert number(None) == number(math.nan) == number(math.inf) == MISSING
+
+
+def test_the_csv_beside_a_page_holds_every_cell_of_its_tables_unrounded_under_their_headings(tmp_path):
+    """Issue 52: a page with tables of different columns has one CSV, one row per cell."""
+    document = Document("Claims", [
+        Table(pd.DataFrame({"link": ["a > b"], "p": [0.012345]})),
+        Heading(["Seeds ", Code("planner")]),
+        Table(pd.DataFrame({"task": ["sst2", "stsb"], "seeds": [7, None]})),
+        Paragraph("between"),
+        Table(pd.DataFrame({"x": [1.5]})),
+    ])
+    document.write(tmp_path / "page.md", tmp_path / "page.html", tmp_path / "page.csv")
+    cells = pd.read_csv(tmp_path / "page.csv")
+    assert cells.columns.tolist() == ["table", "row", "column", "value"]
+    assert cells.values.tolist() == [
+        ["Claims", 0, "link", "a > b"], ["Claims", 0, "p", "0.012345"],
+        ["Seeds planner", 0, "task", "sst2"], ["Seeds planner", 0, "seeds", "7.0"],
+        ["Seeds planner", 1, "task", "stsb"], ["Seeds planner", 1, "seeds", np.nan],
+        ["Seeds planner (2)", 0, "x", "1.5"]]
+
+
+def test_a_fold_is_a_closed_details_in_html_and_a_heading_in_markdown():
+    page = Document("T", [Table(pd.DataFrame({"a": [1.0]})),
+                          Fold(["Entries by ", Code("result")], [Paragraph("inside"), Table(pd.DataFrame({"b": ["x"]}))])])
+    html = page.html()
+    details = html[html.index("<details>"):html.index("</details>")]
+    assert details.startswith('<details><summary><h2 style="display: inline">Entries by <code>result</code></h2>')
+    assert "<p>inside</p>" in details and 'id="table1"' in details and 'id="table1"' not in html.replace(details, "")
+    assert page.markdown() == "# T\n\n| a |\n|---:|\n| 1.0 |\n\n## Entries by `result`\n\ninside\n\n| b |\n|---|\n| x |\n"
+    assert page.cells().table.tolist() == ["T", "Entries by result"]

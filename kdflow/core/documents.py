@@ -11,7 +11,8 @@ the cells would need this module's formatting and escaping anyway, and a pipe ta
 Both formats style a column by what its cells hold: numbers right-aligned, text left-aligned. In HTML, numbers keep
 to one line and text wraps where the page is too narrow for it: at spaces, after the ``_ . / , = :`` of identifiers
 and inside camelCase words (``<wbr>``, which a copied name does not carry), so that a table fits the report's frame
-at 1400 px; one that cannot fit (too many number columns) scrolls sideways inside its own box.
+at 1400 px. In a narrower frame tables get a smaller font, and one that still cannot fit (too many number columns)
+shows each row as a card of "column: value" lines (:data:`FIT_SCRIPT`).
 
 This module is in ``core`` because the transfer and analysis stages write pages too, and precede ``reporting``.
 """
@@ -19,9 +20,10 @@ This module is in ``core`` because the transfer and analysis stages write pages 
 from __future__ import annotations
 
 import html
+import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,7 +68,17 @@ class Table:
     digits: int = 1
 
 
-Block = Heading | Paragraph | Bullets | Table
+@dataclass(frozen=True)
+class Fold:
+    """Blocks a reader opens when wanted: in HTML a closed ``<details>`` under its ``summary``; in Markdown, which
+    cannot fold, a heading (of ``level``) and the blocks."""
+
+    summary: Text
+    blocks: Sequence[Block]
+    level: int = 2
+
+
+Block = Heading | Paragraph | Bullets | Table | Fold
 
 MISSING = "—"
 # A number cell: a (signed) number first, as in "40.00 (29.2)", "+1.2", "85.3 ± 1.2", or a missing value.
@@ -85,7 +97,37 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.4em; text-align: left; vertic
 th { background: #f0f0f0; }
 tr:nth-child(even) td { background: #fafafa; }
 code { background: #f4f4f4; padding: 0 0.2em; }
+@media (max-width: 900px) {
+  body { margin: 0.8em; }
+  table { font-size: 0.8em; }
+  th, td { padding: 0.2em 0.3em; }
+}
+table.cards thead { display: none; }
+table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; }
+table.cards tr { border: 1px solid #ccc; margin-bottom: 0.5em; }
+table.cards td { border: none; min-width: 0 !important; white-space: normal !important; text-align: left !important; }
+table.cards td::before { content: attr(data-label) ": "; font-weight: 600; }
 """
+# A table still wider than its box once laid out (many columns in a narrow report frame) shows each row as a card of
+# "column: value" lines instead of scrolling sideways, where a reader loses the row's first columns; CSS alone
+# cannot tell that a table overflows. Checked again when the frame is resized.
+FIT_SCRIPT = """<script>
+function fitTables() {
+  for (const box of document.querySelectorAll('div.table')) {
+    const table = box.querySelector('table');
+    table.classList.remove('cards');
+    if (table.scrollWidth > box.clientWidth + 1) {
+      const names = Array.from(table.querySelectorAll('thead th'), th => th.textContent);
+      for (const row of table.querySelectorAll('tbody tr')) {
+        Array.from(row.children).forEach((cell, j) => { cell.dataset.label = names[j]; });
+      }
+      table.classList.add('cards');
+    }
+  }
+}
+addEventListener('load', fitTables);
+addEventListener('resize', fitTables);
+</script>"""
 # Inline Markdown syntax: escaped wherever it occurs. An underscore between two letters or digits starts no
 # emphasis, so it stays bare (names like bert_4 read as written in the .md files).
 MARKDOWN_SPECIAL = set("\\`*[]<>|#&~")
@@ -95,6 +137,10 @@ BLOCK_START = re.compile(r"^\d{1,9}(?=[.)])|^(?=[-+])")
 
 def _spans(text: Text) -> Sequence[Span]:
     return [text] if isinstance(text, (str, Emphasis, Code)) else text
+
+
+def _plain(text: Text) -> str:
+    return "".join(span if isinstance(span, str) else span.text for span in _spans(text))
 
 
 def _one_line(text) -> str:
@@ -209,43 +255,86 @@ def _table_html(cells: pd.DataFrame, table_id: str) -> tuple[str, str]:
     return f'<div class="table">\n{table}\n</div>', "\n".join(rules)
 
 
+def _markdown_parts(blocks: Sequence[Block]) -> list[str]:
+    parts = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            parts.append(f"{'#' * block.level} {_inline_markdown(block.text)}")
+        elif isinstance(block, Fold):
+            parts += [f"{'#' * block.level} {_inline_markdown(block.summary)}", *_markdown_parts(block.blocks)]
+        elif isinstance(block, Paragraph):
+            parts.append(_inline_markdown(block.text, starts_block=True))
+        elif isinstance(block, Bullets):
+            parts.append("\n".join(f"- {_inline_markdown(item, starts_block=True)}" for item in block.items))
+        else:
+            parts.append(_table_markdown(_cells(block)))
+    return parts
+
+
+def _html_parts(blocks: Sequence[Block], body: list[str], styles: list[str], numbers: Iterator[int]) -> None:
+    """Append the blocks' HTML to ``body`` and their tables' CSS to ``styles``; tables are numbered page-wide."""
+    for block in blocks:
+        if isinstance(block, Heading):
+            body.append(f"<h{block.level}>{_inline_html(block.text)}</h{block.level}>")
+        elif isinstance(block, Fold):
+            body.append(f"<details><summary><h{block.level} style=\"display: inline\">{_inline_html(block.summary)}"
+                        f"</h{block.level}></summary>")
+            _html_parts(block.blocks, body, styles, numbers)
+            body.append("</details>")
+        elif isinstance(block, Paragraph):
+            body.append(f"<p>{_inline_html(block.text)}</p>")
+        elif isinstance(block, Bullets):
+            body.append("<ul>\n" + "\n".join(f"<li>{_inline_html(item)}</li>" for item in block.items) + "\n</ul>")
+        else:
+            table, style = _table_html(_cells(block), f"table{next(numbers)}")
+            body.append(table)
+            styles.append(style)
+
+
 @dataclass
 class Document:
     title: str
     blocks: list[Block] = field(default_factory=list)
 
     def markdown(self) -> str:
-        parts = [f"# {_inline_markdown(self.title)}"]
-        for block in self.blocks:
-            if isinstance(block, Heading):
-                parts.append(f"{'#' * block.level} {_inline_markdown(block.text)}")
-            elif isinstance(block, Paragraph):
-                parts.append(_inline_markdown(block.text, starts_block=True))
-            elif isinstance(block, Bullets):
-                parts.append("\n".join(f"- {_inline_markdown(item, starts_block=True)}" for item in block.items))
-            else:
-                parts.append(_table_markdown(_cells(block)))
-        return "\n\n".join(parts) + "\n"
+        return "\n\n".join([f"# {_inline_markdown(self.title)}", *_markdown_parts(self.blocks)]) + "\n"
 
     def html(self) -> str:
         """A standalone page."""
         body, styles = [f"<h1>{_inline_html(self.title)}</h1>"], [STYLE]
-        for number, block in enumerate(self.blocks):
-            if isinstance(block, Heading):
-                body.append(f"<h{block.level}>{_inline_html(block.text)}</h{block.level}>")
-            elif isinstance(block, Paragraph):
-                body.append(f"<p>{_inline_html(block.text)}</p>")
-            elif isinstance(block, Bullets):
-                body.append("<ul>\n" + "\n".join(f"<li>{_inline_html(item)}</li>" for item in block.items) + "\n</ul>")
-            else:
-                table, style = _table_html(_cells(block), f"table{number}")
-                body.append(table)
-                styles.append(style)
+        _html_parts(self.blocks, body, styles, itertools.count())
         return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(self.title)}</title>\n'
-                "<style>" + "\n".join(styles) + "\n</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")
+                "<style>" + "\n".join(styles) + "\n</style></head>\n<body>\n" + "\n".join(body) + "\n"
+                + FIT_SCRIPT * (len(styles) > 1) + "\n</body></html>\n")
 
-    def write(self, markdown_path, html_path=None) -> None:
-        """Write the Markdown page, and the HTML page when ``html_path`` is given."""
+    def cells(self) -> pd.DataFrame:
+        """Every table of the page in long form, one row per cell: ``table`` (the heading or fold above it, else the
+        title; numbered where one heading has several), ``row``, ``column`` and ``value`` as the table holds it,
+        before rounding. One CSV for a page whose tables have different columns."""
+        rows, seen = [], {}
+
+        def walk(blocks: Sequence[Block], heading: str) -> str:
+            for block in blocks:
+                if isinstance(block, Heading):
+                    heading = _plain(block.text)
+                elif isinstance(block, Fold):
+                    walk(block.blocks, _plain(block.summary))
+                elif isinstance(block, Table):
+                    seen[heading] = seen.get(heading, 0) + 1
+                    name = heading if seen[heading] == 1 else f"{heading} ({seen[heading]})"
+                    rows.extend({"table": name, "row": number, "column": str(column), "value": value}
+                                for number, values in enumerate(block.frame.itertuples(index=False))
+                                for column, value in zip(block.frame.columns, values))
+            return heading
+
+        walk(self.blocks, _plain(self.title))
+        return pd.DataFrame(rows, columns=["table", "row", "column", "value"])
+
+    def write(self, markdown_path, html_path=None, csv_path=None) -> None:
+        """Write the Markdown page, the HTML page when ``html_path`` is given and the page's tables
+        (:meth:`cells`) when ``csv_path`` is."""
         Path(markdown_path).write_text(self.markdown())
         if html_path is not None:
             Path(html_path).write_text(self.html())
+        if csv_path is not None:
+            self.cells().to_csv(csv_path, index=False)
