@@ -10,12 +10,26 @@ rule analyse_predictions:
         unpack(lambda w: analysis_inputs(config, w.task)),
     output:
         json="results/analysis/{task}.json",
+        csv=report(
+            "results/analysis/{task}.csv",
+            caption="../report/analysis.rst",
+            **paper_place("thesis_sucik2020", "Table 6.2"),
+            labels={
+                "task": "{task}",
+                "result": "tables (Tables 6.1-6.2)",
+                "format": "raw CSV",
+            },
+        ),
         markdown="results/analysis/{task}.md",
         html=report(
             "results/report/analysis_{task}.html",
             caption="../report/analysis.rst",
             **paper_place("thesis_sucik2020", "Table 6.2"),
-            labels={"task": "{task}", "result": "tables (Tables 6.1-6.2)"},
+            labels={
+                "task": "{task}",
+                "result": "tables (Tables 6.1-6.2)",
+                "format": "page",
+            },
         ),
     log:
         "logs/analyse_predictions/{task}.log",
@@ -47,7 +61,16 @@ rule classify_sentences:
     input:
         unpack(lambda w: sentence_probe_inputs(config, w.task)),
     output:
-        csv="results/sentence_probes/{task}.csv",
+        csv=report(
+            "results/sentence_probes/{task}.csv",
+            caption="../report/sentence_probes.rst",
+            **paper_place("thesis_sucik2020", "Table 6.3"),
+            labels={
+                "task": "{task}",
+                "result": "sentences and variants (Tables 6.3, C.1)",
+                "format": "raw CSV",
+            },
+        ),
         markdown="results/sentence_probes/{task}.md",
         html=report(
             "results/report/sentence_probes_{task}.html",
@@ -56,6 +79,7 @@ rule classify_sentences:
             labels={
                 "task": "{task}",
                 "result": "sentences and variants (Tables 6.3, C.1)",
+                "format": "page",
             },
         ),
     log:

@@ -50,14 +50,22 @@ rule select_students:
             caption="../report/experiment.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
-            labels={"result": "selected points", "format": "CSV"},
+            labels={
+                "experiment": "{experiment}",
+                "result": "selected points",
+                "format": "raw CSV",
+            },
         ),
         grid=report(
             "results/tables/experiments/{experiment}_grid.csv",
             caption="../report/experiment.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
-            labels={"result": "every grid point and seed", "format": "CSV"},
+            labels={
+                "experiment": "{experiment}",
+                "result": "every grid point and seed",
+                "format": "raw CSV",
+            },
         ),
         markdown="results/tables/experiments/{experiment}.md",
         html=report(
@@ -65,7 +73,11 @@ rule select_students:
             caption="../report/experiment.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
-            labels={"result": "selected points and grid", "format": "page"},
+            labels={
+                "experiment": "{experiment}",
+                "result": "selected points and grid",
+                "format": "page",
+            },
         ),
     log:
         "logs/select_students/{experiment}.log",
@@ -97,14 +109,22 @@ rule figure_experiment_curves:
             caption="../report/figure_experiment_curves.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
-            labels={"result": "learning curves", "format": "CSV"},
+            labels={
+                "experiment": "{experiment}",
+                "result": "learning curves",
+                "format": "raw CSV",
+            },
         ),
         figure=report(
             "results/figures/experiments/{experiment}_curves.png",
             caption="../report/figure_experiment_curves.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
-            labels={"result": "learning curves", "format": "figure"},
+            labels={
+                "experiment": "{experiment}",
+                "result": "learning curves",
+                "format": "figure",
+            },
         ),
     log:
         "logs/figure_experiment_curves/{experiment}.log",
@@ -170,13 +190,24 @@ rule teacher_table:
             pair=teacher_jobs(config),
         ),
     output:
-        csv="results/tables/teachers.csv",
+        csv=report(
+            "results/tables/teachers.csv",
+            caption="../report/teachers.rst",
+            category=category("Teachers"),
+            labels={
+                "table": "teachers and their per-layer pseudo-heads",
+                "format": "raw CSV",
+            },
+        ),
         markdown="results/tables/teachers.md",
         html=report(
             "results/report/teachers.html",
             caption="../report/teachers.rst",
             category=category("Teachers"),
-            labels={"table": "teachers and their per-layer pseudo-heads"},
+            labels={
+                "table": "teachers and their per-layer pseudo-heads",
+                "format": "page",
+            },
         ),
     log:
         "logs/teacher_table.log",
@@ -204,12 +235,18 @@ rule claims_table:
         config=config.get("evidence", {}).get("config", []),
         reference=config.get("paper_tables", {}).get("reference", []),
     output:
+        csv=report(
+            "results/tables/claims.csv",
+            caption="../report/claims.rst",
+            category=category("Evidence on real data"),
+            labels={"table": "the papers' claims, tested", "format": "raw CSV"},
+        ),
         markdown="results/tables/claims.md",
         html=report(
             "results/report/claims.html",
             caption="../report/claims.rst",
             category=category("Evidence on real data"),
-            labels={"table": "the papers' claims, tested"},
+            labels={"table": "the papers' claims, tested", "format": "page"},
         ),
     log:
         "logs/claims_table.log",
@@ -228,8 +265,9 @@ rule claims_table:
 
 
 rule status_page:
-    """The report's status page: every numbered table and figure of the three works (reference/paper_artifacts.csv)
-    and what this run has of it, built last from the config's default targets (kdflow.reporting.status).
+    """The report's status page: every numbered table and figure of the three works (reference/paper_artifacts.csv),
+    what this run has of it and its place in the report's sidebar, and each paper table's cells, filled or why not;
+    built last from the config's default targets (kdflow.reporting.status).
     """
     input:
         artifacts="reference/paper_artifacts.csv",
@@ -239,7 +277,7 @@ rule status_page:
             "results/tables/status.csv",
             caption="../report/status.rst",
             category=category("Status"),
-            labels={"page": "the works' tables and figures", "format": "CSV"},
+            labels={"page": "the works' tables and figures", "format": "raw CSV"},
         ),
         markdown="results/tables/status.md",
         html=report(
@@ -272,12 +310,16 @@ rule ledger_table:
     """
     input:
         ledger=PAPER_TABLES.get("deviations", []),
+        artifacts="reference/paper_artifacts.csv",
     output:
         table=report(
             "results/tables/ledger.csv",
             caption="../report/ledger.rst",
             category=category("Deviation ledger"),
-            labels={"table": "kdflow against the papers' protocols", "format": "CSV"},
+            labels={
+                "table": "kdflow against the papers' protocols",
+                "format": "raw CSV",
+            },
         ),
         markdown="results/tables/ledger.md",
         html=report(
@@ -297,6 +339,7 @@ rule ledger_table:
         mem_mb=1000,
         runtime=10,
     params:
+        targets=STATUS_TARGETS,
         code=code_of("ledger_table.py"),
     script:
         "../scripts/ledger_table.py"
@@ -312,6 +355,7 @@ rule paper_table:
     input:
         unpack(lambda w: table_inputs(PAPER_TABLES, w.paper_table, REFERENCE)),
         deviations=PAPER_TABLES.get("deviations", []),
+        artifacts="reference/paper_artifacts.csv",
     output:
         csv=report(
             "results/tables/papers/{paper_table}.csv",
@@ -324,7 +368,7 @@ rule paper_table:
             ],
             labels=lambda w: {
                 "table": title_of(PAPER_TABLES["tables"][w.paper_table]),
-                "format": "CSV",
+                "format": "raw CSV",
             },
         ),
         markdown="results/tables/papers/{paper_table}.md",
@@ -371,14 +415,19 @@ rule runtime_table:
         reference=RUNTIME_TABLE.get("reference", []),
         benchmarks=[job["benchmark"] for job in RUNTIME_JOBS],
     output:
-        csv="results/tables/runtimes.csv",
+        csv=report(
+            "results/tables/runtimes.csv",
+            caption="../report/runtime_table.rst",
+            **paper_place("thesis_sucik2020", "Table 4.5"),
+            labels={"table": "runtimes of the pipeline's steps", "format": "raw CSV"},
+        ),
         markdown="results/tables/runtimes.md",
         latex="results/tables/runtimes.tex",
         html=report(
             "results/report/runtimes.html",
             caption="../report/runtime_table.rst",
             **paper_place("thesis_sucik2020", "Table 4.5"),
-            labels={"table": "runtimes of the pipeline's steps"},
+            labels={"table": "runtimes of the pipeline's steps", "format": "page"},
         ),
     log:
         "logs/runtime_table.log",
@@ -406,13 +455,24 @@ rule probing_table:
             probing_task=PROBING_CONFIG.get("tasks", []),
         ),
     output:
-        csv="results/tables/probing.csv",
+        csv=report(
+            "results/tables/probing.csv",
+            caption="../report/probing_table.rst",
+            **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
+            labels={
+                "result": "accuracy per model, task and layer (table)",
+                "format": "raw CSV",
+            },
+        ),
         markdown="results/tables/probing.md",
         html=report(
             "results/report/probing.html",
             caption="../report/probing_table.rst",
             **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
-            labels={"result": "accuracy per model, task and layer (table)"},
+            labels={
+                "result": "accuracy per model, task and layer (table)",
+                "format": "page",
+            },
         ),
     log:
         "logs/probing_table.log",
@@ -439,13 +499,18 @@ rule probing_thesis_table:
         scores=THESIS_PROBING.get("scores", []),
         deviations=PAPER_TABLES.get("deviations", []),
     output:
-        csv="results/tables/probing_thesis.csv",
+        csv=report(
+            "results/tables/probing_thesis.csv",
+            caption="../report/probing_thesis.rst",
+            **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
+            labels={"result": "kdflow beside the thesis (table)", "format": "raw CSV"},
+        ),
         markdown="results/tables/probing_thesis.md",
         html=report(
             "results/report/probing_thesis.html",
             caption="../report/probing_thesis.rst",
             **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
-            labels={"result": "kdflow beside the thesis (table)"},
+            labels={"result": "kdflow beside the thesis (table)", "format": "page"},
         ),
     log:
         "logs/probing_thesis_table.log",
@@ -916,7 +981,16 @@ rule exploration_table:
         reference=EXPLORATION.get("table", []),
         deviations=PAPER_TABLES.get("deviations", []),
     output:
-        csv="results/tables/thesis_table51.csv",
+        csv=report(
+            "results/tables/thesis_table51.csv",
+            caption="../report/exploration_table.rst",
+            **paper_place("thesis_sucik2020", "Table 5.1"),
+            labels={
+                "table": "Table 5.1",
+                "result": "values explored, chosen and kdflow's best",
+                "format": "raw CSV",
+            },
+        ),
         markdown="results/tables/thesis_table51.md",
         html=report(
             "results/report/thesis_table51.html",
@@ -925,6 +999,7 @@ rule exploration_table:
             labels={
                 "table": "Table 5.1",
                 "result": "values explored, chosen and kdflow's best",
+                "format": "page",
             },
         ),
     log:
@@ -1017,7 +1092,7 @@ rule plan_measured:
             "results/tables/plan_measured.csv",
             caption="../report/plan_measured.rst",
             category=category("Cost plan"),
-            labels={"table": "planned against measured hours", "format": "CSV"},
+            labels={"table": "planned against measured hours", "format": "raw CSV"},
         ),
         markdown="results/tables/plan_measured.md",
         html=report(

@@ -124,12 +124,18 @@ rule transfer_statistics:
         signals="results/signals/{teacher}/{task}/augmented.safetensors",
     output:
         json="results/transfer/{task}/statistics/{teacher}.json",
+        csv=report(
+            "results/transfer/{task}/statistics/{teacher}.csv",
+            caption="../report/transfer_statistics.rst",
+            **paper_place("thesis_sucik2020", "Augmented transfer sets (§3.2)"),
+            labels={"task": "{task}", "teacher": "{teacher}", "format": "raw CSV"},
+        ),
         markdown="results/transfer/{task}/statistics/{teacher}.md",
         html=report(
             "results/report/transfer_{task}_{teacher}.html",
             caption="../report/transfer_statistics.rst",
             **paper_place("thesis_sucik2020", "Augmented transfer sets (§3.2)"),
-            labels={"task": "{task}", "teacher": "{teacher}"},
+            labels={"task": "{task}", "teacher": "{teacher}", "format": "page"},
         ),
     log:
         "logs/transfer_statistics/{teacher}/{task}.log",

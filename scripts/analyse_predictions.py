@@ -19,4 +19,4 @@ with rule_job(snakemake):
                      k=snakemake.params.examples, labels=task.meta.get("labels"), seed=snakemake.params.seed)
     result["task"] = snakemake.wildcards.task
     Path(snakemake.output.json).write_text(json.dumps(result, indent=1))
-    analysis_document(result).write(snakemake.output.markdown, snakemake.output.html)
+    analysis_document(result).write(snakemake.output.markdown, snakemake.output.html, snakemake.output.csv)

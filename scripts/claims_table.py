@@ -14,4 +14,5 @@ with rule_job(snakemake):
     labels = json.loads(Path(snakemake.input.dev_labels).read_text())
     grids = searched_points(load_config_file(snakemake.input.config))
     reference = pd.read_csv(snakemake.input.reference) if snakemake.input.get("reference") else None
-    claims_document(runs, labels, grids, reference).write(snakemake.output.markdown, snakemake.output.html)
+    claims_document(runs, labels, grids, reference).write(snakemake.output.markdown, snakemake.output.html,
+                                                            snakemake.output.csv)

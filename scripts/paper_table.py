@@ -9,6 +9,7 @@ from kdflow.reporting.paper_tables import (
     hyperparameter_table,
     is_hyperparameter_table,
     load_inputs,
+    paper_caption,
     paper_table,
     read_reference,
     write_hyperparameter_table,
@@ -20,11 +21,13 @@ with rule_job(snakemake):
     outputs = (snakemake.params.title, snakemake.output.csv, snakemake.output.markdown, snakemake.output.latex,
                snakemake.output.html)
     deviations = deviations_of(snakemake.input.get("deviations"), snakemake.wildcards.paper_table)
+    caption = paper_caption(snakemake.input.artifacts, spec)
     if is_hyperparameter_table(spec):
         selections = {experiment: json.loads(Path(path).read_text())
                       for experiment, path in zip(spec["experiments"], snakemake.input.selections, strict=True)}
         table = hyperparameter_table(reference, spec, selections, snakemake.params.values)
-        write_hyperparameter_table(table, *outputs, deviations=deviations)
+        write_hyperparameter_table(table, *outputs, deviations=deviations, caption=caption)
     else:
         files = {key: list(snakemake.input.get(key, [])) for key in ("teacher_metrics", "experiment_tables", "inference")}
-        write_paper_table(paper_table(reference, spec, **load_inputs(spec, reference, files)), *outputs, deviations)
+        write_paper_table(paper_table(reference, spec, **load_inputs(spec, reference, files)), *outputs, deviations,
+                          caption)

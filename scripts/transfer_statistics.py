@@ -19,4 +19,4 @@ with rule_job(snakemake):
         read_json(snakemake.input.hygiene),
     )
     Path(snakemake.output.json).write_text(json.dumps(stats, indent=2) + "\n")
-    statistics_document(stats).write(snakemake.output.markdown, snakemake.output.html)
+    statistics_document(stats).write(snakemake.output.markdown, snakemake.output.html, snakemake.output.csv)

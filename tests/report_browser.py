@@ -1,9 +1,11 @@
 """The Snakemake report as a user sees it: opened in headless Chromium (Debian's ``chromium``, driven by Playwright
-for Python) at 1400x900, its menus read and every entry shown in turn (issue 32).
+for Python) at a window size, its menus read and every entry shown in turn (issues 32 and 52).
 
 The report is one HTML page whose React app keeps its data in globals: ``categories`` (category -> subcategory ->
 result paths), ``results`` (path -> data URI, MIME type) and ``app`` (whose ``setView`` shows an entry, as a click on
-the entry's eye button does). An HTML entry is shown in an iframe, an image in an ``img``.
+the entry's eye button does, or a listing in the sidebar). An HTML entry is shown in an iframe, an image in an
+``img``, both in the content pane beside the sidebar. The sidebar is measured as Snakemake leaves it: its width is
+whatever the listing shown gives it.
 """
 
 from __future__ import annotations
@@ -11,25 +13,45 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-VIEWPORT = {"width": 1400, "height": 900}
+VIEWPORTS = {"1400x900": {"width": 1400, "height": 900}, "1024x768": {"width": 1024, "height": 768}}
+SEARCHES = ("alp", "Table 2")
+
+# How far (px) the content pane's first element starts above and left of the pane, scrolled to its start: content
+# there cannot be scrolled to.
+CLIPPED = """() => {
+    const pane = document.querySelector('div.grow.h-screen');
+    pane.scrollTop = 0; pane.scrollLeft = 0;
+    const content = pane.firstElementChild.getBoundingClientRect(), room = pane.getBoundingClientRect();
+    return {above: Math.max(0, room.top - content.top), left: Math.max(0, room.left - content.left)};
+}"""
 
 
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def visit_report(report: Path, screenshots: Path | None = None, keep: set[str] = frozenset()) -> dict:
-    """``menu``: category -> its subcategories in the order the menus show them; ``landing_height``: the landing
-    page's height (px); ``entries``: per result path its kind, category, subcategory, the frame's width, text length
-    and overflow (HTML) or the image's natural and shown width, its info panel's text and the sidebar's width while
-    it lists the entry's (sub)category; ``errors``: every JavaScript error and console error of the visit.
+def visit_report(report: Path, viewport: dict, screenshots: Path | None = None, keep: set[str] = frozenset()) -> dict:
+    """What a user meets in ``report`` at window size ``viewport``:
+
+    - ``menu``: category -> its subcategories in the order the menus show them;
+    - ``landing``: the landing page's height and clipping (px above and left of the pane, :data:`CLIPPED`);
+    - ``entries``: per result path its kind, category, subcategory and clipping; for HTML the frame's width, text
+      length and overflow; for an image its natural and shown width; its info panel's text and the sidebar's width
+      while it lists the entry's (sub)category;
+    - ``sidebar``: the sidebar's width per listing (menu, a category, a subcategory, search results);
+    - ``crumbs``: the height of each breadcrumb of the deepest listing, and of one line of the trail;
+    - ``first_views``: per (category, subcategory) with a format toggle, the format it shows first;
+    - ``searches``: per term of :data:`SEARCHES` typed into the search box, the result paths it lists;
+    - ``errors``: every JavaScript error and console error of the visit.
+
     Screenshots of the landing page (``landing``) and of the entries whose file names are in ``keep`` go to
-    ``screenshots``."""
+    ``screenshots``, named with the window size."""
     from playwright.sync_api import sync_playwright
 
+    size = f"{viewport['width']}x{viewport['height']}"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
-        page = browser.new_page(viewport=VIEWPORT)
+        page = browser.new_page(viewport=viewport)
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
         page.on("console", lambda message: errors.append(f"console: {message.text}")
@@ -37,29 +59,95 @@ def visit_report(report: Path, screenshots: Path | None = None, keep: set[str] =
         page.goto(report.resolve().as_uri())
         page.wait_for_function("typeof app !== 'undefined' && typeof categories !== 'undefined'")
         page.wait_for_selector("#rulegraph canvas, #rulegraph svg")
-        landing_height = page.evaluate("() => document.documentElement.scrollHeight")
+        landing = {"height": page.evaluate("() => document.documentElement.scrollHeight"), **page.evaluate(CLIPPED)}
         if screenshots is not None and "landing" in keep:
-            page.screenshot(path=screenshots / "landing.png")
+            page.screenshot(path=screenshots / f"landing_{size}.png")
         menu = page.evaluate("""() => Object.fromEntries(Object.keys(categories).sort((a, b) => a.localeCompare(b))
             .map(c => [c, Object.keys(categories[c]).sort((a, b) => a.localeCompare(b))]))""")
         placed = page.evaluate("""() => Object.fromEntries(Object.entries(categories).flatMap(([c, subs]) =>
             Object.entries(subs).flatMap(([s, paths]) => paths.map(p => [p, [c, s]]))))""")
         entries = {}
-        for path, mime, size in page.evaluate(
+        for path, mime, length in page.evaluate(
                 "() => Object.entries(results).map(([k, v]) => [k, v.mime_type, v.data_uri.length])"):
             kind = "html" if mime == "text/html" else "img" if mime.startswith("image/") else "download"
             entry = {"kind": kind, "mime": mime, "category": placed.get(path, [None, None])[0],
-                     "subcategory": placed.get(path, [None, None])[1], "data_uri_length": size}
+                     "subcategory": placed.get(path, [None, None])[1], "data_uri_length": length}
             if kind != "download":
                 page.evaluate("([path, kind]) => app.setView({content: kind, contentPath: results[path].data_uri, "
                               "resultPath: path})", [path, kind])
                 entry.update(show_html(page, path) if kind == "html" else show_image(page, path))
+                entry.update(page.evaluate(CLIPPED))
                 if screenshots is not None and Path(path).name in keep:
-                    page.screenshot(path=screenshots / (Path(path).stem + ".png"))
+                    page.screenshot(path=screenshots / f"{Path(path).stem}_{size}.png")
             entry.update(show_info(page, path, entry["category"], entry["subcategory"]))
             entries[path] = entry
+        visit = {"menu": menu, "landing": landing, "entries": entries, "sidebar": sidebar_widths(page, placed),
+                 "crumbs": crumb_heights(page, placed), "first_views": first_views(page, placed),
+                 "searches": {term: search(page, term) for term in SEARCHES}, "errors": errors}
         browser.close()
-    return {"menu": menu, "entries": entries, "errors": errors, "landing_height": landing_height}
+    return visit
+
+
+def listing(page, mode: str, **view) -> None:
+    """Show a listing in the sidebar (``mode``: menu, category, subcategory or searchresults) and let it settle."""
+    page.evaluate("view => app.setView(view)", {"navbarMode": mode, **view})
+    page.wait_for_function("mode => app.state.navbarMode === mode", arg=mode)
+    page.wait_for_timeout(50)
+
+
+def sidebar_width(page) -> float:
+    return page.evaluate("() => document.querySelector('nav').getBoundingClientRect().width")
+
+
+def sidebar_widths(page, placed: dict) -> dict[str, float]:
+    category, subcategory = next(iter(placed.values()))
+    widths = {}
+    for name, mode, view in [("menu", "menu", {}), ("category", "category", {"category": category}),
+                             ("subcategory", "subcategory", {"category": category, "subcategory": subcategory}),
+                             ("search results", "searchresults", {"searchTerm": "results"})]:
+        listing(page, mode, **view)
+        widths[name] = sidebar_width(page)
+    listing(page, "menu", category=None, subcategory=None)
+    return widths
+
+
+def crumb_heights(page, placed: dict) -> dict:
+    """The breadcrumbs of the listing with the longest trail (category and subcategory names): each crumb's height
+    and the height of one line of text there; a crumb squeezed narrower than its words is several lines tall."""
+    category, subcategory = max(placed.values(), key=lambda place: len(place[0]) + len(place[1] or ""))
+    listing(page, "subcategory", category=category, subcategory=subcategory)
+    heights = page.evaluate("""() => {
+        const crumbs = Array.from(document.querySelectorAll('nav nav ol > li')).filter(li => !li.querySelector('input'));
+        const line = parseFloat(getComputedStyle(crumbs[0]).lineHeight) || 16;
+        return {line: line, crumbs: crumbs.map(li => [li.innerText, li.getBoundingClientRect().height])};
+    }""")
+    listing(page, "menu", category=None, subcategory=None)
+    return heights
+
+
+def first_views(page, placed: dict) -> dict[tuple, str]:
+    """Per (category, subcategory) whose listing offers a format toggle, the value it starts on."""
+    shown = {}
+    for category, subcategory in sorted(set(map(tuple, placed.values())), key=str):
+        listing(page, "subcategory" if subcategory else "category", category=category, subcategory=subcategory)
+        checked = page.evaluate("() => document.querySelector('nav fieldset input:checked')?.value ?? null")
+        if checked is not None:
+            shown[(category, subcategory)] = checked
+    listing(page, "menu", category=None, subcategory=None)
+    return shown
+
+
+def search(page, term: str) -> list[str]:
+    """Type ``term`` into the report's search box and press Enter: the result paths the search lists."""
+    box = page.locator("nav nav input[type=text]")
+    box.fill(term)
+    box.press("Enter")
+    page.wait_for_function("term => app.state.navbarMode === 'searchresults' && app.state.searchTerm === term",
+                           arg=term)
+    found = page.evaluate("""term => new SearchResults({app: app, searchTerm: term}).getResults().map(([path]) => path)""",
+                          term)
+    listing(page, "menu", category=None, subcategory=None)
+    return found
 
 
 def show_info(page, path: str, category: str | None, subcategory: str | None) -> dict:
@@ -71,7 +159,7 @@ def show_info(page, path: str, category: str | None, subcategory: str | None) ->
     page.evaluate("([category, subcategory]) => app.setView({navbarMode: subcategory ? 'subcategory' : 'category', "
                   "category: category, subcategory: subcategory})", [category, subcategory])
     page.wait_for_function("path => !document.querySelector('nav').innerText.includes(path)", arg=path)
-    width = page.evaluate("() => document.querySelector('nav').getBoundingClientRect().width")
+    width = sidebar_width(page)
     page.evaluate("() => app.setView({navbarMode: 'menu', category: undefined, subcategory: undefined})")
     return {"info": text, "listing_sidebar_width": width}
 

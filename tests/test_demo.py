@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import DEMO, REPO, copy_repo, job_stats, planned_jobs, rule_scripts, snakemake
-from report_browser import VIEWPORT, chromium, visit_report
+from report_browser import VIEWPORTS, chromium, visit_report
 from safetensors import safe_open
 
 from kdflow.distillation.methods.registry import available_methods
@@ -186,16 +186,22 @@ def test_the_report_files_every_page_under_its_paper_in_the_papers_order(demo_re
 
 
 @pytest.mark.slow
-def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees_with_the_results(demo_report):
-    """Issue 32: the demo's report in headless Chromium at 1400x900 (tests/report_browser.py); screenshots of the
-    landing page, a paper table, an experiment and the ledger go to test-artefacts/report/."""
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees_with_the_results(demo_report, size):
+    """Issues 32 and 52: the demo's report in headless Chromium at 1400x900 and 1024x768 (tests/report_browser.py),
+    the sidebar as Snakemake leaves it: nothing above or left of where the content pane scrolls to, no table wider
+    than its frame, figures shown at 0.7x or more at 1400, one sidebar width, whole breadcrumbs, the page (or figure)
+    before its CSV, and search finding a paper table by its path. Screenshots of the landing page, a paper table, an experiment,
+    the ledger and the tallest figure, at each size, go to test-artefacts/report/."""
     if chromium() is None:
         pytest.skip("no chromium on this machine (.ci/run installs Debian's)")
     pytest.importorskip("playwright", reason="Playwright for Python drives the browser (the test extra has it)")
     artefacts = REPO / "test-artefacts" / "report"
     artefacts.mkdir(parents=True, exist_ok=True)
-    visit = visit_report(demo_report, artefacts, keep={"landing", "paper_alp_kd_table2.html",
-                                                       "experiment_alp_kd_table2.html", "ledger.html"})
+    viewport = VIEWPORTS[size]
+    visit = visit_report(demo_report, viewport, artefacts, keep={
+        "landing", "paper_alp_kd_table2.html", "experiment_alp_kd_table2.html", "ledger.html", "status.html",
+        "probing_thesis_6_1.png"})
     assert visit["errors"] == []
     numbered = {category(name): name for name in CATEGORIES}
     assert set(visit["menu"]) <= set(numbered), "a category outside the report's order"
@@ -205,23 +211,40 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
         if paper is not None:  # a work's items in the paper's order, tables first
             order = [paper_place(paper, item)["subcategory"] for item in paper_items(paper)]
             assert subcategories == [name for name in order if name in subcategories]
-    assert visit["landing_height"] <= VIEWPORT["height"], "the landing page's rule graph scrolls inside one screen"
+    landing = visit["landing"]
+    assert landing["height"] <= viewport["height"], "the landing page's rule graph scrolls inside one screen"
+    assert landing["above"] == landing["left"] == 0, landing
+    widths = visit["sidebar"]
+    assert max(widths.values()) - min(widths.values()) <= 1, f"the sidebar changes width: {widths}"
+    assert max(widths.values()) <= viewport["width"] / 3 + 1, widths
+    crumbs = visit["crumbs"]
+    assert all(height <= 1.5 * crumbs["line"] for _, height in crumbs["crumbs"]), f"a breadcrumb wraps: {crumbs}"
+    assert set(visit["first_views"].values()) <= {"page", "figure"}, visit["first_views"]
+    assert visit["first_views"], "no listing offers the page and its CSV as one entry"
+    # Snakemake 9.27's search matches result paths only, case-sensitively (report_browser.search): "alp" finds the
+    # paper table by its path, "Table 2" nothing (issue 52, open).
+    assert "results/report/paper_alp_kd_table2.html" in visit["searches"]["alp"], visit["searches"]
     for path, entry in visit["entries"].items():
         assert entry["category"] in numbered, path
         # the info panel: a caption, no raw job parameters; the menu listing it: at most a third of the window
         assert "DESCRIPTION" in entry["info"].upper() and "JOB PARAMETERS" not in entry["info"].upper(), path
-        assert entry["listing_sidebar_width"] <= VIEWPORT["width"] / 3 + 1, (path, entry["listing_sidebar_width"])
+        assert entry["listing_sidebar_width"] <= viewport["width"] / 3 + 1, (path, entry["listing_sidebar_width"])
+        if entry["kind"] == "download":
+            continue
+        assert entry["above"] == entry["left"] == 0, f"{path}: {entry['above']} px above, {entry['left']} px left"
         if entry["kind"] == "html":
             assert entry["text"] > 0, f"{path}: an empty page"
             # at most 1 px over: sub-pixel rounding
             assert entry["overflow"] <= 1, f"{path}: {entry['overflow']} px wider than its room"
-        elif entry["kind"] == "img":
+        else:
             assert entry["natural_width"] > 0 and entry["shown_width"] > 0, f"{path}: a broken image"
-            assert entry["natural_width"] <= 2 * entry["shown_width"], f"{path}: shrunk more than 2x, {entry}"
+            if viewport["width"] >= 1400:
+                scale = entry["shown_width"] / entry["natural_width"]
+                assert scale >= 0.7, f"{path}: shown at {scale:.2f}x"
     downloads = {(entry["category"], entry["subcategory"]) for path, entry in visit["entries"].items()
                  if path.endswith(".csv") and entry["kind"] == "download" and entry["data_uri_length"] > 100}
-    for path, entry in visit["entries"].items():  # a table's page, and its CSV to download beside it
-        if Path(path).name.startswith(("paper_", "experiment_", "status", "ledger")):
+    for path, entry in visit["entries"].items():  # every page, and its CSV to download beside it
+        if entry["kind"] == "html":
             assert (entry["category"], entry["subcategory"]) in downloads, f"{path}: no CSV beside it"
     workdir = demo_report.parent
     status = pd.read_csv(workdir / "results/tables/status.csv", keep_default_na=False)
@@ -537,15 +560,22 @@ def test_changing_the_precision_reruns_every_job_that_runs_a_model_and_what_foll
 def test_editing_raw_data_reruns_that_task_only(demo_run):
     workdir, _ = demo_run
     raw = workdir / "demo/data/glue/CoLA/dev.tsv"
-    raw.write_text(raw.read_text().rstrip("\n") + "\nxx00\t1\t\tThe cat sat on the mat.\n")
-    assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # and the CoLA teacher's sentence list (Table C.1), and
-        prepare_task=1, finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1,
-        figure_pseudo_heads=1, all=1, classify_sentences=1, figure_teacher_curves=1, figure_class_distribution=1,
-        plan=1,  # the cost plan, which counts the raw rows
-        status_page=1,  # the status page, which reads the sentence list and the teacher's curves
-        plan_measured=1,  # the plan against the run, built last like the status page
-    )
-    snakemake(*DEMO, "--touch", "--cores", "1", cwd=workdir)
+    original, stat = raw.read_text(), raw.stat()
+    raw.write_text(original.rstrip("\n") + "\nxx00\t1\t\tThe cat sat on the mat.\n")
+    try:
+        assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # and the CoLA teacher's sentence list (Table C.1), and
+            prepare_task=1, finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1,
+            teacher_table=1, figure_pseudo_heads=1, all=1, classify_sentences=1, figure_teacher_curves=1,
+            figure_class_distribution=1,
+            plan=1,  # the cost plan, which counts the raw rows
+            status_page=1,  # the status page, which reads the sentence list and the teacher's curves
+            plan_measured=1,  # the plan against the run, built last like the status page
+        )
+    finally:
+        # the file's rows and modification time as they were: the demo's outputs are up to date again for the
+        # tests that follow, whether or not the plan above was the expected one
+        raw.write_text(original)
+        os.utime(raw, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
 @pytest.mark.slow

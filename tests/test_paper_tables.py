@@ -14,6 +14,7 @@ from kdflow.reporting.paper_tables import (
     input_files,
     kdflow_score,
     load_inputs,
+    paper_caption,
     paper_document,
     paper_latex,
     paper_table,
@@ -272,6 +273,19 @@ def test_markdown_shows_kdflow_and_paper_per_cell_and_marks_missing_values():
     assert "| bert-4 | kd | bert_4 / kd | +10.8 | -38.3 |" in text  # kdflow − paper
     assert "- paper: taken from ALP-KD paper (bert-4 / pkd, bert-4 / alp)" in text
     assert "<li>paper: taken from ALP-KD paper (bert-4 / pkd, bert-4 / alp)</li>" in page.html()
+
+
+def test_a_page_quotes_the_papers_caption_and_names_the_experiment_of_each_kdflow_number():
+    """Issue 52: Universal-KD Table 2 takes PKD from ALP-KD Table 1's experiment; the page says so."""
+    caption = paper_caption(REPO / "reference" / "paper_artifacts.csv", SPECS["universal_kd_table2"])
+    text = paper_document(table_of("universal_kd_table2"), "Universal-KD Table 2", caption=caption).markdown()
+    assert text.startswith("# Universal-KD Table 2\n\n*Universal-KD Table 2 in the paper (§5.4):* “4-layer BERT-base "
+                           "student results on GLUE dev set.”")
+    provenance = text.split("## Where kdflow's numbers come from")[1].split("##")[0]
+    assert "| bert-4 | pkd | bert_4 / pkd | alp_kd_table1 |" in provenance
+    assert "| bert-4 | kd | bert_4 / kd | universal_kd_table2 |" in provenance
+    assert "| bert-base (teacher) | teacher | bert_base | teacher |" in provenance
+    assert paper_caption(REPO / "reference" / "paper_artifacts.csv", {"source": "alp_kd_passban2021", "table": 9}) is None
 
 
 def test_the_ledgers_entries_of_a_table_are_listed_under_it():

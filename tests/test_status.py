@@ -1,17 +1,26 @@
 """The report's status page (kdflow.reporting.status): what kdflow has of every table and figure of the three works."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
-from conftest import REPO, snakemake_config
+from conftest import REPO, rule_blocks, snakemake_config
 
 from kdflow.reporting.paper_tables import read_reference
 from kdflow.reporting.report_menu import category, paper_items, paper_place, paper_table_place
 from kdflow.reporting.status import (
+    MADE,
+    NO_OWN_ENTRY,
+    NOT_A_RESULT,
     NOT_IN_CONFIG,
     PAPERS,
+    SHOWN_UNDER,
     artifact_status,
+    cell_matrix,
+    paper_table_cells,
     produced_files,
     read_artifacts,
+    read_cells,
     status_document,
     status_inputs,
 )
@@ -30,24 +39,129 @@ def artifacts(*rows) -> pd.DataFrame:
     return pd.DataFrame([dict(zip(columns, row)) for row in rows], columns=columns)
 
 
-def test_each_item_says_what_kdflow_has_of_it_and_why_not(tmp_path, monkeypatch):
+def write_cells(path: str, **columns) -> None:
+    """A paper table's CSV as rule paper_table writes it, with the columns the status page reads."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(columns).to_csv(path, index=False)
+
+
+def place(paper: str, item: str) -> str:
+    found = paper_place(paper, item)
+    return f"{found['category']} › {found['subcategory']}"
+
+
+ALP = "alp_kd_passban2021"
+THESIS = "thesis_sucik2020"
+NOT_IN_TASKS = "kdflow does not run this task for this table (spec `tasks`)"
+
+
+def test_each_item_says_what_kdflow_has_of_it_where_the_report_files_it_and_why_not(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "results/tables/papers").mkdir(parents=True)
-    pd.DataFrame({"kdflow": [81.0, None, None, 70.5],
-                  "kdflow_note": ["", "no kdflow student for BiLSTM", "no kdflow student for BiLSTM", None]}).to_csv(
-        "results/tables/papers/t2.csv", index=False)
+    write_cells("results/tables/papers/t2.csv", student=["bert-6", "bert-6", "bilstm", "bilstm"], method=["kd"] * 4,
+                task=["sst2", "rte"] * 2, metric=["accuracy"] * 4, split=["dev"] * 4, kdflow=[81.0, 70.5, None, None],
+                kdflow_note=["", None, "no kdflow student for BiLSTM", "no kdflow student for BiLSTM"])
     found = artifact_status(artifacts(
-        ("alp_kd_passban2021", "table", "2", "Experiments", "Six-layer students", "results/tables/papers/t2.csv", ""),
-        ("alp_kd_passban2021", "figure", "3", "Analysis", "Attention", "results/figures/attention_{figure}.png", ""),
-        ("alp_kd_passban2021", "figure", "4", "Analysis", "Layer outputs", "results/figures/layers_{task}.png", ""),
-        ("alp_kd_passban2021", "figure", "1", "Problem", "Skipped layers", "", "a diagram, not a result"),
+        (ALP, "table", "2", "Experiments", "Six-layer students", "results/tables/papers/t2.csv", ""),
+        (ALP, "figure", "3", "Analysis", "Attention", "results/figures/attention_{figure}.png", ""),
+        (ALP, "figure", "4", "Analysis", "Layer outputs", "results/figures/layers_{task}.png", ""),
+        (ALP, "figure", "1", "Problem", "Skipped layers", "", "a diagram, not a result"),
     ), ["results/tables/papers/t2.md", "results/figures/attention_alp.png", "results/figures/other.png"])
     assert found.item.tolist() == ["Table 2", "Figure 3", "Figure 4", "Figure 1"]
-    assert found.status.tolist() == ["2/4 cells", "made", NOT_IN_CONFIG, "not a result"]
+    assert found.status.tolist() == ["2/4 cells", "made", NOT_IN_CONFIG, NOT_A_RESULT]
+    assert found.made.tolist() == [True, True, False, False]
     assert found.why.tolist() == ["2 empty: no kdflow student for BiLSTM", "",
                                   "the config asks for no results/figures/layers_{task}.png", "a diagram, not a result"]
     assert found.files.tolist() == ["results/tables/papers/t2.csv", "results/figures/attention_alp.png", "", ""]
-    assert "2 of 3 results made; 1 items hold no result." in status_document(found).markdown()
+    # where the report's sidebar lists each: only what it has an entry for
+    assert found.place.tolist() == ["1 ALP-KD (Passban et al. 2021) › 02 Table 2",
+                                    "1 ALP-KD (Passban et al. 2021) › 06 Figure 3", "", ""]
+    page = status_document(found, paper_table_cells(found)).markdown()
+    assert "2 of 3 results made (not made: not in the config: 1); items with no result to reproduce: 1." in page
+    assert "| Table 2 | Six-layer students | 2/4 cells | 1 ALP-KD (Passban et al. 2021) › 02 Table 2 |" in page
+    assert "| Figure 4 | Layer outputs | not in the config | no entry |" in page
+    assert "no link can open another of the report's entries" in page
+
+
+def test_a_paper_tables_cells_are_laid_out_as_the_paper_lays_them_out_each_filled_or_why_not(tmp_path):
+    write_cells(str(tmp_path / "t.csv"), student=["teacher", "teacher", "teacher", "bert-4", "bert-4", "bert-4"],
+                method=["teacher", "teacher", "teacher", "kd", "kd", "kd"],
+                task=["sst2", "mnli", "mnli"] * 2, metric=["accuracy", "accuracy_matched", "accuracy_mismatched"] * 2,
+                split=["dev"] * 6, kdflow=[91.0, None, None, 88.0, None, None],
+                kdflow_note=[None, NOT_IN_TASKS, NOT_IN_TASKS, None, "not in the tables of experiments t2", ""])
+    matrix, legend = cell_matrix(read_cells(tmp_path / "t.csv"))
+    assert matrix.columns.tolist() == ["student", "method", "sst2", "mnli m", "mnli mm"]  # named as on the table's page
+    assert matrix.values.tolist() == [["teacher", "teacher", "✓", "a", "a"], ["bert-4", "kd", "✓", "b", "c"]]
+    assert legend == {"a": (NOT_IN_TASKS, 2), "b": ("not in the tables of experiments t2", 1),
+                      "c": ("no reason given", 1)}
+
+
+def test_a_table_of_hyperparameters_has_a_row_per_hyperparameter_and_a_column_per_task(tmp_path):
+    write_cells(str(tmp_path / "t7.csv"), student=["bert-4"] * 4, method=["universal_kd_il"] * 4,
+                task=["sst2", "rte"] * 2, hyperparameter=["learning_rate"] * 2 + ["beta"] * 2,
+                kdflow=[1e-5, None, 0.5, None], kdflow_note=[None, "not in the selections of experiments t2"] * 2)
+    matrix, legend = cell_matrix(read_cells(tmp_path / "t7.csv"))
+    assert matrix.values.tolist() == [["bert-4", "universal_kd_il", "learning_rate", "✓", "a"],
+                                      ["bert-4", "universal_kd_il", "beta", "✓", "a"]]
+    assert matrix.columns.tolist()[-2:] == ["sst2", "rte"] and legend["a"][1] == 2
+
+
+def test_a_paper_table_with_no_cell_filled_is_not_made_though_its_page_is_in_the_report(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_cells("results/tables/papers/t3.csv", student=["bert-4"] * 2, method=["alp"] * 2, task=["cola", "rte"],
+                metric=["mcc", "accuracy"], split=["test"] * 2, kdflow=[None, None], kdflow_note=[NOT_IN_TASKS] * 2)
+    found = artifact_status(artifacts(
+        ("universal_kd_wu2021", "table", "3", "§5.4", "GLUE test", "results/tables/papers/t3.csv", ""),
+    ), ["results/tables/papers/t3.md"])
+    assert found.status.tolist() == ["0/2 cells"] and found.made.tolist() == [False]
+    assert found.place.tolist() == ["2 Universal-KD (Wu et al. 2021) › 03 Table 3"]  # its page, all cells empty
+    page = status_document(found, paper_table_cells(found)).markdown()
+    assert "0 of 1 results made (not made: paper tables with no cell filled: 1)" in page
+    assert "### Table 3: 0/2 cells" in page and "- a: kdflow does not run this task for this table" in page
+
+
+def test_an_item_that_no_report_entry_is_named_after_is_not_made():
+    """Thesis Table 6.1 is in the prediction analysis's page, which the report files under Table 6.2."""
+    found = artifact_status(artifacts(
+        (THESIS, "table", "6.1", "§6.2", "Structure", "results/analysis/{task}.json", ""),
+        (THESIS, "table", "6.2", "§6.2", "Observations", "results/analysis/{task}.json", ""),
+    ), ["results/analysis/sst2.json"])
+    assert found.status.tolist() == [NO_OWN_ENTRY, MADE] and found.made.tolist() == [False, True]
+    assert found.place.tolist() == [place(THESIS, "Table 6.2")] * 2  # where a reader finds both
+    assert found.files.tolist() == ["", "results/analysis/sst2.json"]
+    assert found.why[0] == "the report shows it in Table 6.2's entry: kdflow makes it in results/analysis/sst2.json"
+    page = status_document(found, {}).markdown()
+    assert "1 of 2 results made (not made: in another item's entry: 1)" in page
+
+
+def test_the_page_shows_code_as_code_and_no_backtick(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_cells("results/tables/papers/t2.csv", student=["bert-6", "bert-6"], method=["kd", "kd"],
+                task=["sst2", "rte"], metric=["accuracy"] * 2, split=["dev"] * 2, kdflow=[80.0, None],
+                kdflow_note=[None, NOT_IN_TASKS])
+    found = artifact_status(artifacts(
+        (ALP, "table", "2", "Experiments", "Six-layer students", "results/tables/papers/t2.csv", ""),
+    ), ["results/tables/papers/t2.md"])
+    page = status_document(found, paper_table_cells(found)).html()
+    assert "`" not in page
+    assert "<code>tasks</code>" in page and "(spec tasks)" in page  # the legend's code, the list's plain text
+
+
+def test_every_item_shown_under_another_shares_its_file_and_the_rules_file_that_there():
+    """The items of :data:`SHOWN_UNDER` are those whose kdflow file another item names too, and the rule making it
+    files its report entry under that other item."""
+    found = read_artifacts()
+    found["item"] = found.kind.str.capitalize() + " " + found.number
+    shared = found[(found.kdflow != "") & found.duplicated(["paper", "kdflow"], keep=False)]
+    hosts = {}
+    for (paper, pattern), items in shared.groupby(["paper", "kdflow"]):
+        carried = [item for item in items.item if (paper, item) not in SHOWN_UNDER]
+        assert len(carried) == 1, (pattern, carried)  # one report entry, named after one item
+        hosts |= {(paper, item): carried[0] for item in items.item if item != carried[0]}
+        outputs = [block.split("\n    output:")[1].split("\n    log:")[0] for block in rule_blocks().values()
+                   if "\n    output:" in block]
+        making = [output for output in outputs if f'"{pattern}"' in output]
+        assert len(making) == 1 and f'paper_place("{paper}", "{carried[0]}")' in making[0], pattern
+    assert hosts == SHOWN_UNDER
 
 
 def test_a_pattern_matches_whole_path_segments_only():
@@ -84,7 +198,7 @@ def test_the_demo_status_page_reads_what_the_demo_makes():
 
 
 def test_the_report_files_a_works_tables_first_then_its_figures_in_the_papers_order():
-    assert category("Status") == "0 Status" and category(PAPERS["alp_kd_passban2021"]) == "1 ALP-KD (Passban et al. 2021)"
+    assert category("Status") == "0 Status" and category(PAPERS[ALP]) == "1 ALP-KD (Passban et al. 2021)"
     items = paper_items("alp_kd_passban2021")
     assert items == ("Table 1", "Table 2", "Table 3", "Figure 1", "Figure 2", "Figure 3", "Figure 4")
     places = [paper_place("thesis_sucik2020", item)["subcategory"] for item in paper_items("thesis_sucik2020")]

@@ -35,7 +35,7 @@ from kdflow.core import statistics
 from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Paragraph, Table
 from kdflow.core.tasks import GLUE_FILES
 from kdflow.reporting.ledger import read_ledger
-from kdflow.reporting.status import SHORT_NAMES
+from kdflow.reporting.works import SHORT_NAMES
 from kdflow.workflow.config import canonical, run_values
 
 TEACHER_METHOD = "teacher"
@@ -377,18 +377,45 @@ SPREAD_LEGEND = (f"✓: the paper's number lies within kdflow's {statistics.CONF
                  "it. No mark: kdflow has fewer than 2 held-out seeds.")
 
 
-def paper_document(table: pd.DataFrame, title: str, digits: int | None = None, deviations: list[dict] = ()) -> Document:
-    """The table as people read it: "kdflow (paper)" per cell, then kdflow − paper of the scores, the notes, and
-    the ledger's differences between what kdflow ran and what the paper did. Numbers have the paper's decimals per
-    metric, or ``digits``."""
+def paper_caption(artifacts_path, spec: dict) -> Paragraph | None:
+    """The paper's own caption of the spec's table (reference/paper_artifacts.csv), quoted with its section; None
+    where the list has no caption for it."""
+    artifacts = pd.read_csv(artifacts_path, dtype=str, keep_default_na=False)
+    found = artifacts[(artifacts.paper == spec["source"]) & (artifacts.kind == "table")
+                      & (artifacts.number == str(spec["table"])) & (artifacts.caption != "")]
+    if found.empty:
+        return None
+    name = f"{SHORT_NAMES.get(spec['source'], spec['source'])} Table {spec['table']}"
+    return Paragraph([Emphasis(f"{name} in the paper ({found.section.iloc[0]}):"), f" “{found.caption.iloc[0]}”"])
+
+
+def provenance(table: pd.DataFrame) -> pd.DataFrame:
+    """Per paper student and method, kdflow's student and method and where its numbers come from: the experiment
+    (whose page is in the report under Experiments), the teacher, or the model whose speed is measured."""
+    rows = table[table["kdflow_from"].notna()]
+    return pd.DataFrame([{"student": student, "method": method, "kdflow": kdflow_student if method == TEACHER_METHOD
+                          else f"{kdflow_student} / {kdflow_method}",
+                          "from": ", ".join(dict.fromkeys(group["kdflow_from"]))}
+                         for (student, method, kdflow_student, kdflow_method), group in rows.groupby(
+                             ["student", "method", "kdflow_student", "kdflow_method"], sort=False, dropna=False)],
+                        columns=["student", "method", "kdflow", "from"])
+
+
+def paper_document(table: pd.DataFrame, title: str, digits: int | None = None, deviations: list[dict] = (),
+                   caption: Paragraph | None = None) -> Document:
+    """The table as people read it: the paper's caption, "kdflow (paper)" per cell, where kdflow's numbers come
+    from, then kdflow − paper of the scores, the notes, and the ledger's differences between what kdflow ran and
+    what the paper did. Numbers have the paper's decimals per metric, or ``digits``."""
     of = _digits(digits, paper_digits(table))
     differences = _wide(table, lambda r: _number(r.difference, of(r), "—", signed=True) + SPREAD_MARKS[r.within_spread],
                         only=is_score(table))
-    document = Document(title, [
+    document = Document(title, [caption] * (caption is not None) + [
         Paragraph("Each cell: kdflow (paper). kdflow: the headline of the configuration selected on dev, the mean "
                   "of the seeds that chose it, as a paper's best dev score (teachers: the fine-tuned model); — : "
                   "kdflow has no value (see the notes)."),
         *map(Table, split_by_task(_wide(table, _score_cell(of)))),
+        Heading("Where kdflow's numbers come from"),
+        Table(provenance(table)),
         Heading("kdflow − paper, for scores"),
         Paragraph(SPREAD_LEGEND),
         *map(Table, split_by_task(differences)),
@@ -431,9 +458,9 @@ def _latex(cells: pd.DataFrame, title: str) -> str:
 
 
 def write_paper_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path, html_path=None,
-                      deviations: list[dict] = ()) -> None:
+                      deviations: list[dict] = (), caption: Paragraph | None = None) -> None:
     table.to_csv(csv_path, index=False, float_format="%.4f")
-    paper_document(table, title, deviations=deviations).write(markdown_path, html_path)
+    paper_document(table, title, deviations=deviations, caption=caption).write(markdown_path, html_path)
     Path(latex_path).write_text(paper_latex(table, title))
 
 
@@ -525,15 +552,19 @@ def _hyperparameter_cells(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["student", "method", "hyperparameter", *tasks])
 
 
-def hyperparameter_document(table: pd.DataFrame, title: str, deviations: list[dict] = ()) -> Document:
-    """The table as people read it: "kdflow (paper)" per task and hyperparameter, how many agree, the notes and the
-    ledger's entries."""
+def hyperparameter_document(table: pd.DataFrame, title: str, deviations: list[dict] = (),
+                            caption: Paragraph | None = None) -> Document:
+    """The table as people read it: the paper's caption, "kdflow (paper)" per task and hyperparameter, how many
+    agree, the notes and the ledger's entries."""
     known = table[table.kdflow.notna()]
-    document = Document(title, [
+    document = Document(title, [caption] * (caption is not None) + [
         Paragraph("Each cell: kdflow (paper). kdflow: the value of the grid point selected on dev (mean over seeds); "
                   "— : kdflow has no selection for it (see the notes)."),
         Table(_hyperparameter_cells(table)),
         Paragraph(f"kdflow selected the paper's value in {int(known.agrees.sum())} of {len(known)} cells it has."),
+        Heading("Where kdflow's numbers come from"),
+        Table(known.groupby(["student", "method"], sort=False)["kdflow_from"].unique().map(", ".join)
+              .rename("from").reset_index()),
     ])
     notes = _notes(table)
     if notes:
@@ -543,7 +574,7 @@ def hyperparameter_document(table: pd.DataFrame, title: str, deviations: list[di
 
 
 def write_hyperparameter_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path,
-                               html_path=None, deviations: list[dict] = ()) -> None:
+                               html_path=None, deviations: list[dict] = (), caption: Paragraph | None = None) -> None:
     table.to_csv(csv_path, index=False)
-    hyperparameter_document(table, title, deviations).write(markdown_path, html_path)
+    hyperparameter_document(table, title, deviations, caption).write(markdown_path, html_path)
     Path(latex_path).write_text(_latex(_hyperparameter_cells(table), title))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from kdflow.reporting.status import PAPERS, read_artifacts
+from kdflow.reporting.works import PAPERS, read_artifacts
 
 # The categories in the report's order; a work's category is named by PAPERS.
 CATEGORIES = ["Status", *PAPERS.values(), "Evidence on real data", "Experiments", "Teachers", "Deviation ledger",
