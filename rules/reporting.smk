@@ -339,7 +339,7 @@ rule ledger_table:
         mem_mb=1000,
         runtime=10,
     params:
-        targets=STATUS_TARGETS,
+        targets=sorted(STATUS_TARGETS),  # a stable order: the exploration experiments are a set
         code=code_of("ledger_table.py"),
     script:
         "../scripts/ledger_table.py"
