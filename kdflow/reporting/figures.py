@@ -41,6 +41,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from kdflow.probing.senteval import PROBING_TASKS
 
 DPI = 150
+MARGIN = 0.05  # inches kept clear beyond what a widened figure draws (constrained layout keeps about 0.04)
 WIDEST = 10.0  # inches: 1,500 px, shown at 0.7x or more in the report's pane at 1400 px (about 1,060 px)
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -55,7 +56,7 @@ def line_style(number: int) -> dict:
 
 
 def new_figure(width: float, height: float) -> Figure:
-    figure = Figure(figsize=(width, height), layout="constrained")
+    figure = Figure(figsize=(width, height), layout="constrained", dpi=DPI)  # laid out at the resolution it is saved
     FigureCanvasAgg(figure)
     return figure
 
@@ -74,9 +75,11 @@ def save(figure: Figure, path) -> Path:
         beyond = drawn_outside(figure)
         if max(beyond) <= 0.01:
             break
-        left, bottom, right, top = beyond
+        left, bottom, right, top = (side + MARGIN if side > 0.01 else 0.0 for side in beyond)
         width, height = figure.get_size_inches()
         figure.set_size_inches(width + 2 * max(left, right), height + bottom + top)  # centred items grow both sides
+    figure.set_layout_engine("none")  # keep the layout just checked: savefig would compute it again (a quarter of a
+    # figure's drawing time), to the same positions, since the figure is laid out at the DPI it is saved at
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=DPI)
