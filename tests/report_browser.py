@@ -92,7 +92,7 @@ def listing(page, mode: str, **view) -> None:
     """Show a listing in the sidebar (``mode``: menu, category, subcategory or searchresults) and let it settle."""
     page.evaluate("view => app.setView(view)", {"navbarMode": mode, **view})
     page.wait_for_function("mode => app.state.navbarMode === mode", arg=mode)
-    page.wait_for_timeout(50)
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")  # laid out
 
 
 def sidebar_width(page) -> float:

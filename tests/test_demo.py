@@ -6,8 +6,8 @@ import json
 import os
 import re
 import shutil
-from pathlib import Path
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,7 +22,7 @@ from kdflow.reporting.calibration import calibrate, measured_seconds, with_group
 from kdflow.reporting.pilot import FAMILY, calibrated_jobs
 from kdflow.reporting.report_menu import CATEGORIES, category, paper_items, paper_place
 from kdflow.reporting.runtime_table import read_benchmark
-from kdflow.reporting.status import PAPERS
+from kdflow.reporting.works import PAPERS
 from kdflow.workflow import replay
 from kdflow.workflow.provenance import script_closure
 

@@ -13,17 +13,15 @@ from kdflow.reporting.status import (
     NO_OWN_ENTRY,
     NOT_A_RESULT,
     NOT_IN_CONFIG,
-    PAPERS,
     SHOWN_UNDER,
     artifact_status,
     cell_matrix,
     paper_table_cells,
-    produced_files,
-    read_artifacts,
     read_cells,
     status_document,
     status_inputs,
 )
+from kdflow.reporting.works import PAPERS, produced_files, read_artifacts
 from kdflow.workflow.config_files import load_config_file
 from kdflow.workflow.exploration import exploration_experiments
 from kdflow.workflow.targets import default_targets

@@ -265,9 +265,11 @@ def _fill_averages(table: pd.DataFrame) -> None:
             table.loc[index, "kdflow_note"] = "kdflow lacks some of the scores this averages"
 
 
-def _wide(table: pd.DataFrame, cell, only: pd.Series | None = None) -> pd.DataFrame:
-    """One row per paper student and method, one column per score, holding ``cell(row)`` texts.
-    ``only``: a mask of the rows to show; columns are named after the whole table either way."""
+def column_namer(table: pd.DataFrame):
+    """How a paper table's pages name the column of a row: its task, and its metric and split where the task has
+    several ("mnli m", "sst2 params (M)"); a table of selected hyperparameters (no metrics) names tasks alone."""
+    if "metric" not in table:
+        return lambda row: row.task
     metrics_of_task = table.groupby("task").metric.nunique()
     splits_of_score = table.groupby(["task", "metric"]).split.nunique()
 
@@ -278,6 +280,14 @@ def _wide(table: pd.DataFrame, cell, only: pd.Series | None = None) -> pd.DataFr
         if splits_of_score[row.task, row.metric] > 1:
             label.append(row.split)
         return " ".join(label)
+
+    return column
+
+
+def _wide(table: pd.DataFrame, cell, only: pd.Series | None = None) -> pd.DataFrame:
+    """One row per paper student and method, one column per score, holding ``cell(row)`` texts.
+    ``only``: a mask of the rows to show; columns are named after the whole table either way."""
+    column = column_namer(table)
 
     def kdflow_name(row) -> str:
         if pd.isna(row.kdflow_student):

@@ -12,7 +12,6 @@ link can open another of its entries, so the place is how a reader gets there.
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,9 +19,9 @@ from pathlib import Path
 import pandas as pd
 
 from kdflow.core.documents import Bullets, Code, Document, Heading, Paragraph, Span, Table
-from kdflow.reporting.paper_tables import SHORT_METRICS
+from kdflow.reporting.paper_tables import column_namer
 from kdflow.reporting.report_menu import paper_place
-from kdflow.reporting.works import ARTIFACTS, PAPERS, SHORT_NAMES, produced_files, read_artifacts
+from kdflow.reporting.works import ARTIFACTS, PAPERS, produced_files, read_artifacts
 
 PAPER_TABLES = "results/tables/papers/"  # where rule paper_table writes a paper table's cells (CSV)
 MADE, NOT_IN_CONFIG, NOT_A_RESULT = "made", "not in the config", "not a result"
@@ -114,18 +113,7 @@ def cell_matrix(cells: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[str,
     on the table's own page ("mnli m", "sst2 params (M)")."""
 
     keys = [column for column in ("student", "method", "hyperparameter") if column in cells]
-    scores = "metric" in cells  # a table of selected hyperparameters has neither metrics nor splits
-    metrics = cells.groupby("task").metric.nunique() if scores else None
-    splits = cells.groupby(["task", "metric"]).split.nunique() if scores else None
-
-    def column(row) -> str:
-        label = [row.task]
-        if scores and metrics[row.task] > 1:
-            label.append(SHORT_METRICS.get(row.metric, row.metric))
-        if scores and splits[row.task, row.metric] > 1:
-            label.append(row.split)
-        return " ".join(label)
-
+    column = column_namer(cells)
     empty = cells.kdflow_note[cells.kdflow.isna()]
     letters = dict(zip(dict.fromkeys(empty), string.ascii_lowercase, strict=False))
     lines: dict[tuple, dict[str, str]] = {}
