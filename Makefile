@@ -29,6 +29,7 @@ demo: $(VENV)/.installed
 
 report: demo
 	$(BIN)/snakemake --configfile demo/config.yaml --replace-workflow-config --report report.html
+	$(BIN)/python -m kdflow.reporting.report_search report.html
 
 test: $(VENV)/.installed
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder

@@ -1,6 +1,6 @@
 # kdflow: raw GLUE and Sara data -> fine-tuned teachers -> per-layer pseudo-heads -> (augmented) transfer
 # sets labelled by the teachers -> distilled students -> result tables, probing, prediction analysis, figures
-# and the report (`snakemake --report report.html`).
+# and the report (`snakemake --report report.html`, then `python -m kdflow.reporting.report_search report.html`).
 # Full reproduction: `snakemake --profile slurm`. Offline demo: see README.md.
 
 from snakemake.utils import min_version

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 VIEWPORTS = {"1400x900": {"width": 1400, "height": 900}, "1024x768": {"width": 1024, "height": 768}}
-SEARCHES = ("alp", "Table 2")
+SEARCHES = ("alp", "Table 2", "ALP-KD Table 2")
 
 # How far (px) the content pane's first element starts above and left of the pane, scrolled to its start: content
 # there cannot be scrolled to.
@@ -41,10 +41,11 @@ def visit_report(report: Path, viewport: dict, screenshots: Path | None = None, 
     - ``sidebar``: the sidebar's width per listing (menu, a category, a subcategory, search results);
     - ``crumbs``: the height of each breadcrumb of the deepest listing, and of one line of the trail;
     - ``first_views``: per (category, subcategory) with a format toggle, the format it shows first;
-    - ``searches``: per term of :data:`SEARCHES` typed into the search box, the result paths it lists;
+    - ``searches``: per term of :data:`SEARCHES` typed into the search box, what it finds (:func:`search`);
     - ``errors``: every JavaScript error and console error of the visit.
 
-    Screenshots of the landing page (``landing``) and of the entries whose file names are in ``keep`` go to
+    Screenshots of the landing page (``landing``), the results of the last search (``search``) and of the entries
+    whose file names are in ``keep`` go to
     ``screenshots``, named with the window size."""
     from playwright.sync_api import sync_playwright
 
@@ -84,6 +85,9 @@ def visit_report(report: Path, viewport: dict, screenshots: Path | None = None, 
         visit = {"menu": menu, "landing": landing, "entries": entries, "sidebar": sidebar_widths(page, placed),
                  "crumbs": crumb_heights(page, placed), "first_views": first_views(page, placed),
                  "searches": {term: search(page, term) for term in SEARCHES}, "errors": errors}
+        if screenshots is not None and "search" in keep:
+            search(page, SEARCHES[-1], back_to_menu=False)
+            page.screenshot(path=screenshots / f"search_{size}.png")
         browser.close()
     return visit
 
@@ -137,16 +141,23 @@ def first_views(page, placed: dict) -> dict[tuple, str]:
     return shown
 
 
-def search(page, term: str) -> list[str]:
-    """Type ``term`` into the report's search box and press Enter: the result paths the search lists."""
+def search(page, term: str, back_to_menu: bool = True) -> dict:
+    """Type ``term`` into the report's search box and press Enter: the result paths the search finds (``paths``)
+    and the rows the sidebar lists (``rows``, the text of their first cell; a page and its CSV share a row). ``back_to_menu`` shows
+    the menu again afterwards; without it, the next search is typed over these results, as a user types a second
+    query."""
     box = page.locator("nav nav input[type=text]")
     box.fill(term)
     box.press("Enter")
     page.wait_for_function("term => app.state.navbarMode === 'searchresults' && app.state.searchTerm === term",
                            arg=term)
-    found = page.evaluate("""term => new SearchResults({app: app, searchTerm: term}).getResults().map(([path]) => path)""",
-                          term)
-    listing(page, "menu", category=None, subcategory=None)
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    found = {"paths": page.evaluate(
+        "term => new SearchResults({app: app, searchTerm: term}).getResults().map(([path]) => path)", term),
+        "rows": page.evaluate("() => [...document.querySelectorAll('nav.transition-all table tbody tr')]"
+                              ".map(row => row.cells[0].innerText.trim())")}
+    if back_to_menu:
+        listing(page, "menu", category=None, subcategory=None)
     return found
 
 

@@ -21,6 +21,7 @@ from kdflow.distillation.methods.registry import available_methods
 from kdflow.reporting.calibration import calibrate, measured_seconds, with_groups
 from kdflow.reporting.pilot import FAMILY, calibrated_jobs
 from kdflow.reporting.report_menu import CATEGORIES, category, paper_items, paper_place
+from kdflow.reporting.report_search import add_search
 from kdflow.reporting.runtime_table import read_benchmark
 from kdflow.reporting.works import PAPERS
 from kdflow.workflow import replay
@@ -165,6 +166,7 @@ def check_demo_evidence(workdir, config):
 def demo_report(demo_run):
     workdir, _ = demo_run
     snakemake(*DEMO, "--report", "report.html", cwd=workdir)
+    add_search(workdir / "report.html")  # as `make report` does
     return workdir / "report.html"
 
 
@@ -191,8 +193,9 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
     """Issues 32 and 52: the demo's report in headless Chromium at 1400x900 and 1024x768 (tests/report_browser.py),
     the sidebar as Snakemake leaves it: nothing above or left of where the content pane scrolls to, no table wider
     than its frame, figures shown at 0.7x or more at 1400, one sidebar width, whole breadcrumbs, the page (or figure)
-    before its CSV, and search finding a paper table by its path. Screenshots of the landing page, a paper table, an experiment,
-    the ledger and the tallest figure, at each size, go to test-artefacts/report/."""
+    before its CSV, and kdflow's search finding a paper table by its path, its label, and its work and label.
+    Screenshots of the landing page, a paper table, an experiment, the ledger and the tallest figure, at each size,
+    go to test-artefacts/report/."""
     if chromium() is None:
         pytest.skip("no chromium on this machine (.ci/run installs Debian's)")
     pytest.importorskip("playwright", reason="Playwright for Python drives the browser (the test extra has it)")
@@ -200,7 +203,7 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
     artefacts.mkdir(parents=True, exist_ok=True)
     viewport = VIEWPORTS[size]
     visit = visit_report(demo_report, viewport, artefacts, keep={
-        "landing", "paper_alp_kd_table2.html", "experiment_alp_kd_table2.html", "ledger.html", "status.html",
+        "landing", "search", "paper_alp_kd_table2.html", "experiment_alp_kd_table2.html", "ledger.html", "status.html",
         "probing_thesis_6_1.png"})
     assert visit["errors"] == []
     numbered = {category(name): name for name in CATEGORIES}
@@ -221,9 +224,10 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
     assert all(height <= 1.5 * crumbs["line"] for _, height in crumbs["crumbs"]), f"a breadcrumb wraps: {crumbs}"
     assert set(visit["first_views"].values()) <= {"page", "figure"}, visit["first_views"]
     assert visit["first_views"], "no listing offers the page and its CSV as one entry"
-    # Snakemake 9.27's search matches result paths only, case-sensitively (report_browser.search): "alp" finds the
-    # paper table by its path, "Table 2" nothing (issue 52, open).
-    assert "results/report/paper_alp_kd_table2.html" in visit["searches"]["alp"], visit["searches"]
+    # kdflow's search (report/search.js): the paper table by its path, its label, and its work and label together
+    for term, shown in visit["searches"].items():
+        assert "results/report/paper_alp_kd_table2.html" in shown["paths"], (term, shown)
+        assert "ALP-KD Table 2 · page" in shown["rows"], (term, shown)
     for path, entry in visit["entries"].items():
         assert entry["category"] in numbered, path
         # the info panel: a caption, no raw job parameters; the menu listing it: at most a third of the window

@@ -102,6 +102,8 @@ COMMANDS = {
         " (--submit --wait on a local cluster)",
     "snakemake --cores 8": "tests/test_demo.py::test_demo_runs_the_whole_dag (the demo's config)",
     "snakemake --report report.html": "tests/test_demo.py::test_demo_runs_the_whole_dag",
+    "python -m kdflow.reporting.report_search": "tests/test_report_search.py::"
+    "test_the_search_finds_a_table_by_its_label_in_any_case_in_a_real_snakemake_report",
     "python benchmarks/gpu_carry.py": "not run by a test: it reads ../shared's GLUE data and the MiniLM package, and "
     "downloads a wheel; tests/test_gpu_check.py runs the check it prepares for, without it",
     "python benchmarks/gpu_check.py --device cpu --tiny":
