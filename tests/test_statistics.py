@@ -2,14 +2,27 @@
 and simulated runs whose truth is known."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from kdflow.core import metrics
-from kdflow.core.statistics import (detectable_difference, dev_set_floor, equivalence_p, holm, marks, power, sample_std,
-                                    seed_example_test, seed_interval, seeds_needed, sensitivity)
+from kdflow.core.statistics import (
+    _t_test,
+    detectable_difference,
+    dev_set_floor,
+    equivalence_p,
+    holm,
+    marks,
+    power,
+    sample_std,
+    seed_example_test,
+    seed_interval,
+    seeds_needed,
+    sensitivity,
+)
 
 
 def mean_prediction(predictions, gold):
@@ -178,3 +191,129 @@ def test_the_seed_interval_is_where_one_more_run_would_fall():
 @pytest.mark.parametrize("p, expected", [(0.01, "*"), (0.2, ""), (math.nan, "")])
 def test_marks(p, expected):
     assert marks(p) == expected
+
+
+# Boundaries and degenerate cases: each found by a planted change (benchmarks/mutation_score.py) that the tests
+# above let through.
+
+def test_one_value_has_no_spread_and_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "degrees of freedom <= 0" would say the spread was computed
+        assert math.isnan(sample_std([0.8])) and math.isnan(sample_std([]))
+    assert sample_std([1, 3]) == pytest.approx(math.sqrt(2))
+
+
+def test_runs_that_agree_on_every_seed_and_example_differ_exactly():
+    # no variance of either kind: the difference is known, p is 0 (or undefined for no difference), and the
+    # interval is the point
+    assert _t_test(0.5, 0.0, 0.0, 3) == {"standard_error": 0.0, "df": 2, "p": 0.0, "low": 0.5, "high": 0.5}
+    same = _t_test(0.0, 0.0, 0.0, 4)
+    assert math.isnan(same.pop("p")) and same == {"standard_error": 0.0, "df": 3, "low": 0.0, "high": 0.0}
+    assert detectable_difference(0.0, 0.0, 5) == 0.0
+
+
+def test_one_common_seed_keeps_its_difference_and_names_every_untested_field():
+    result = seed_example_test({1: np.array([1, 1, 0, 0]), 2: np.zeros(4)}, {1: np.array([1, 0, 0, 0])},
+                               np.array([1, 1, 0, 0]), metrics.accuracy)
+    assert result.pop("difference") == pytest.approx(0.25) and result.pop("pairs") == 1
+    assert set(result) == {"seed_variance", "example_variance", "standard_error", "df", "p", "low", "high"}
+    assert all(math.isnan(value) for value in result.values())
+
+
+def test_the_bootstrap_is_seeded_and_resamples_every_example():
+    # Every seed's baseline is wrong on example 0 alone (of 10), ours on none: the seeds agree, so only the examples
+    # vary, and the example part is the variance of the share of example 0 in a resample, 0.1 * 0.9 / 10.
+    gold = np.zeros(10, dtype=int)
+    ours = {seed: np.zeros(10, dtype=int) for seed in (1, 2, 3)}
+    theirs = {seed: (np.arange(10) == 0).astype(int) for seed in (1, 2, 3)}
+    first = seed_example_test(ours, theirs, gold, metrics.accuracy, resamples=4000)
+    assert first["difference"] == pytest.approx(0.1) and first["example_variance"] == pytest.approx(0.009, rel=0.1)
+    assert seed_example_test(ours, theirs, gold, metrics.accuracy, resamples=4000) == first
+
+
+def test_each_seeds_runs_are_resampled_as_a_pair():
+    # Each seed's two runs are identical, and the seeds' runs differ (wrong on examples 0-9, or on 10-19): every
+    # resample of a seed's pair differs by 0, so there is no example part; pairing one seed's run with another
+    # seed's would see the two seeds' examples.
+    gold = np.zeros(40, dtype=int)
+    runs = {1: (np.arange(40) < 10).astype(int), 2: ((np.arange(40) >= 10) & (np.arange(40) < 20)).astype(int)}
+    result = seed_example_test(runs, dict(runs), gold, metrics.accuracy)
+    assert result["difference"] == 0.0 and result["seed_variance"] == 0.0 and result["example_variance"] == 0.0
+
+
+def test_a_seeds_constant_shift_is_seed_variance_not_example_variance():
+    # as in test_the_example_part_is_the_variance_every_seed_shares, with seed 2 better by a further 0.5 on every
+    # example: the seed part is var(0, 0.5) = 0.125, and the example part is unchanged, var(x) / N
+    rng = np.random.default_rng(0)
+    x = rng.normal(0.1, 1.0, 400)
+    base = rng.normal(0, 1, 400)
+    result = seed_example_test({1: base + x, 2: base + x + 0.5}, {1: base, 2: base}, np.zeros(400), mean_prediction,
+                               resamples=4000)
+    assert result["seed_variance"] == pytest.approx(0.125)
+    assert result["example_variance"] == pytest.approx(np.var(x) / 400, rel=0.1)
+
+
+def test_power_at_no_difference_is_the_significance_level():
+    # both tails of the two-sided test count: at a true difference of 0 the test rejects 5% of the time
+    assert power(0.0, 1.0, 0.0, 5) == pytest.approx(0.05, abs=1e-12)
+    assert power(0.0, 1.0, 0.0, 5, alpha=0.01) == pytest.approx(0.01, abs=1e-12)
+
+
+def test_the_detectable_difference_is_exact_at_any_scale_and_follows_alpha():
+    # the root of power(d) = 80% to float precision, even where the scores' variance is tiny
+    tiny = detectable_difference(1e-12, 0.0, 5)
+    assert power(tiny, 1e-12, 0.0, 5) == pytest.approx(0.8, abs=1e-9)
+    from statsmodels.stats.power import TTestPower
+
+    for alpha in (0.05, 0.01):
+        assert detectable_difference(4.0, 0.0, 10, alpha=alpha) == pytest.approx(
+            2.0 * TTestPower().solve_power(nobs=10, alpha=alpha, power=0.8), rel=1e-5)
+
+
+@pytest.mark.parametrize("seed_variance, example_variance, pairs", [
+    (1.0, 0.0, 1), (math.nan, 0.0, 5), (1.0, math.nan, 5), (math.inf, 0.0, 5)])
+def test_without_two_pairs_or_finite_variances_nothing_is_detectable(seed_variance, example_variance, pairs):
+    assert math.isnan(detectable_difference(seed_variance, example_variance, pairs))
+
+
+def test_two_pairs_are_enough_to_size_a_test():
+    # t_{0.975, 1} = 12.706: two pairs detect only a difference many standard errors wide, but one they do
+    from statsmodels.stats.power import TTestPower
+
+    assert detectable_difference(1.0, 0.0, 2) == pytest.approx(
+        TTestPower().solve_power(nobs=2, alpha=0.05, power=0.8), rel=1e-5)
+    assert seeds_needed(100.0, 1.0, 0.0) == 2
+    assert seed_interval(1.0, 1.0, 2) == pytest.approx((1 - 12.706205 * math.sqrt(1.5), 1 + 12.706205 * math.sqrt(1.5)))
+
+
+def test_the_planner_counts_up_to_its_limit_and_follows_alpha():
+    # effect 1 needs 10 pairs at alpha 0.05 (G*Power), 16 at alpha 0.01 (statsmodels' TTestPower: 15.08)
+    assert seeds_needed(2.0, 4.0, 0.0, most=10) == 10 and seeds_needed(2.0, 4.0, 0.0, most=9) is None
+    assert seeds_needed(2.0, 4.0, 0.0, alpha=0.01) == 16
+
+
+def test_the_seed_interval_scales_with_the_spread():
+    low, high = seed_interval(2.0, 2.0, 3)
+    assert (low, high) == pytest.approx((2 - 4.302653 * 2 * math.sqrt(4 / 3), 2 + 4.302653 * 2 * math.sqrt(4 / 3)))
+    assert all(math.isnan(v) for v in seed_interval(math.inf, 1.0, 3))  # a diverged mean has no interval
+
+
+def test_the_dev_set_floor_grows_with_the_root_of_the_example_part():
+    assert dev_set_floor(4.0) == pytest.approx(2 * 2.801585, abs=1e-6)
+
+
+def test_the_equivalence_test_without_variance_or_margin():
+    # no standard error: the difference is exact, so it is within the margin or not (at the margin: not within)
+    assert equivalence_p(0.3, 0.0, 4, 0.5) == 0.0
+    assert equivalence_p(0.5, 0.0, 4, 0.5) == 1.0 and equivalence_p(-0.6, 0.0, 4, 0.5) == 1.0
+    # no margin, or no finite standard error: no test
+    assert math.isnan(equivalence_p(0.0, 0.5, 4, 0.0)) and math.isnan(equivalence_p(0.0, math.inf, 4, 1.0))
+
+
+def test_holm_takes_tests_that_could_not_be_made_as_none_too():
+    adjusted = holm([0.01, None, 0.02])  # a p-value read back from JSON
+    assert adjusted[0] == pytest.approx(0.02) and math.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.02)
+
+
+def test_a_mark_needs_p_below_the_significance_level():
+    assert marks(0.05) == "" and marks(0.0499) == "*"
