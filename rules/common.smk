@@ -142,3 +142,38 @@ def probing_file(task):
     """A SentEval probing task's file (``probing.data_dir``, or where the workflow downloads it)."""
     directory = PROBING_CONFIG["data_dir"] or "resources/senteval_probing"
     return os.path.join(directory, PROBING_TASKS[task])
+
+
+# The papers' tables (reference/paper_results.csv), whose reference and deviation ledger several reporting rules read.
+PAPER_TABLES = config.get("paper_tables", {})
+
+
+# What the status page accounts for: everything the default target asks for.
+STATUS_TARGETS = default_targets(config, EXPLORATION_EXPERIMENTS)
+
+
+def page_and_csv(caption, labels, category=None, subcategory=None, **outputs):
+    """A reporting rule's named outputs, in their order, when the report shows its table twice in one place with
+    one caption and the same labels but for "format": as a page (the output ``html``) and as raw CSV (the first
+    output); those between (Markdown, LaTeX) are not in the report. ``labels``, like the place, may be a function
+    of the wildcards.
+    """
+    formats = {next(iter(outputs)): "raw CSV", "html": "page"}
+
+    def entry(path, format):
+        if callable(labels):
+            with_format = lambda wildcards: {**labels(wildcards), "format": format}
+        else:
+            with_format = {**labels, "format": format}
+        return report(
+            path,
+            caption=caption,
+            category=category,
+            subcategory=subcategory,
+            labels=with_format,
+        )
+
+    return {
+        name: entry(path, formats[name]) if name in formats else path
+        for name, path in outputs.items()
+    }

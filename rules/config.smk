@@ -34,7 +34,8 @@ config.update(STRICT_CONFIG)
 try:
     validate_config(config, SCHEMA, CONFIG_SOURCES)
     # The thesis's exploration studies (Chapter 5, Appendix B) become experiments of their own: their runs are
-    # student jobs like any other; their figures and Table 5.1 read them (rules/reporting.smk), not a selection.
+    # student jobs like any other; their figures and Table 5.1 read them (rules/reporting_exploration.smk), not a
+    # selection.
     EXPLORATION_EXPERIMENTS = set(exploration_experiments(config))
     config.update(with_exploration(config))
     check_references(config)

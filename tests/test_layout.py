@@ -1,5 +1,6 @@
-"""The workflow layer mirrors the package: one rule file per stage, named after it, holding the rules whose scripts
-belong to that stage; common.smk holds only what several rule files share (tests/test_package.py maps modules)."""
+"""The workflow layer mirrors the package: a rule file per stage, named after it, holding the rules whose scripts
+belong to that stage, or several (``<stage>_<part>.smk``) where one would be long; common.smk holds only what several
+rule files share (tests/test_package.py maps modules)."""
 
 import re
 
@@ -10,11 +11,17 @@ from kdflow.workflow.provenance import imported_modules
 
 RULES = REPO / "rules"
 SHARED = {"common", "config"}  # the shared helpers, and the config's reading and validation: no rules of their own
+LONGEST = 300  # lines of a rule file
 
 
 def rule_files() -> dict[str, str]:
     """rule file (without .smk) -> its text."""
     return {path.stem: path.read_text() for path in sorted(RULES.glob("*.smk"))}
+
+
+def stage_of_file(name: str) -> str:
+    """The stage of a rule file: ``reporting`` for reporting.smk and for its parts, reporting_<part>.smk."""
+    return name if name in SHARED else name.split("_")[0]
 
 
 def stage_of_script(script: str) -> str:
@@ -30,17 +37,31 @@ def test_each_rule_lives_in_the_rule_file_of_its_scripts_stage():
     rules = [(name, rule) for name, text in rule_files().items()
              for rule in re.findall(r"^(?:rule|checkpoint) (\w+):", text, re.M)]
     misplaced = [f"{rule} ({scripts[rule][0]}: {stage_of_script(scripts[rule][0])}) in {name}.smk"
-                 for name, rule in rules if stage_of_script(scripts[rule][0]) != name]
+                 for name, rule in rules if stage_of_script(scripts[rule][0]) != stage_of_file(name)]
     assert misplaced == []
-    assert set(rule_files()) - SHARED <= set(STAGES) | {"data"}
+    assert {stage_of_file(name) for name in rule_files()} - SHARED <= set(STAGES) | {"data"}
     assert all(not re.search(r"^rule ", rule_files()[name], re.M) for name in SHARED)
 
 
 def test_the_snakefile_includes_every_rule_file_in_stage_order():
     included = re.findall(r'^include: "rules/(\w+)\.smk"', (REPO / "Snakefile").read_text(), re.M)
     assert set(included) == set(rule_files())
-    stages = [name for name in included if name not in SHARED]
+    stages = [stage_of_file(name) for name in included if name not in SHARED]
     assert stages == sorted(stages, key=lambda name: -1 if name == "data" else STAGES.index(name))
+
+
+def test_no_rule_file_is_long():
+    """A stage whose rules would make a long file has several, each of the rules that make one kind of result."""
+    lengths = {name: len(text.splitlines()) for name, text in rule_files().items()}
+    assert {name: length for name, length in lengths.items() if length > LONGEST} == {}
+
+
+def test_the_rule_files_lie_in_rules_itself():
+    """Not in folders below it: the rules' relative paths (``../scripts``, ``../report``, ``../envs``) are relative
+    to their rule file, and a rule's code is its script's path as written (moving a rule a folder down would rerun
+    its jobs); the workflow fingerprint (the plan's param) and the rule blocks these tests read are rules/*.smk."""
+    assert sorted(path.relative_to(RULES).as_posix() for path in RULES.rglob("*.smk")) == sorted(
+        f"{name}.smk" for name in rule_files())
 
 
 def test_common_holds_only_what_several_rule_files_share():

@@ -298,7 +298,7 @@ def _study_problems(config: dict, name: str, study: dict) -> list[str]:
     return problems
 
 
-# What the rules of the exploration's figures and Table 5.1 read (rules/reporting.smk).
+# What the rules of the exploration's figures and Table 5.1 read (rules/reporting_exploration.smk).
 
 
 def drawn_runs(config: dict, figure: str) -> list[dict]:

@@ -1,6 +1,6 @@
 """What the jobs that load named models (config ``models``: probing, prediction analysis, sentence probes, inference,
 the figures that recompute students' layers) read, and how they load each model: functions of the config, which the
-rules call with their wildcards (rules/analysis.smk, probing.smk, reporting.smk)."""
+rules call with their wildcards (rules/analysis.smk, probing.smk, reporting_figures.smk)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,233 @@
+# Stage reporting (kdflow.reporting), the papers' figures: Universal-KD Fig. 3 (pseudo-head distance to the gold
+# label per teacher layer; a student layer's attention over the teacher's layers), ALP-KD Figs. 3-4 (the first student
+# layer's attention; layer outputs' principal components and cosine distances), thesis Fig. 4.2 (teachers'
+# fine-tuning), 6.5, 6.6, C.2 and A.1 (class distribution). Probing's figures: rules/reporting_probing.smk.
+
+
+rule figure_teacher_curves:
+    """Thesis Fig. 4.2: a teacher's dev score and learning rate over fine-tuning, one panel per task, and the
+    data behind it."""
+    input:
+        lambda w: expand(
+            "results/teachers/{teacher}/{task}/curves.parquet",
+            teacher=w.teacher,
+            task=config["teachers"][w.teacher]["tasks"],
+        ),
+    output:
+        data="results/figures/teacher_curves_{teacher}.csv",
+        figure=report(
+            "results/figures/teacher_curves_{teacher}.png",
+            caption="../report/figure_teacher_curves.rst",
+            **paper_place("thesis_sucik2020", "Figure 4.2"),
+            labels={
+                "teacher": "{teacher}",
+                "figure": "dev score and η over fine-tuning",
+            },
+        ),
+    log:
+        "logs/figure_teacher_curves/{teacher}.log",
+    benchmark:
+        "results/benchmarks/figure_teacher_curves/{teacher}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        tasks=lambda w: config["teachers"][w.teacher]["tasks"],
+        code=code_of("figure_teacher_curves.py"),
+    script:
+        "../scripts/figure_teacher_curves.py"
+
+
+rule figure_class_distribution:
+    """Thesis Fig. A.1: the class distribution of every labelled split of each classification task the workflow
+    prepares (regression tasks have no classes), and the counts behind it."""
+    input:
+        expand("results/data/{task}", task=class_distribution_tasks(config)),
+    output:
+        data="results/figures/class_distribution.csv",
+        figure=report(
+            "results/figures/class_distribution.png",
+            caption="../report/figure_class_distribution.rst",
+            **paper_place("thesis_sucik2020", "Figure A.1"),
+            labels={"figure": "class distribution per task and split"},
+        ),
+    log:
+        "logs/figure_class_distribution.log",
+    benchmark:
+        "results/benchmarks/figure_class_distribution.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        tasks=class_distribution_tasks(config),
+        code=code_of("figure_class_distribution.py"),
+    script:
+        "../scripts/figure_class_distribution.py"
+
+
+rule figure_pseudo_heads:
+    """Universal-KD Fig. 3 (left), per teacher and task."""
+    input:
+        "results/tables/teachers.csv",
+    output:
+        report(
+            "results/figures/pseudo_heads.png",
+            caption="../report/figure_pseudo_heads.rst",
+            **paper_place("universal_kd_wu2021", "Figure 3"),
+            labels={"figure": "pseudo-heads' distance to the gold label (left)"},
+        ),
+    log:
+        "logs/figure_pseudo_heads.log",
+    benchmark:
+        "results/benchmarks/figure_pseudo_heads.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_of("figure_pseudo_heads.py"),
+    script:
+        "../scripts/figure_pseudo_heads.py"
+
+
+rule figure_analysis:
+    """Thesis Fig. 6.5 (confidence correlations), Fig. 6.6 (average confidence overall, on hits and on
+    mistakes; with its numbers as CSV) and Fig. C.2 (mistake overlap) of one task."""
+    input:
+        "results/analysis/{task}.json",
+    output:
+        confidence=report(
+            "results/figures/confidence_correlation_{task}.png",
+            caption="../report/figure_confidence.rst",
+            **paper_place("thesis_sucik2020", "Figure 6.5"),
+            labels={"task": "{task}", "result": "confidence correlation"},
+        ),
+        mistakes=report(
+            "results/figures/mistake_overlap_{task}.png",
+            caption="../report/figure_mistakes.rst",
+            **paper_place("thesis_sucik2020", "Figure C.2"),
+            labels={"task": "{task}", "result": "mistake overlap"},
+        ),
+        average=report(
+            "results/figures/average_confidence_{task}.png",
+            caption="../report/figure_average_confidence.rst",
+            **paper_place("thesis_sucik2020", "Figure 6.6"),
+            labels={"task": "{task}", "result": "average confidence"},
+        ),
+        average_data="results/figures/average_confidence_{task}.csv",
+    log:
+        "logs/figure_analysis/{task}.log",
+    benchmark:
+        "results/benchmarks/figure_analysis/{task}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_of("figure_analysis.py"),
+    script:
+        "../scripts/figure_analysis.py"
+
+
+rule attention_maps:
+    """Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3: one student layer's attention over the teacher's
+    layers on random dev examples, for each of the figure's students (e.g. Universal-KD(IL) and ALP, or ALP
+    students of 2, 4 and 6 layers), optionally beside the pseudo-heads' distance to the gold label on the same
+    examples (Universal-KD Fig. 3, left)."""
+    input:
+        unpack(
+            lambda w: recomputed_student_inputs(
+                config,
+                config["attention_maps"][w.figure]["task"],
+                config["attention_maps"][w.figure]["models"],
+            )
+        ),
+    output:
+        json="results/figures/attention_{figure}.json",
+        figure=report(
+            "results/figures/attention_{figure}.png",
+            caption="../report/figure_attention.rst",
+            category=lambda w: attention_report_entry(config, w.figure)["category"],
+            subcategory=lambda w: attention_report_entry(config, w.figure)[
+                "subcategory"
+            ],
+            labels=lambda w: attention_report_entry(config, w.figure)["labels"],
+        ),
+    log:
+        "logs/attention_maps/{figure}.log",
+    benchmark:
+        "results/benchmarks/attention_maps/{figure}.tsv"
+    wildcard_constraints:
+        figure="|".join(config.get("attention_maps", {})) or "no-figures",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    params:
+        spec=lambda w: canonical(config["attention_maps"][w.figure]),
+        models=lambda w: {
+            name: model_params(config, name)
+            for name in config["attention_maps"][w.figure]["models"]
+        },
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("attention_maps.py"),
+    script:
+        "../scripts/attention_maps.py"
+
+
+rule layer_outputs:
+    """ALP-KD Fig. 4: the first two principal components of student layers' outputs fitted jointly with the
+    teacher layer each is compared with (4a, 4b), and every example's cosine distance to it (4c, 4d).
+    """
+    input:
+        unpack(
+            lambda w: recomputed_student_inputs(
+                config, w.task, config["layer_outputs"][w.task]["models"]
+            )
+        ),
+    output:
+        json="results/figures/layer_outputs_{task}.json",
+        csv="results/figures/layer_outputs_{task}.csv",
+        figure=report(
+            "results/figures/layer_outputs_{task}.png",
+            caption="../report/figure_layer_outputs.rst",
+            **paper_place("alp_kd_passban2021", "Figure 4"),
+            labels={
+                "figure": "layer outputs: principal components, cosine distance",
+                "task": "{task}",
+            },
+        ),
+    log:
+        "logs/layer_outputs/{task}.log",
+    benchmark:
+        "results/benchmarks/layer_outputs/{task}.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    params:
+        spec=lambda w: canonical(config["layer_outputs"][w.task]),
+        models=lambda w: {
+            name: model_params(config, name)
+            for name in config["layer_outputs"][w.task]["models"]
+        },
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("layer_outputs.py"),
+    script:
+        "../scripts/layer_outputs.py"

@@ -1,0 +1,203 @@
+# Stage reporting (kdflow.reporting), kdflow beside the papers: the claims tested on real data, the status page of
+# the works' tables and figures, the deviation ledger, the papers' tables with kdflow's numbers beside them and the
+# runtimes of thesis Table 4.5.
+
+
+REFERENCE = read_reference(PAPER_TABLES["reference"]) if PAPER_TABLES else None
+
+
+SELECTED = (
+    read_reference(PAPER_TABLES["selected_hyperparameters"])
+    if any(map(is_hyperparameter_table, PAPER_TABLES.get("tables", {}).values()))
+    else None
+)
+
+
+# Thesis Table 4.5: the jobs of the pipeline up to the thesis's students, whose benchmark files it sums.
+RUNTIME_TABLE = config.get("runtime_table", {})
+
+
+RUNTIME_JOBS = runtime_jobs(config) if RUNTIME_TABLE else []
+
+
+rule claims_table:
+    """The papers' central claims on real data, a verdict per link, from the committed record of
+    benchmarks/quality_claims.py (config `evidence`; kdflow.reporting.claims)."""
+    input:
+        runs=config.get("evidence", {}).get("runs", []),
+        dev_labels=config.get("evidence", {}).get("dev_labels", []),
+        config=config.get("evidence", {}).get("config", []),
+        reference=config.get("paper_tables", {}).get("reference", []),
+    output:
+        **page_and_csv(
+            caption="../report/claims.rst",
+            category=category("Evidence on real data"),
+            labels={"table": "the papers' claims, tested"},
+            csv="results/tables/claims.csv",
+            markdown="results/tables/claims.md",
+            html="results/report/claims.html",
+        ),
+    log:
+        "logs/claims_table.log",
+    benchmark:
+        "results/benchmarks/claims_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_of("claims_table.py"),
+    script:
+        "../scripts/claims_table.py"
+
+
+rule status_page:
+    """The report's status page: every numbered table and figure of the three works (reference/paper_artifacts.csv),
+    what this run has of it and its place in the report's sidebar, and each paper table's cells, filled or why not;
+    built last from the config's default targets (kdflow.reporting.status).
+    """
+    input:
+        artifacts="reference/paper_artifacts.csv",
+        made=status_inputs(STATUS_TARGETS),
+    output:
+        **page_and_csv(
+            caption="../report/status.rst",
+            category=category("Status"),
+            labels={"page": "the works' tables and figures"},
+            table="results/tables/status.csv",
+            markdown="results/tables/status.md",
+            html="results/report/status.html",
+        ),
+    log:
+        "logs/status_page.log",
+    benchmark:
+        "results/benchmarks/status_page.tsv"
+    localrule: True
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        targets=STATUS_TARGETS,
+        code=code_of("status_page.py"),
+    script:
+        "../scripts/status_page.py"
+
+
+rule ledger_table:
+    """The deviation ledger as a page of its own: every difference from the papers' protocols and every setting
+    they leave silent, with the paper's value, kdflow's, why and the effect (kdflow.reporting.ledger).
+    """
+    input:
+        ledger=PAPER_TABLES.get("deviations", []),
+        artifacts="reference/paper_artifacts.csv",
+    output:
+        **page_and_csv(
+            caption="../report/ledger.rst",
+            category=category("Deviation ledger"),
+            labels={"table": "kdflow against the papers' protocols"},
+            table="results/tables/ledger.csv",
+            markdown="results/tables/ledger.md",
+            html="results/report/ledger.html",
+        ),
+    log:
+        "logs/ledger_table.log",
+    benchmark:
+        "results/benchmarks/ledger_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        targets=sorted(STATUS_TARGETS),  # a stable order: the exploration experiments are a set
+        code=code_of("ledger_table.py"),
+    script:
+        "../scripts/ledger_table.py"
+
+
+# The papers' tables with kdflow's numbers beside them (reference/paper_results.csv; kdflow.reporting.paper_tables),
+# the model sizes and CPU speeds thesis Table 5.2 reports, and the runtimes of thesis Table 4.5.
+
+
+rule paper_table:
+    """One paper table: every number the paper reports, kdflow's value and, for scores, the difference; or
+    the paper's selected hyperparameters beside kdflow's (CSV, Markdown, LaTeX)."""
+    input:
+        unpack(lambda w: table_inputs(PAPER_TABLES, w.paper_table, REFERENCE)),
+        deviations=PAPER_TABLES.get("deviations", []),
+        artifacts="reference/paper_artifacts.csv",
+    output:
+        **page_and_csv(
+            caption="../report/paper_table.rst",
+            category=lambda w: paper_table_place(PAPER_TABLES, w.paper_table)[
+                "category"
+            ],
+            subcategory=lambda w: paper_table_place(PAPER_TABLES, w.paper_table)[
+                "subcategory"
+            ],
+            labels=lambda w: {
+                "table": title_of(PAPER_TABLES["tables"][w.paper_table])
+            },
+            csv="results/tables/papers/{paper_table}.csv",
+            markdown="results/tables/papers/{paper_table}.md",
+            latex="results/tables/papers/{paper_table}.tex",
+            html="results/report/paper_{paper_table}.html",
+        ),
+    log:
+        "logs/paper_table/{paper_table}.log",
+    benchmark:
+        "results/benchmarks/paper_table/{paper_table}.tsv"
+    wildcard_constraints:
+        paper_table="|".join(PAPER_TABLES.get("tables", {})) or "no-tables",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        spec=lambda w: canonical(PAPER_TABLES["tables"][w.paper_table]),
+        title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
+        values=lambda w: selected_values(config, w.paper_table, SELECTED),
+        code=code_of("paper_table.py"),
+    script:
+        "../scripts/paper_table.py"
+
+
+rule runtime_table:
+    """Thesis Table 4.5: the wall-clock hours of every step of the pipeline up to the thesis's students, from the
+    benchmark files of their jobs, beside the thesis's (CSV, Markdown, LaTeX)."""
+    input:
+        reference=RUNTIME_TABLE.get("reference", []),
+        benchmarks=[job["benchmark"] for job in RUNTIME_JOBS],
+    output:
+        **page_and_csv(
+            caption="../report/runtime_table.rst",
+            **paper_place("thesis_sucik2020", "Table 4.5"),
+            labels={"table": "runtimes of the pipeline's steps"},
+            csv="results/tables/runtimes.csv",
+            markdown="results/tables/runtimes.md",
+            latex="results/tables/runtimes.tex",
+            html="results/report/runtimes.html",
+        ),
+    log:
+        "logs/runtime_table.log",
+    benchmark:
+        "results/benchmarks/runtime_table.tsv"
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        jobs=RUNTIME_JOBS,
+        code=code_of("runtime_table.py"),
+    script:
+        "../scripts/runtime_table.py"

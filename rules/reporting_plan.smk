@@ -1,0 +1,123 @@
+# Stage reporting (kdflow.reporting), the cost plan before the run (kdflow.workflow.cost_plan): `snakemake --cores 1
+# results/plan.csv` (`make plan`) asks Snakemake for this workflow's DAG under the same config, prices each job from
+# the throughput tables, runs no model and needs no GPU; the plan against the run, and calibrated on it.
+
+
+rule plan:
+    """The cost plan: per experiment (or stage) and rule, the jobs, the examples x epochs and the estimated hours
+    on the config's `plan.gpu` for the jobs that ask for a GPU (CPU-hours for the others), with where every
+    throughput comes from (measured on a CPU, or scaled); and the pilot, the fewest jobs that calibrate it
+    (results/pilot.csv, kdflow.reporting.pilot: `make pilot` runs them)."""
+    input:
+        sizes="reference/task_sizes.csv",
+        throughput="reference/throughput.csv",
+        startup="reference/startup.csv",
+        counted=counted_files(
+            config,
+            [probing_file(task) for task in PROBING_CONFIG.get("tasks", [])],
+        ),
+    output:
+        csv="results/plan.csv",
+        jobs="results/plan_jobs.csv",
+        pilot="results/pilot.csv",
+        markdown="results/plan.md",
+        html=report(
+            "results/report/plan.html",
+            caption="../report/plan.rst",
+            category=category("Cost plan"),
+            labels={"table": "jobs and estimated hours before the run"},
+        ),
+    log:
+        "logs/plan.log",
+    benchmark:
+        "results/benchmarks/plan.tsv"
+    localrule: True
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        config=config_digest(config),
+        rules=workflow_fingerprint(workflow.basedir),
+        snakemake_config={
+            "configfiles": [
+                str(path) for path in workflow.config_settings.configfiles
+            ],
+            "config": dict(workflow.config_settings.config),
+            "replace_workflow_config": workflow.config_settings.replace_workflow_config,
+        },
+        gpu=config.get("plan", {}).get("gpu", "H100"),
+        probing_files={
+            task: probing_file(task) for task in PROBING_CONFIG.get("tasks", [])
+        },
+        code=code_of("plan.py"),
+    script:
+        "../scripts/plan.py"
+
+
+rule plan_measured:
+    """The cost plan against the run: per section and rule, the planned hours beside the hours Snakemake's
+    benchmark files measured for the jobs that ran, built last from the config's default targets
+    (kdflow.reporting.plan_pages).
+    """
+    input:
+        jobs="results/plan_jobs.csv",
+        made=STATUS_TARGETS,
+    output:
+        **page_and_csv(
+            caption="../report/plan_measured.rst",
+            category=category("Cost plan"),
+            labels={"table": "planned against measured hours"},
+            table="results/tables/plan_measured.csv",
+            markdown="results/tables/plan_measured.md",
+            html="results/report/plan_measured.html",
+        ),
+    log:
+        "logs/plan_measured.log",
+    benchmark:
+        "results/benchmarks/plan_measured.tsv"
+    localrule: True
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_of("plan_measured.py"),
+    script:
+        "../scripts/plan_measured.py"
+
+
+rule plan_calibrated:
+    """The cost plan calibrated on the jobs that ran (kdflow.reporting.calibration): the plan's figures refit per
+    group of jobs from the benchmark files that exist, the remaining jobs priced with them, per paper table the
+    jobs done, the hours spent and left, with an interval. Not a default target: `make plan` builds it, during a
+    run or after the pilot."""
+    input:
+        jobs="results/plan_jobs.csv",
+        measured=lambda wildcards: finished_benchmarks(),
+    output:
+        progress="results/plan_calibrated.csv",
+        figures="results/plan_figures.csv",
+        jobs="results/plan_calibrated_jobs.csv",
+        markdown="results/plan_calibrated.md",
+        html="results/report/plan_calibrated.html",
+    log:
+        "logs/plan_calibrated.log",
+    benchmark:
+        "results/benchmarks/plan_calibrated.tsv"
+    localrule: True
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        sections=paper_table_experiments(config),
+        code=code_of("plan_calibrated.py"),
+    script:
+        "../scripts/plan_calibrated.py"
