@@ -3,6 +3,7 @@ the GLUE server files."""
 
 import json
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 
 from kdflow.core.errors import UserError
-from kdflow.distillation.selection import best_seed, select, select_experiment
+from kdflow.distillation.selection import best_seed, predictions_path, select, select_experiment, selected_run_dir
 from kdflow.reporting.submission import write_submissions
 from kdflow.reporting.tables import experiment_document, experiment_table, grid_table
 
@@ -193,6 +194,8 @@ def test_every_method_is_tested_against_the_experiments_baseline(tmp_path):
     assert comparison["low"] < comparison["difference"] < comparison["high"]
     assert comparison["p_holm"] == comparison["p"]  # the experiment's one comparison
     assert comparison["detectable"] > 0 and comparison["planned_gain"] == 0.01
+    assert (comparison["confidence"], comparison["resamples"]) == (0.95, 1000)  # how the test was made, recorded
+    assert (selection["compare_to"], selection["selection_seeds"]) == ("kd", [1])
     table = experiment_table(selection)
     row = table.query("method == 'alp'").iloc[0]
     assert row["compare_to"] == "kd" and row["difference"] == pytest.approx(25 / 3) and row["pairs"] == 3
@@ -238,3 +241,56 @@ def test_a_baseline_the_experiment_does_not_run_is_a_clear_error(tmp_path):
     runs = [{"task": "sst2", "student": "bert_3", "method": "alp", "point": "default", "seed": "1"}]
     with pytest.raises(UserError, match="compare_to: 'kd' is not a method entry of this experiment"):
         select_experiment(runs, [path], {"sst2": "accuracy"}, "kd", [tmp_path / "predictions.parquet"])
+
+
+def dev_run(directory, labels, predictions):
+    directory.mkdir(parents=True)
+    (directory / "metrics.json").write_text(json.dumps({"scores": {"dev": {"accuracy": float(np.mean(
+        np.equal(labels, predictions)))}}}))
+    pd.DataFrame({"split": "dev", "idx": np.arange(len(labels)), "label": labels, "prediction": predictions}
+                 ).to_parquet(directory / "predictions.parquet")
+    return directory
+
+
+def test_runs_on_different_dev_labels_are_not_compared(tmp_path):
+    runs, metric_paths, prediction_paths = [], [], []
+    for method, seed, labels in [("kd", 1, [1, 0, 1]), ("kd", 2, [1, 0, 1]), ("alp", 1, [1, 0, 1]),
+                                 ("alp", 2, [1, 1, 1])]:  # alp's seed 2 saw another version of the dev set
+        directory = dev_run(tmp_path / method / str(seed), labels, [1, 0, 0])
+        runs.append({"task": "sst2", "student": "bert_3", "method": method, "point": "default", "seed": str(seed)})
+        metric_paths.append(directory / "metrics.json")
+        prediction_paths.append(directory / "predictions.parquet")
+    with pytest.raises(UserError, match="alp/2/predictions.parquet holds other dev labels"):
+        select_experiment(runs, metric_paths, {"sst2": "accuracy"}, "kd", prediction_paths, [1])
+
+
+def test_each_run_needs_its_metrics_file(tmp_path):
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps({"scores": {"dev": {"accuracy": 0.5}}}))
+    runs = [{"task": "sst2", "student": "bert_3", "method": "kd", "point": "default", "seed": str(seed)}
+            for seed in (1, 2)]
+    with pytest.raises(ValueError, match="zip"):
+        select_experiment(runs, [path], {"sst2": "accuracy"})
+
+
+def test_a_point_that_no_selection_seed_ran_has_no_selection_mean_and_loses():
+    runs = [run("lr1", 2, 0.9, 0.5), run("lr2", 1, 0.7, 0.5), run("lr2", 2, 0.6, 0.5)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "mean of empty slice": the point simply has no selection mean yet
+        selection = select(runs, "accuracy", selection_seeds=[1])
+    assert math.isnan(selection["grid"]["lr1"]["selection_mean"]) and selection["selected"] == "lr2"
+
+
+def test_a_named_model_is_the_selected_points_best_dev_seed_and_a_teacher_its_own_folder(tmp_path):
+    grid = {"lr1": {"dev_by_seed": {"1": 0.6, "2": 0.8}}, "lr2": {"dev_by_seed": {"1": 0.9}}}
+    selection = {"selections": [{"task": "rte", "student": "bert_4", "method": "kd", "selected": "lr1", "grid": grid},
+                                {"task": "rte", "student": "bert_4", "method": "pkd", "selected": "lr2", "grid": grid}]}
+    (tmp_path / "selection.json").write_text(json.dumps(selection))
+    student = {"experiment": "e", "task": "rte", "student": "bert_4", "method": "kd"}
+    assert selected_run_dir(student, tmp_path / "selection.json", tmp_path / "runs") == tmp_path / "runs/lr1/seed2"
+    files = {"selection": tmp_path / "selection.json", "runs_dir": tmp_path / "runs",
+             "teacher_model": tmp_path / "teacher/model.safetensors"}
+    assert predictions_path(student, files) == tmp_path / "runs/lr1/seed2/predictions.parquet"
+    assert predictions_path({"teacher": "bert_base", "task": "rte"}, files) == tmp_path / "teacher/predictions.parquet"
+    with pytest.raises(UserError, match="no run of student 'bert_4' with method 'alp' on 'rte'"):
+        selected_run_dir({**student, "method": "alp"}, tmp_path / "selection.json", tmp_path / "runs")

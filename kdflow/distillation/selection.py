@@ -148,12 +148,17 @@ def compare(runs: list[dict], baseline: list[dict], metric: str, name: str) -> d
 
 def _dev_predictions(runs: dict[int, dict]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
     """The dev gold labels and each run's dev predictions ({seed: run} -> {seed: predictions}), in the order of
-    the examples' ``idx``."""
+    the examples' ``idx``. Runs compared on different dev sets (e.g. a task prepared again in between) are an error."""
     gold, predictions = None, {}
     for seed, run in sorted(runs.items()):
         frame = pd.read_parquet(run["predictions"], columns=["split", "idx", "label", "prediction"])
         dev = frame[frame["split"] == "dev"].sort_values("idx")
-        gold = dev["label"].to_numpy() if gold is None else gold
+        labels = dev["label"].to_numpy()
+        if gold is None:
+            gold = labels
+        elif not np.array_equal(gold, labels):
+            raise UserError(f"{run['predictions']} holds other dev labels than the runs it is compared with: "
+                            "were they trained on different versions of the task's data?")
         predictions[seed] = dev["prediction"].to_numpy()
     return gold, predictions
 
