@@ -61,6 +61,21 @@ def test_the_readme_is_short_and_reaches_every_page_of_the_docs():
     assert {page.resolve() for page in PAGES[1:]} <= reached
 
 
+def test_the_docs_name_every_registered_method_and_student_and_no_other():
+    """The method and student lists of the README and docs/students-and-methods.md are the registries'."""
+    from kdflow.distillation.methods.registry import available_methods
+    from kdflow.students.registry import STUDENTS
+
+    page = (REPO / "docs" / "students-and-methods.md").read_text()
+    listed = re.search(r"\(see `kdflow/training/losses.py`\): `([^`]+)`", page)[1]
+    assert sorted(name.strip() for name in listed.split(",")) == sorted(available_methods())
+    readme = (REPO / "README.md").read_text()
+    assert f"{len(available_methods())} distillation methods" in readme
+    students = re.search(r"\A.*?A student .*?is a registered architecture with its options: (.*?)\. A method", page,
+                         re.S)[1]
+    assert set(re.findall(r"`(\w+)`", students)) == set(STUDENTS)
+
+
 def test_the_configuration_reference_is_generated_from_the_current_schema():
     assert PAGE.read_text() == reference_page(load_config_file(SCHEMA)), \
         "run python -m kdflow.workflow.config_reference"
