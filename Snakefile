@@ -32,4 +32,4 @@ include: "rules/reporting_plan.smk"
 rule all:
     default_target: True
     input:
-        with_run_summaries(STATUS_TARGETS),
+        with_run_summaries(DEFAULT_TARGETS),

@@ -148,8 +148,8 @@ def probing_file(task):
 PAPER_TABLES = config.get("paper_tables", {})
 
 
-# What the status page accounts for: everything the default target asks for.
-STATUS_TARGETS = default_targets(config, EXPLORATION_EXPERIMENTS)
+# The default target: what `snakemake` with no target asks for, and what the status page accounts for.
+DEFAULT_TARGETS = default_targets(config, EXPLORATION_EXPERIMENTS)
 
 
 def page_and_csv(caption, labels, category=None, subcategory=None, **outputs):

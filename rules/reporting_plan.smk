@@ -64,7 +64,7 @@ rule plan_measured:
     """
     input:
         jobs="results/plan_jobs.csv",
-        made=STATUS_TARGETS,
+        made=DEFAULT_TARGETS,
     output:
         **page_and_csv(
             caption="../report/plan_measured.rst",

@@ -27,7 +27,7 @@ def default_targets(config: dict, exploration_experiments: set[str]) -> list[str
         "results/tables/teachers.csv",
         "results/tables/teachers.md",
         *[f"results/pseudo_heads/{teacher}/{task}/metrics.json" for teacher, task in teacher_jobs(config)],
-        *[f"results/transfer/{task}/statistics/{transfer}.md" for transfer, task in augmented_jobs(config)],
+        *[f"results/transfer/{task}/statistics/{teacher}.md" for teacher, task in augmented_jobs(config)],
         *[f"results/generators/{task}/metrics.json" for task in generator_tasks(config)],
         *[f"results/tables/experiments/{name}.md" for name in own_table],
         *[f"results/tables/experiments/{name}_grid.csv" for name in own_table],
