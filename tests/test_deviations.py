@@ -132,9 +132,9 @@ def test_an_exploration_studys_explored_values_compare_as_a_set(config, protocol
     edited["exploration"]["studies"]["batch_lstm_s"]["axes"]["batch_size"].append(1024)
     problems = [problem for problem in problems_of(ledger, edited, protocols)
                 if problem not in problems_of(ledger, config, protocols)]
-    assert problems == ["hyperparameter_exploration: experiments.exploration_batch_lstm_s.points.batch_size is "
+    assert problems == [("hyperparameter_exploration: experiments.exploration_batch_lstm_s.points.batch_size is "
                         "[32, 50, 128, 256, 512, 1024] in the config, [32, 50, 128, 256, 512] in the paper, and the "
-                        "ledger has no entry for it"]
+                        "ledger has no entry for it")]
 
 
 def test_settings_compare_as_the_job_runs_them():
@@ -159,3 +159,77 @@ def test_settings_compare_as_the_job_runs_them():
     assert rows[f"{prefix}.hyperparameters.eps"] == UNSTATED
     assert "experiments.alp_kd_table2.grid.beta" not in rows  # the same values, in another order
     assert rows["experiments.alp_kd_table2.grid.learning_rate"] == DIFFERS  # an axis the paper does not search
+
+
+def test_what_a_protocol_does_not_state_is_unstated_leaf_by_leaf():
+    """A protocol that states none of an experiment's sections: each of its jobs' settings is unstated, one row per
+    leaf, never a difference from a value the paper does not give."""
+    config = load("config.yaml")
+    augmented = next(name for name, spec in config["experiments"].items() if spec.get("transfer") == "augmented")
+    found = account(config, {"tables": {"t": {"experiments": {"universal_kd_table2": {}, augmented: {}}}}})["t"]
+    statuses = {path: status for path, status, *_ in found}
+    prefix = "experiments.universal_kd_table2.sst2"
+    for section in ("precision", f"{prefix}.transfer", f"{prefix}.selection"):
+        assert statuses[section] == UNSTATED, section
+    for section in (f"{prefix}.stages", f"{prefix}.student.", "pseudo_heads.", "generation."):
+        leaves = {path: status for path, status in statuses.items() if path.startswith(section)}
+        assert leaves and set(leaves.values()) == {UNSTATED}, section
+
+
+def test_values_compare_element_by_element_within_a_relative_tolerance():
+    equal = protocols_module._equal
+    assert equal([1, 2], [1, 2]) and not equal([1, 2], [1, 3]) and not equal([1, 2], [1, 2, 3])
+    assert equal({"a": 1, "b": [2]}, {"b": [2], "a": 1}) and not equal({"a": 1}, {"a": 2})
+    assert not equal(["a", "b"], "ab") and not equal({"a": 1}, ["a"])  # a sequence is not a string or a mapping
+    assert equal(0.0, 1e-12) and not equal(0.0, 1.5e-12)  # 1e-12, and relative above 1
+    assert equal(1e6, 1e6 + 1e-7) and not equal(1e6, 1e6 + 1e-5)
+
+
+def test_a_silent_section_skips_the_grids_axes_and_a_stated_section_missing_in_kdflow_is_compared_key_by_key():
+    compare = protocols_module._compare
+    rows = list(compare("silent", {"lr": {"start": 1, "end": 2}, "epochs": 3}, "x", searched={"lr"}))
+    assert rows == [("x.epochs", SILENT_SETTING, "silent", 3)]
+    assert list(compare({"a": 1, "b": 2}, None, "x")) == [("x.a", DIFFERS, 1, None), ("x.b", DIFFERS, 2, None)]
+
+
+def test_a_task_setting_that_is_a_mapping_replaces_a_plain_value():
+    assert protocols_module._merge({"a": 1, "b": {"c": 1, "d": 2}}, {"a": {"x": 1}, "b": {"d": 3}}) == {
+        "a": {"x": 1}, "b": {"c": 1, "d": 3}}
+
+
+def test_the_ledgers_problems_name_each_entry_and_what_is_wrong():
+    """Every kind of problem on hand-made rows and entries, with the exact words a maintainer reads."""
+    row = ("experiments.e.sst2.hyperparameters.lr", DIFFERS, 1e-5, 2e-5)
+    mapping = ("experiments.e.sst2.student.bert_3.options", SILENT_SETTING, "silent", {"b": 2, "a": 1})
+    other = ("experiments.f.sst2.student.bert_3.options", SILENT_SETTING, "silent", {"a": 1, "b": 2})
+    found = {"t": [row, mapping, other, ("experiments.e.sst2.hyperparameters.eps", UNSTATED, None, 1e-8)]}
+    base = {"tables": ["t"], "kind": "cost", "paper": "p", "kdflow": "k", "why": "w", "effect": "e"}
+    ledger = [
+        {"tables": ["t"], "kdflow": "no kind"},  # malformed: the rest of this entry is not checked
+        {**base, "kdflow": "a" * 60, "setting": "*.hyperparameters.lr", "values": {"hyperparameters.lr": [3e-5]}},
+        {**base, "kdflow": "k2", "kind": "bogus", "tables": ["t", "nowhere"], "values": {}},
+        {**base, "kdflow": "k3", "setting": ["*.student.bert_3.options", "*.gone"],
+         "values": {"student.bert_3.options": [{"a": 1, "b": 2}]}},
+        {**base, "kdflow": "k4", "extra": 1},
+    ]
+    assert ledger_problems(ledger, found, {"t"}) == [
+        ("deviations entry 1 ('no kind'): needs ['effect', 'kind', 'paper', 'why'], allows only "
+        "['effect', 'kdflow', 'kind', 'paper', 'setting', 'tables', 'values', 'why']"),
+        (f"deviations entry 2 ('{'a' * 50}'): kdflow runs values: {{\"hyperparameters.lr\": [2e-05]}} where the entry "
+        "pins {\"hyperparameters.lr\": [3e-05]}; check its kdflow, why and effect, then pin these"),
+        "deviations entry 3 ('k2'): pins values but names no setting",
+        ("deviations entry 3 ('k2'): kind 'bogus' is not one of unavailable, paper silent, original bug, leak, cost, "
+        "choice, not implemented"),
+        "deviations entry 3 ('k2'): unknown paper tables ['nowhere']",
+        ("deviations entry 4 ('k3'): setting '*.gone' names no difference from a paper and no setting it leaves "
+        "silent (stale entry)"),
+        ("deviations entry 5 ('k4'): needs [], allows only "
+        "['effect', 'kdflow', 'kind', 'paper', 'setting', 'tables', 'values', 'why']"),
+        ("t: experiments.e.sst2.hyperparameters.eps (1e-08 in kdflow) is not in reference/protocols.yaml: state the "
+        "paper's value with its citation, or silent"),
+    ]
+    # the two mappings differ only in key order: one value, which entry 4 pins
+    assert protocols_module.entry_values(ledger[3], found) == {"student.bert_3.options": [{"a": 1, "b": 2}]}
+    # an entry without tables names nothing, and a missing kdflow text is "?"
+    assert not protocols_module._names({"setting": "*"}, "t", row[0], DIFFERS)
+    assert ledger_problems([{"tables": ["t"]}], {}, {"t"})[0].startswith("deviations entry 1 ('?'): needs")
