@@ -192,7 +192,7 @@ def _problem(error, sources: dict[str, str]) -> str:
         given = sorted({sources[k] for k in unknown if k in sources}) if not error.absolute_path else []
         given = f" (given in {', '.join(given)})" if given else ""
         return f"{where}: unknown key(s) {', '.join(map(repr, unknown))}{given}; allowed: {', '.join(allowed)}"
-    if error.validator == "propertyNames":
+    if "propertyNames" in error.absolute_schema_path:  # jsonschema reports the name's own check (e.g. pattern)
         return f"{where}: key {error.instance!r} is not allowed here ({_short(error.message)})"
     return f"{where}: {_short(error.message)}"
 
