@@ -27,6 +27,7 @@ include: "rules/reporting_probing.smk"
 include: "rules/reporting_figures.smk"
 include: "rules/reporting_exploration.smk"
 include: "rules/reporting_plan.smk"
+include: "rules/export.smk"
 
 
 rule all:

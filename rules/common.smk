@@ -50,6 +50,7 @@ from kdflow.workflow.cost_plan import (
     counted_files,
     paper_table_experiments,
 )
+from kdflow.workflow.export_inputs import export_inputs, export_params
 from kdflow.workflow.exploration import (
     drawn_runs,
     figure_constraint,

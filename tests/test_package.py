@@ -16,7 +16,7 @@ from kdflow.workflow import provenance
 from kdflow.workflow.provenance import imported_modules, module_name, script_closure, script_fingerprint
 
 STAGES = ("core", "workflow", "training", "teachers", "transfer", "students", "distillation", "probing", "analysis",
-          "reporting")
+          "reporting", "export")
 PACKAGE = REPO / "kdflow"
 SCRIPTS = REPO / "scripts"
 

@@ -1,0 +1,50 @@
+"""What rule export_student (rules/export.smk) reads and runs with: functions of the config and the rule's
+wildcards (experiment, task, student, method). Torch-free, as the rest of kdflow.workflow: Snakemake calls them
+while it plans."""
+
+from __future__ import annotations
+
+from kdflow.core.errors import UserError
+from kdflow.workflow.config import STUDENT_METHOD_DIR, canonical, experiment_runs, student_run_file, teacher_settings
+from kdflow.workflow.cost_plan import paper_table_experiments
+
+RUN_FILES = {"metrics": "metrics.json", "model": "model.safetensors", "predictions": "predictions.parquet"}
+
+
+def exported_runs(config: dict, experiment: str, task: str, student: str, method: str) -> list[dict]:
+    """Every run the selection chooses the exported one from (each grid point and seed); a clear error where the
+    experiment trains no such student."""
+    runs = [run for run in experiment_runs(config, experiment)
+            if (run["task"], run["student"], run["method"]) == (task, student, method)]
+    if not runs:
+        spec = config["experiments"][experiment]
+        raise UserError(f"experiment {experiment!r} trains no student {student!r} with method {method!r} on {task!r} "
+                        f"(its tasks: {', '.join(spec['tasks'])}; students: {', '.join(spec['students'])}; methods: "
+                        f"{', '.join(spec['methods'])})")
+    return runs
+
+
+def export_inputs(config: dict, experiment: str, task: str, student: str, method: str) -> dict:
+    """The experiment's selection, the task's data, the fine-tuned teacher (the tokenizer), the files of every run
+    the selection may choose, and the deviation ledger (the card lists its entries) where the config names one."""
+    runs = exported_runs(config, experiment, task, student, method)
+    teacher = config["experiments"][experiment]["teacher"]
+    inputs = {"selection": f"results/selection/{experiment}.json", "data": f"results/data/{task}",
+              "teacher": f"results/teachers/{teacher}/{task}/model"}
+    for key, name in RUN_FILES.items():
+        inputs[key] = [student_run_file(name, experiment=experiment, **run) for run in runs]
+    ledger = config.get("paper_tables", {}).get("deviations")
+    if ledger:
+        inputs["deviations"] = ledger
+    return inputs
+
+
+def export_params(config: dict, experiment: str, task: str, student: str, method: str) -> dict:
+    """The request, where its runs are, and what the model card states beyond the run: the teacher and its
+    settings, the experiment's paper, and the paper tables made from the experiment (whose ledger entries apply)."""
+    teacher = config["experiments"][experiment]["teacher"]
+    request = {"experiment": experiment, "task": task, "student": student, "method": method}
+    tables = sorted(name for name, experiments in paper_table_experiments(config).items() if experiment in experiments)
+    return canonical({"request": request, "runs_dir": STUDENT_METHOD_DIR.format(**request),
+                      "teacher": {"name": teacher, **teacher_settings(config, teacher, task)},
+                      "paper": config["experiments"][experiment].get("paper"), "paper_tables": tables})

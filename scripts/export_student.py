@@ -1,0 +1,20 @@
+"""Rule export_student: an experiment's selected student as a folder that transformers loads without kdflow."""
+
+import logging
+
+from kdflow.core.runtime import rule_job
+from kdflow.export.student_export import applicable_deviations, export_student, rebuild_command
+
+with rule_job(snakemake):
+    export = snakemake.params.export
+    request = export["request"]
+    deviations = applicable_deviations(snakemake.input.get("deviations"), export["paper_tables"],
+                                       **request, teacher=export["teacher"]["name"])
+    context = {"teacher": export["teacher"], "paper": export["paper"], "deviations": deviations,
+               "config_files": snakemake.params.config_files, "config_overrides": snakemake.params.config_overrides,
+               "rebuild": rebuild_command(snakemake.output[0], snakemake.params.config_files,
+                                          snakemake.params.replace_config, snakemake.params.config_overrides)}
+    record = export_student(request, snakemake.input.selection, export["runs_dir"], snakemake.input.data,
+                            snakemake.input.teacher, snakemake.output[0], context)
+    logging.getLogger("kdflow").info("exported %s (point %s, seed %s) to %s", record["model_class"],
+                                     record["run"]["point"], record["run"]["seed"], snakemake.output[0])
