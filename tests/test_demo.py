@@ -6,6 +6,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -676,3 +678,38 @@ def test_a_job_replayed_without_snakemake_writes_the_bytes_snakemake_wrote(demo_
     assert [(record["rule"], record["returncode"]) for record in records] == [("distill_student", 0)]
     for name in ("predictions.parquet", "model.safetensors"):
         assert (tmp_path / student / name).read_bytes() == (workdir / student / name).read_bytes(), name
+
+
+EXPORT_CHECK = """
+import json, sys
+import pandas as pd
+from transformers import pipeline
+folder, data, predictions, out = sys.argv[1:]
+classify = pipeline("text-classification", model=folder, truncation=True)
+dev = pd.read_parquet(data)
+labels = [found["label"] for found in classify(list(dev["text_a"]), batch_size=16)]
+json.dump({"labels": labels, "kdflow_imported": "kdflow" in sys.modules}, open(out, "w"))
+"""
+
+
+@pytest.mark.slow
+def test_a_demo_student_exported_by_its_rule_predicts_in_a_pipeline_what_kdflow_recorded(demo_run, tmp_path):
+    """Issue 55: `snakemake results/export/...` on the demo, and a fresh Python process that has only transformers'
+    pipeline gives the recorded dev predictions of the run the export took."""
+    workdir, _ = demo_run
+    target = "results/export/alp_kd_table2/sst2/bert_3/alp"
+    snakemake(*DEMO, "--cores", "1", target, cwd=workdir)
+    folder = workdir / target
+    record = json.loads((folder / "kdflow.json").read_text())
+    recorded = pd.read_parquet(Path(workdir / record["run"]["directory"]) / "predictions.parquet")
+    recorded = recorded[recorded["split"] == "dev"].sort_values("idx")
+    dev = pd.read_parquet(workdir / "results/data/sst2/dev.parquet").set_index("idx").loc[recorded["idx"]]
+    dev.reset_index().to_parquet(tmp_path / "dev.parquet")
+    (tmp_path / "check.py").write_text(EXPORT_CHECK)
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}
+    subprocess.run([sys.executable, str(tmp_path / "check.py"), str(folder), str(tmp_path / "dev.parquet"), "",
+                    str(tmp_path / "loaded.json")], cwd=tmp_path, env=environment, check=True, timeout=300)
+    loaded = json.loads((tmp_path / "loaded.json").read_text())
+    names = json.loads((folder / "config.json").read_text())["id2label"]
+    assert loaded["kdflow_imported"] is False
+    assert loaded["labels"] == [names[str(prediction)] for prediction in recorded["prediction"]]

@@ -125,8 +125,7 @@ COMMANDS = {
         "tests/test_gpu_check.py::test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile",
     "python benchmarks/gpu_check.py --parts": "not run by a test: on a GPU node; the tiny profile runs the same parts",
     "snakemake --cores 1 --configfile demo/config.yaml --replace-workflow-config results/export/":
-        "not run by a test yet: tests/test_export.py::test_the_exported_folder_predicts_what_kdflow_does_without_kdflow "
-        "runs the rule's job (kdflow.export.student_export) on tiny students of every kind; the demo does not export",
+        "tests/test_demo.py::test_a_demo_student_exported_by_its_rule_predicts_in_a_pipeline_what_kdflow_recorded",
     "hf upload": "not run by a test: it publishes to the Hugging Face Hub, and tests run offline",
     "python benchmarks/gpu_check.py --adopt": "not run by a test on a GPU's results (none yet): "
     "tests/test_gpu_check.py::test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile checks it refuses a CPU "
