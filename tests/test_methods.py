@@ -358,3 +358,128 @@ def test_method_registry_and_errors():
         build_method("takd", shapes())
     with pytest.raises(ValueError, match="at least 2 layers"):
         build_method("universal_kd_il", shapes(student_widths=(2,)))
+
+
+# --- what the hand-computed cases above left open (each a surviving mutant, benchmarks/mutation_score.py) ------
+
+
+def random_signals(batch=1, student_layers=3, width=4, teacher_layers=5, classes=2, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    student = StudentOutput(torch.randn(batch, classes, generator=generator),
+                            [torch.randn(batch, width, generator=generator) for _ in range(student_layers)])
+    teacher = TeacherSignals(torch.randn(batch, classes, generator=generator),
+                             head_logits=torch.randn(batch, teacher_layers, classes, generator=generator),
+                             layers=torch.randn(batch, teacher_layers, width, generator=generator))
+    return student, teacher
+
+
+def built(name, student_layers=3, width=4, teacher_layers=5, classes=2, regression=False, **options):
+    options = {"assistant": "ta", **options} if name == "takd" else options
+    return build_method(name, Shapes((width,) * student_layers, teacher_layers, width, classes, regression), options)
+
+
+@pytest.mark.parametrize("name", available_methods())
+def test_every_term_is_a_batch_mean(name):
+    """The same example twice gives each term its value on the example once: terms are means over the batch, not
+    sums (a sum would scale the loss, and so the learning rate, with the batch size)."""
+    torch.manual_seed(0)
+    method = built(name)
+    student, teacher = random_signals()
+    twice = StudentOutput(student.logits.repeat(2, 1), [h.repeat(2, 1) for h in student.layers])
+    teacher_twice = TeacherSignals(teacher.logits.repeat(2, 1), head_logits=teacher.head_logits.repeat(2, 1, 1),
+                                   layers=teacher.layers.repeat(2, 1, 1))
+    once, doubled = method(student, teacher, torch.tensor([1])), method(twice, teacher_twice, torch.tensor([1, 1]))
+    for term in once:
+        torch.testing.assert_close(doubled[term], once[term], msg=f"{name}: {term}")
+
+
+@pytest.mark.parametrize("name", ["pkd", "ckd_no", "alp", "universal_kd_il", "mhkd"])
+def test_every_intermediate_student_layer_takes_part(name):
+    """With three student layers, layers 1 and 2 are matched (the top one is not): changing layer 2 changes the
+    intermediate term, changing layer 3 does not."""
+    method = only("inter", built(name))
+    student, teacher = random_signals()
+    base = method(student, teacher, torch.tensor([1]))["loss"]
+    for index, matched in ((1, True), (2, False)):  # layer 2, layer 3 (the top)
+        moved = StudentOutput(student.logits, [h + 1.0 if j == index else h for j, h in enumerate(student.layers)])
+        changed = not torch.isclose(method(moved, teacher, torch.tensor([1]))["loss"], base)
+        assert changed == matched, (name, index + 1)
+
+
+def test_projections_and_pseudo_classifiers_cover_layers_one_to_m_minus_one():
+    student, _ = random_signals(batch=2)
+    pkd = built("pkd")
+    torch.testing.assert_close(pkd.student_layers(student), torch.stack(student.layers[:2], dim=1))
+    assert len(pkd.to_teacher) == 2 and len(built("pkd", width=4).to_teacher) == 2
+    assert built("universal_kd_il").student_head_logits(student).shape == (2, 2, 2)
+
+
+@pytest.mark.parametrize("name", ["kd", "takd", "pkd", "ckd_no", "alp", "universal_kd_il", "universal_kd_cg",
+                                  "universal_kd_ca", "universal_kd_att_on_losses", "mhkd"])
+def test_on_regression_the_kd_term_is_the_squared_error_between_outputs(name):
+    method = built(name, classes=1, regression=True)
+    student, teacher = random_signals(batch=3, classes=1)
+    terms = method(student, teacher, torch.tensor([0.5, 1.0, 2.0]))
+    torch.testing.assert_close(terms["kd"], torch.nn.functional.mse_loss(student.logits, teacher.logits))
+    assert torch.isfinite(terms["loss"])
+
+
+@pytest.mark.parametrize("name", ["alp", "universal_kd_il"])
+def test_detached_attention_weighs_the_same_but_passes_no_gradient(name):
+    student, teacher = random_signals(batch=2)
+    student.layers[0].requires_grad_(True)
+    weights = {}
+    for detach in (False, True):
+        torch.manual_seed(0)  # the same pseudo classifiers
+        method = built(name, detach_attention=detach)
+        if name == "alp":
+            weights[detach] = method.attention(student, teacher)
+        else:
+            probs = method.distribution(method.student_head_logits(student))
+            weights[detach] = method.attention(probs, method.distribution(teacher.head_logits))
+    torch.testing.assert_close(weights[True], weights[False])
+    assert weights[False].requires_grad and not weights[True].requires_grad
+
+
+@pytest.mark.parametrize("name", available_methods())
+def test_every_option_reaches_the_method_and_only_trained_parts_are_saved(name):
+    """A method keeps the options it is built with; its state (saved with the student) holds its trained parameters
+    only: fixed buffers (layer mappings, bucket masks) are rebuilt from the options."""
+    defaults = built(name).options
+    changed = {key: value + 0.25 for key, value in defaults.items()
+               if isinstance(value, float) and key not in ("alpha", "beta", "gamma")}
+    method = built(name, **changed)
+    assert {key: method.options[key] for key in changed} == changed
+    assert set(method.state_dict()) == {key for key, _ in method.named_parameters()}, name
+
+
+def test_annealing_kd_steps_in_whole_blocks_and_by_every_epoch_when_there_are_fewer_than_steps():
+    method = build_method("annealing_kd", shapes(), {"max_temperature": 4})
+    for epochs, expected in ((10, [0.25, 0.25, 0.5, 0.5, 0.75, 0.75, 1.0, 1.0, 1.0, 1.0]), (3, [0.25, 0.5, 0.75])):
+        factors = []
+        for epoch in range(1, epochs + 1):
+            method.start_epoch(epoch, epochs)
+            factors.append(method.factor)
+        assert factors == expected, epochs
+
+
+@pytest.mark.parametrize("name, options, message", [
+    ("pkd", {"mapping": [1]}, ("pkd mapping [1] must give one teacher layer in 1..5 for each of the student's 2 "
+                              "intermediate layers")),
+    ("mhkd", {"mapping": [1, 6]}, ("mhkd mapping [1, 6] must give one teacher layer in 1..5 for each of the "
+                                  "student's 2 intermediate layers")),
+    ("mhkd", {"mapping": [1]}, "mhkd mapping [1] must give"),
+    ("hard_logits", {}, "hard_logits needs classes: a regression teacher's output has no argmax class"),
+])
+def test_a_method_that_cannot_be_built_says_why(name, options, message):
+    with pytest.raises(ValueError) as error:
+        built(name, regression=name == "hard_logits", classes=1 if name == "hard_logits" else 2, **options)
+    assert str(error.value).startswith(message)
+
+
+def test_a_mapping_may_name_the_top_teacher_layer_and_a_one_layer_student_is_refused_by_name():
+    assert built("mhkd", mapping=[5, 5]).mapping == [4, 4] and built("pkd", mapping=[5, 5]).mapping.tolist() == [4, 4]
+    with pytest.raises(ValueError, match=r"^pkd needs a student with at least 2 layers \(its top layer is not"):
+        built("pkd", student_layers=1)
+    with pytest.raises(ValueError, match=r"^takd needs an 'assistant': the name of the student that sits between"):
+        build_method("takd", shapes())
