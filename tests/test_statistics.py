@@ -232,13 +232,17 @@ def test_the_bootstrap_is_seeded_and_resamples_every_example():
 
 
 def test_each_seeds_runs_are_resampled_as_a_pair():
-    # Each seed's two runs are identical, and the seeds' runs differ (wrong on examples 0-9, or on 10-19): every
-    # resample of a seed's pair differs by 0, so there is no example part; pairing one seed's run with another
-    # seed's would see the two seeds' examples.
-    gold = np.zeros(40, dtype=int)
-    runs = {1: (np.arange(40) < 10).astype(int), 2: ((np.arange(40) >= 10) & (np.arange(40) < 20)).astype(int)}
-    result = seed_example_test(runs, dict(runs), gold, metrics.accuracy)
-    assert result["difference"] == 0.0 and result["seed_variance"] == 0.0 and result["example_variance"] == 0.0
+    # Each seed's baseline is wrong on examples 0-4 and on five of its own (10-14, 15-19 or 20-24, of 30); our run
+    # of that seed fixes 0-4 alone. Paired by seed, every seed's difference is the share of examples 0-4 in a
+    # resample, so the example part is (5/30)(25/30)/30; pairing one seed's run with another seed's baseline would
+    # see the two seeds' own examples too, and shrink the shared part to nothing.
+    gold = np.zeros(30, dtype=int)
+    own = {seed: (np.arange(30) >= 5 + 5 * seed) & (np.arange(30) < 10 + 5 * seed) for seed in (1, 2, 3)}
+    theirs = {seed: ((np.arange(30) < 5) | own[seed]).astype(int) for seed in (1, 2, 3)}
+    ours = {seed: own[seed].astype(int) for seed in (1, 2, 3)}
+    result = seed_example_test(ours, theirs, gold, metrics.accuracy, resamples=4000)
+    assert result["difference"] == pytest.approx(5 / 30) and result["seed_variance"] == 0.0
+    assert result["example_variance"] == pytest.approx(5 / 30 * 25 / 30 / 30, rel=0.15)
 
 
 def test_a_seeds_constant_shift_is_seed_variance_not_example_variance():
