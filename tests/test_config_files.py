@@ -9,6 +9,7 @@ from conftest import REPO
 
 from kdflow.workflow.config_files import (
     ConfigError,
+    _short,
     load_config_file,
     merge,
     schema_defaults,
@@ -145,3 +146,40 @@ def test_schema_defaults_of_a_section():
         name: spec["default"] for name, spec in yaml.safe_load((REPO / "schemas/config.schema.yaml").read_text())[
             "properties"]["generation"]["properties"]["sampling"]["properties"].items() if "default" in spec}
     assert schema_defaults("generation", "sampling")  # not vacuous
+
+
+def test_a_key_twice_after_a_merge_key_is_still_an_error_and_json_may_start_after_blank_lines(tmp_path):
+    path = written(tmp_path, "base: &base {lr: 1}\nrun:\n  <<: *base\n  epochs: 1\n  epochs: 2\n")
+    assert error_of(path) == f"{path}:5: key 'epochs' appears twice in one mapping (first at line 4)"
+    assert load_config_file(written(tmp_path, '\n  {\n\t"a": 1}\n', "padded.json")) == {"a": 1}
+
+
+def test_a_character_yaml_cannot_hold_is_an_error_naming_the_file(tmp_path):
+    path = written(tmp_path, "a: \x07\n")
+    assert error_of(path).startswith(f"{path}: not valid YAML (unacceptable character #x0007")
+
+
+def test_messages_are_cut_only_past_their_limit():
+    assert _short("a" * 200) == "a" * 200 and _short("a  b\n c") == "a b c"
+    assert _short("a" * 201) == "a" * 197 + "..."
+
+
+ALTERNATIVES = {"type": "object", "properties": {
+    "student": {"anyOf": [{"type": "string"},
+                          {"type": "object", "additionalProperties": False, "properties": {"layers": {}}}]},
+    "names": {"type": "object", "additionalProperties": False, "patternProperties": {"^x_": {}}},
+    "note": {"type": "string"},
+    "nested": {"type": "object", "additionalProperties": False, "properties": {"size": {}}}}}
+
+
+def test_an_alternative_names_one_problem_and_a_mapping_where_a_value_belongs_is_no_unknown_key(tmp_path):
+    schema = written(tmp_path, yaml.safe_dump(ALTERNATIVES), "schema.yaml")
+    with pytest.raises(ConfigError) as error:
+        validate_config({"student": {"layer": 3}, "names": {"y": 1}, "note": {"a": 1}, "nested": {"sizes": 1}},
+                        schema, {"sizes": "given.yaml", "layer": "given.yaml"})
+    assert [line.strip() for line in str(error.value).splitlines()[1:]] == [
+        "names: unknown key(s) 'y'; allowed:",  # only patterns are allowed
+        "nested: unknown key(s) 'sizes'; allowed: size",  # not "given in": only top-level keys come from a file
+        "note: {'a': 1} is not of type 'string'",
+        "student: {'layer': 3} is not of type 'string'",  # jsonschema's best match, not "not valid under any"
+    ]
