@@ -260,7 +260,8 @@ def test_runs_on_different_dev_labels_are_not_compared(tmp_path):
         runs.append({"task": "sst2", "student": "bert_3", "method": method, "point": "default", "seed": str(seed)})
         metric_paths.append(directory / "metrics.json")
         prediction_paths.append(directory / "predictions.parquet")
-    with pytest.raises(UserError, match="alp/2/predictions.parquet holds other dev labels"):
+    with pytest.raises(UserError, match=r"alp/2/predictions.parquet holds other dev labels than the runs it is "
+                                        r"compared with: were they trained on different versions of the task's data\?"):
         select_experiment(runs, metric_paths, {"sst2": "accuracy"}, "kd", prediction_paths, [1])
 
 
