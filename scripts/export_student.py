@@ -3,6 +3,7 @@
 import logging
 
 from kdflow.core.runtime import rule_job
+from kdflow.export.onnx_export import onnx_available
 from kdflow.export.student_export import applicable_deviations, export_student, rebuild_command
 
 with rule_job(snakemake):
@@ -15,6 +16,6 @@ with rule_job(snakemake):
                "rebuild": rebuild_command(snakemake.output[0], snakemake.params.config_files,
                                           snakemake.params.replace_config, snakemake.params.config_overrides)}
     record = export_student(request, snakemake.input.selection, export["runs_dir"], snakemake.input.data,
-                            snakemake.input.teacher, snakemake.output[0], context)
+                            snakemake.input.teacher, snakemake.output[0], context, onnx=onnx_available())
     logging.getLogger("kdflow").info("exported %s (point %s, seed %s) to %s", record["model_class"],
                                      record["run"]["point"], record["run"]["seed"], snakemake.output[0])

@@ -47,6 +47,7 @@ from kdflow.export.conversion import (
     tokenizer_kind,
 )
 from kdflow.export.model_card import model_card
+from kdflow.export.onnx_export import ONNX_FILE, check_onnx, export_onnx
 from kdflow.reporting.ledger import read_ledger
 from kdflow.students.loading import load_distilled
 from kdflow.workflow.provenance import PACKAGE_ROOT
@@ -68,12 +69,13 @@ def selection_entry(selection: dict, task: str, student: str, method: str) -> di
 
 
 def export_student(request: dict, selection_path, runs_dir, data_dir, teacher_model_dir, out_dir,
-                   context: dict | None = None) -> dict:
+                   context: dict | None = None, onnx: bool = False) -> dict:
     """Export the selected run of ``request`` (``experiment``, ``task``, ``student``, ``method``) to ``out_dir``.
     ``runs_dir``: the directory of that student and method's runs (``results/students/<experiment>/<task>/
     <student>/<method>``). ``context`` is what the card states beyond the run: ``teacher`` (its name and settings),
     ``paper``, ``deviations`` (ledger entries), ``config_files``, ``config_overrides``, ``rebuild`` (the command).
-    Returns the export record (``kdflow.json``)."""
+    ``onnx``: also write ``model.onnx`` (:mod:`kdflow.export.onnx_export`), checked under onnxruntime against the
+    PyTorch model on every dev example. Returns the export record (``kdflow.json``)."""
     context = context or {}
     task_name, student_name, method = request["task"], request["student"], request["method"]
     selection = read_json(selection_path)
@@ -108,6 +110,10 @@ def export_student(request: dict, selection_path, runs_dir, data_dir, teacher_mo
         record = export_record(request, entry, point, seed, run, run_dir, type(model).__name__, remote_code,
                                (max_length, cut), labels, regression, checks, context)
         record["tokenizer"] = tokenizer_kind(student)
+        if onnx:
+            path = export_onnx(model, tokenizer, folder)
+            record["onnx"] = {"file": ONNX_FILE, CHECKED_SPLIT: check_onnx(path, model, tokenizer,
+                                                                         task.split(CHECKED_SPLIT), regression)}
         write_json(Path(folder) / EXPORT_RECORD, record)
         (Path(folder) / "README.md").write_text(model_card(record))
     return record
