@@ -483,3 +483,12 @@ def test_a_mapping_may_name_the_top_teacher_layer_and_a_one_layer_student_is_ref
         built("pkd", student_layers=1)
     with pytest.raises(ValueError, match=r"^takd needs an 'assistant': the name of the student that sits between"):
         build_method("takd", shapes())
+
+
+def test_ckd_buckets_follow_its_variant_and_loss_weights_their_options():
+    s = Shapes((4, 4, 4), 5, 4, 2, False)
+    assert [list(map(int, b)) for b in build_method("ckd_po", s).buckets] == [[1, 2, 3, 4], [4, 5]]  # PO shares 4
+    assert [list(map(int, b)) for b in build_method("ckd_no", s).buckets] == [[1, 2, 3], [4, 5]]
+    for name in available_methods():
+        if "beta" in built(name).options and name not in ("annealing_kd", "no_kd"):
+            assert built(name, beta=0.3).weights["beta"] == pytest.approx(0.3), name
