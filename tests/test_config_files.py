@@ -151,7 +151,8 @@ def test_schema_defaults_of_a_section():
 def test_a_key_twice_after_a_merge_key_is_still_an_error_and_json_may_start_after_blank_lines(tmp_path):
     path = written(tmp_path, "base: &base {lr: 1}\nrun:\n  <<: *base\n  epochs: 1\n  epochs: 2\n")
     assert error_of(path) == f"{path}:5: key 'epochs' appears twice in one mapping (first at line 4)"
-    assert load_config_file(written(tmp_path, '\n  {\n\t"a": 1}\n', "padded.json")) == {"a": 1}
+    padded = written(tmp_path, '\n  {"a": 1, "a": 2}\n', "padded.json")  # read as JSON: no line in the message
+    assert error_of(padded) == f"{padded}: key 'a' appears twice in one mapping"
 
 
 def test_a_character_yaml_cannot_hold_is_an_error_naming_the_file(tmp_path):
