@@ -171,7 +171,8 @@ def test_what_a_protocol_does_not_state_is_unstated_leaf_by_leaf():
     prefix = "experiments.universal_kd_table2.sst2"
     for section in ("precision", f"{prefix}.transfer", f"{prefix}.selection"):
         assert statuses[section] == UNSTATED, section
-    for section in (f"{prefix}.stages", f"{prefix}.student.", "pseudo_heads.", "generation."):
+    for section in (f"{prefix}.stages", f"{prefix}.student.", f"{prefix}.hyperparameters.", "pseudo_heads.",
+                    "generation."):
         leaves = {path: status for path, status in statuses.items() if path.startswith(section)}
         assert leaves and set(leaves.values()) == {UNSTATED}, section
 
