@@ -51,17 +51,19 @@ def test_without_example_noise_the_test_is_the_paired_t_test_over_common_seeds()
     assert (result["low"], result["high"]) == pytest.approx((0.03 - half, 0.03 + half))
 
 
-def test_the_example_part_is_the_variance_every_seed_shares():
-    # Both seeds are better by the same per-example amounts x: the seeds agree (seed part 0), and the difference's
-    # only uncertainty is which examples the dev set holds: var(x) / N (the variance of a resampled mean).
+@pytest.mark.parametrize("shift, seed_variance", [(0.0, 0.0), (0.5, 0.125)], ids=["seeds-agree", "seed-shift"])
+def test_the_example_part_is_the_variance_every_seed_shares(shift, seed_variance):
+    # Both seeds are better by the same per-example amounts x, seed 2 by a further `shift` on every example: the
+    # seed part is var(0, shift) (0 where the seeds agree), and the difference's example part is which examples the
+    # dev set holds, unchanged by the shift: var(x) / N (the variance of a resampled mean).
     rng = np.random.default_rng(0)
     x = rng.normal(0.1, 1.0, 400)
     base = rng.normal(0, 1, 400)
-    result = seed_example_test({1: base + x, 2: base + x + 0.0}, {1: base, 2: base}, np.zeros(400), mean_prediction,
+    result = seed_example_test({1: base + x, 2: base + x + shift}, {1: base, 2: base}, np.zeros(400), mean_prediction,
                                resamples=4000)
-    assert result["seed_variance"] == pytest.approx(0.0, abs=1e-20)
+    assert result["seed_variance"] == pytest.approx(seed_variance, rel=1e-6, abs=1e-20)
     assert result["example_variance"] == pytest.approx(np.var(x) / 400, rel=0.1)
-    assert result["standard_error"] == pytest.approx(math.sqrt(result["example_variance"]))
+    assert result["standard_error"] == pytest.approx(math.sqrt(seed_variance / 2 + result["example_variance"]))
 
 
 def test_the_interaction_of_seeds_and_examples_is_counted_once():
@@ -243,18 +245,6 @@ def test_each_seeds_runs_are_resampled_as_a_pair():
     result = seed_example_test(ours, theirs, gold, metrics.accuracy, resamples=4000)
     assert result["difference"] == pytest.approx(5 / 30) and result["seed_variance"] == 0.0
     assert result["example_variance"] == pytest.approx(5 / 30 * 25 / 30 / 30, rel=0.15)
-
-
-def test_a_seeds_constant_shift_is_seed_variance_not_example_variance():
-    # as in test_the_example_part_is_the_variance_every_seed_shares, with seed 2 better by a further 0.5 on every
-    # example: the seed part is var(0, 0.5) = 0.125, and the example part is unchanged, var(x) / N
-    rng = np.random.default_rng(0)
-    x = rng.normal(0.1, 1.0, 400)
-    base = rng.normal(0, 1, 400)
-    result = seed_example_test({1: base + x, 2: base + x + 0.5}, {1: base, 2: base}, np.zeros(400), mean_prediction,
-                               resamples=4000)
-    assert result["seed_variance"] == pytest.approx(0.125)
-    assert result["example_variance"] == pytest.approx(np.var(x) / 400, rel=0.1)
 
 
 def test_power_at_no_difference_is_the_significance_level():
