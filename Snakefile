@@ -21,13 +21,13 @@ include: "rules/transfer.smk"
 include: "rules/distillation.smk"
 include: "rules/probing.smk"
 include: "rules/analysis.smk"
+include: "rules/export.smk"
 include: "rules/reporting_experiments.smk"
 include: "rules/reporting_paper_tables.smk"
 include: "rules/reporting_probing.smk"
 include: "rules/reporting_figures.smk"
 include: "rules/reporting_exploration.smk"
 include: "rules/reporting_plan.smk"
-include: "rules/export.smk"
 
 
 rule all:

@@ -36,6 +36,7 @@ from kdflow.distillation.methods.registry import Shapes, build_method  # noqa: E
 from kdflow.students.registry import StudentContext, build_student  # noqa: E402
 from kdflow.training.batching import batches, tokenize  # noqa: E402
 from kdflow.transfer.signals import SignalCache  # noqa: E402
+from kdflow.workflow import results_paths as paths  # noqa: E402
 
 
 def attention(method, output, signals) -> torch.Tensor | None:
@@ -44,15 +45,15 @@ def attention(method, output, signals) -> torch.Tensor | None:
 
 
 def diagnose(workdir: Path, run: str, examples: int) -> dict:
-    directory = workdir / "results/students" / run
+    directory = workdir / paths.STUDENTS / run
     report = json.loads((directory / "metrics.json").read_text())
     task_name = run.split("/")[1]
-    teacher = workdir / "results/teachers/minilm" / task_name
-    task = TaskData.load(workdir / "results/data" / task_name)
-    tokenizer = AutoTokenizer.from_pretrained(teacher / "model")
+    teacher = workdir / paths.TEACHER_DIR.format(teacher="minilm", task=task_name)
+    task = TaskData.load(workdir / paths.DATA.format(task=task_name))
+    tokenizer = AutoTokenizer.from_pretrained(workdir / paths.TEACHER_MODEL.format(teacher="minilm", task=task_name))
     frame = task.split("train").iloc[:examples]
-    cache = SignalCache(workdir / f"results/signals/minilm/{task_name}/train.safetensors", torch.device("cpu"),
-                        task.split("train")["idx"].to_numpy())
+    cache = SignalCache(workdir / paths.SIGNALS.format(teacher="minilm", task=task_name, transfer="train"),
+                        torch.device("cpu"), task.split("train")["idx"].to_numpy())
     student = build_student(report["student"], StudentContext(task.num_labels, tokenizer, str(teacher), None))
     split = tokenize(frame, tokenizer, report["hyperparameters"]["max_seq_length"], True)
     regression = task.meta["regression"]
@@ -85,7 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/kdflow-quality"))
     parser.add_argument("--examples", type=int, default=1024)
-    parser.add_argument("runs", nargs="+", help="run directories under results/students/")
+    parser.add_argument("runs", nargs="+", help=f"run directories under {paths.STUDENTS}/")
     args = parser.parse_args()
     torch.set_num_threads(1)
     os.chdir(args.workdir)  # the student's `init_from: minilm` names the work directory's link to the checkpoint
@@ -97,8 +98,7 @@ def main() -> None:
                 peak = int(np.argmax(values)) + 1
                 weights = " ".join(f"{v:.2f}" for v in values)
                 print(f"  student row {row}: {weights}  (peak: teacher layer {peak})")
-    heads = args.workdir / "results/pseudo_heads/minilm"
-    for path in sorted(heads.glob("*/metrics.json")):
+    for path in sorted(args.workdir.glob(paths.PSEUDO_HEADS_METRICS.format(teacher="minilm", task="*"))):
         layers = json.loads(path.read_text())["layers"]
         print(f"pseudo-heads {path.parent.name}: " + ", ".join(
             f"L{layer['layer']} {100 * next(v for k, v in layer.items() if k not in ('layer', 'gold_distance')):.1f}"

@@ -40,6 +40,10 @@ import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from kdflow.workflow.results_paths import DATA  # noqa: E402
+
 MEASURES = ("plain", "profile", "scheduler", "plan")
 # What rule plan computes (scripts/plan.py), as benchmarks/gpu_throughput.py reproduces it: the DAG's jobs listed
 # through Snakemake's API, then priced.
@@ -129,7 +133,7 @@ def measure(share: float, measures: list[str], timeout: float) -> dict:
         # methods and students, which a first run computes in a subprocess importing torch), which no measure below
         # then pays alone.
         for _ in range(2):
-            row["start_up_s"], _ = cpu_seconds([*snakemake, "--", "results/data/cola"], REPO, timeout)
+            row["start_up_s"], _ = cpu_seconds([*snakemake, "--", DATA.format(task="cola")], REPO, timeout)
         for name in measures:
             if name == "plain":
                 row["plain_cpu_s"], output = cpu_seconds(snakemake, REPO, timeout)

@@ -54,6 +54,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from kdflow.core.precision import Precision, resolve_precision  # noqa: E402
 from kdflow.reporting.claims import read_runs  # noqa: E402
 from kdflow.workflow import replay  # noqa: E402
+from kdflow.workflow import results_paths as paths  # noqa: E402
 from quality_claims import run_dir  # noqa: E402
 
 PARTS = ("environment", "correctness", "throughput", "sharing", "evidence")
@@ -74,13 +75,16 @@ TINY_BERT = {"model_type": "bert", "num_hidden_layers": 2, "hidden_size": 64, "n
 # output-space with pseudo-heads, cross-architecture, teacher assistant) and the thesis's student on a GPT-2
 # augmented transfer set, and a probe of the teacher; Snakemake adds what they need (the teacher, its pseudo-heads
 # and signals, the generator and its samples, the encodings).
-DEMO_TARGETS = [f"results/students/{run}/seed0/metrics.json" for run in (
+DEMO_TARGETS = [paths.STUDENT_METRICS.format(**dict(zip(("experiment", "task", "student", "method", "point"),
+                                                         run.split("/"))), seed=0) for run in (
     "universal_kd_table2/sst2/bert_3/kd/beta0.3", "alp_kd_table2/sst2/bert_3/alp/default",
     "alp_kd_table2/sst2/bert_3/pkd/default", "alp_kd_table3/sst2/bert_2/mhkd/default",
     "universal_kd_table2/sst2/bert_3/universal_kd_il/beta0.3", "universal_kd_table4/sst2/tiny_roberta/takd/default",
     "universal_kd_table4/sst2/tiny_roberta/dih/default", "universal_kd_table5/sst2/gated_cnn/universal_kd_ca/default",
-    "thesis_table52/sst2/lstm_s/mse_logits/default")] + ["results/probing/scores/tiny_bert_sst2/Length.json"]
-TINY_TARGETS = ["results/students/universal_kd_table2/sst2/bert_3/kd/beta0.3/seed0/metrics.json"]
+    "thesis_table52/sst2/lstm_s/mse_logits/default")] + [paths.PROBING_SCORES.format(model="tiny_bert_sst2",
+                                                                                     probing_task="Length")]
+TINY_TARGETS = [paths.STUDENT_METRICS.format(experiment="universal_kd_table2", task="sst2", student="bert_3", method="kd",
+                                             point="beta0.3", seed=0)]
 # The tiny profile trains the demo's models one epoch each: its jobs check code paths, not scores.
 TINY_CONFIG = {part: {"epochs": 1} for part in ("teacher_defaults", "pseudo_heads", "student_defaults")}
 # The tiny profile's evidence: one more run of the same demo experiment, recorded as the GPU's runs are.
@@ -393,7 +397,7 @@ def evidence(context: dict, stop_at: float) -> dict:
                          targets=[target(run) for run in todo])
         jobs.extend(ran)
         seconds = {Path(record["output"][0]).parent: record["seconds"] for record in ran if record["returncode"] == 0}
-        teacher = next(iter(sorted(directory.glob("results/teachers/*/*/metrics.json"))), None)
+        teacher = next(iter(sorted(directory.glob(paths.TEACHER_METRICS.format(teacher="*", task="*")))), None)
         teacher_dev = json.loads(teacher.read_text())["scores"]["dev"] if teacher else None
         with open(context["out"] / "evidence_runs.jsonl", "a") as out:
             for run in todo:

@@ -45,10 +45,10 @@ from kdflow.core.precision import resolve_precision  # noqa: E402
 from kdflow.workflow.catalog import load_catalog  # noqa: E402
 from kdflow.workflow.config_files import SCHEMA, validate_config, workflow_config  # noqa: E402
 from kdflow.workflow.cost_plan import (  # noqa: E402
-    STARTUP, TASK_SIZES, THROUGHPUT, charged_share, cost_plan, paper_table_hours, plan_table, read_startup,
-    section_order)
+    STARTUP, THROUGHPUT, charged_share, cost_plan, paper_table_hours, plan_table, read_startup, section_order)
 from kdflow.workflow.dag_jobs import workflow_jobs  # noqa: E402
 from kdflow.workflow.exploration import with_exploration  # noqa: E402
+from kdflow.workflow.split_sizes import TASK_SIZES  # noqa: E402
 
 KEY = ["family", "kind", "device", "precision"]
 MEASURED = "throughput_measured.csv"

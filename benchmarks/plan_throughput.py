@@ -57,8 +57,9 @@ from kdflow.teachers.finetune import build_teacher  # noqa: E402
 from kdflow.training.batching import batches, to_device, tokenize  # noqa: E402
 from kdflow.transfer.generation import SamplingSettings, sample  # noqa: E402
 from kdflow.workflow.catalog import load_catalog  # noqa: E402
-from kdflow.workflow.cost_plan import (  # noqa: E402
-    FLOPS_PER_PARAMETER, language_model, probe_parameters, student_model, transformer)
+from kdflow.workflow.cost_plan import FLOPS_PER_PARAMETER  # noqa: E402
+from kdflow.workflow.job_work import probe_parameters  # noqa: E402
+from kdflow.workflow.model_sizes import language_model, student_model, transformer  # noqa: E402
 from kdflow.workflow.provenance import rule_scripts  # noqa: E402
 
 VOCAB = REPO / "demo" / "vocab.txt"
@@ -332,7 +333,8 @@ def throughput_rows(measured: list[dict], command: str) -> list[dict]:
     return rows
 
 
-def startup_rows(repeats: int, command: str) -> list[dict]:
+def startup_rows(repeats: int, command: str, only: set[str] | None = None) -> list[dict]:
+    """Per rule (of ``only``, if given), its start-up: see the module's docstring."""
     rows = []
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
     with tempfile.TemporaryDirectory() as directory:
@@ -344,6 +346,8 @@ def startup_rows(repeats: int, command: str) -> list[dict]:
                 f"AutoTokenizer.from_pretrained({directory!r})\n"
                 f"AutoModelForSequenceClassification.from_pretrained({directory!r})")
         for rule, (script, _) in rule_scripts(REPO / "rules").items():
+            if only is not None and rule not in only:
+                continue
             tree = ast.parse((REPO / "scripts" / script).read_text())
             imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
             steps = [("loading the demo teacher", load)] if rule in MODEL_RULES else []
@@ -362,7 +366,20 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (the demo's jobs use 1)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--write", action="store_true", help="write reference/throughput.csv and startup.csv")
+    parser.add_argument("--startup", nargs="+", metavar="RULE",
+                        help="measure only these rules' start-up and, with --write, replace their rows of startup.csv "
+                             "(a new rule: the plan prices every rule's start-up)")
     args = parser.parse_args()
+    if args.startup:
+        command = f"benchmarks/plan_throughput.py --startup {' '.join(args.startup)} --repeats {args.repeats}"
+        measured = pd.DataFrame(startup_rows(args.repeats, command, set(args.startup)))
+        if set(measured.rule) != set(args.startup):
+            raise SystemExit(f"no rule script for {sorted(set(args.startup) - set(measured.rule))}")
+        if args.write:
+            table = pd.read_csv(REPO / "reference/startup.csv")
+            table = pd.concat([table[~table.rule.isin(measured.rule)], measured], ignore_index=True)
+            table.to_csv(REPO / "reference/startup.csv", index=False)
+        return
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     command = f"benchmarks/plan_throughput.py --threads {args.threads} --repeats {args.repeats}"

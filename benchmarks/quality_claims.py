@@ -53,6 +53,7 @@ from quality_real_data import prepare, read_json, seconds, write_if_changed  # n
 from kdflow.core.documents import Paragraph  # noqa: E402
 from kdflow.reporting.claims import cells, claims_document, read_runs, searched_points  # noqa: E402
 from kdflow.workflow.config_files import load_config_file  # noqa: E402
+from kdflow.workflow import results_paths as paths  # noqa: E402
 from kdflow.workflow.config import grid_points  # noqa: E402
 
 EXPERIMENTS = ("claims_alp", "claims_universal", "claims_universal_ca")
@@ -76,8 +77,7 @@ def read_record(path: Path = RECORD, on_gpu: bool = False) -> list[dict]:
 
 
 def run_dir(workdir: Path, run: dict) -> Path:
-    return (workdir / "results/students" / run["experiment"] / run["task"] / run["student"] / run["method"]
-            / run["point"] / f"seed{run['seed']}")
+    return workdir / paths.STUDENT_RUN_DIR.format(**run)
 
 
 def search_runs(config: dict, tasks: list[str]) -> list[dict]:
@@ -181,16 +181,15 @@ def recordable_commit(repo: Path = REPO, branch: str = "main") -> str:
 
 def run_command(run: dict) -> str:
     """The command that trains this one run again in a work directory the benchmark prepared (WORKDIR)."""
-    target = Path("results/students") / run["experiment"] / run["task"] / run["student"] / run["method"] / \
-        run["point"] / f"seed{run['seed']}" / "metrics.json"
+    target = Path(paths.STUDENT_METRICS.format(**run))
     return ("python -m snakemake --snakefile Snakefile --directory WORKDIR --configfile WORKDIR/config.yaml "
             f"--replace-workflow-config --cores 1 --rerun-triggers mtime input -- {target}")
 
 
 def finished_run(workdir: Path, run: dict, invocation: str, code: str) -> dict | None:
     """The record of a run whose job has ended (its benchmark file exists), or None."""
-    relative = run_dir(workdir, run).relative_to(workdir / "results/students")
-    benchmark = workdir / "results/benchmarks/distill_student" / f"{relative}.tsv"
+    relative = run_dir(workdir, run).relative_to(workdir / paths.STUDENTS)
+    benchmark = workdir / paths.benchmark(f"distill_student/{relative}")
     if not benchmark.exists():
         return None
     return run_record(workdir, run, code, {"cpu_seconds": seconds(benchmark, "cpu_time"),
@@ -258,7 +257,8 @@ def dev_labels(workdir: Path, tasks: list[str]) -> None:
 
     labels = read_json(LABELS) or {}
     for task in tasks:
-        found = sorted((workdir / "results/students").glob(f"claims_*/{task}/*/*/*/seed*/predictions.parquet"))
+        found = sorted(workdir.glob(paths.STUDENT_PREDICTIONS.format(experiment="claims_*", task=task, student="*",
+                                                                     method="*", point="*", seed="*")))
         if not found:
             continue
         frame = pd.read_parquet(found[0])

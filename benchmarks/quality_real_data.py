@@ -51,6 +51,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kdflow.workflow import results_paths as paths  # noqa: E402
 from kdflow.workflow.config_files import load_config_file  # noqa: E402
 
 CONFIG = REPO / "benchmarks" / "quality" / "config.yaml"
@@ -172,11 +173,11 @@ def benchmark_config(tasks: list[str], seeds: list[int], quick: bool) -> dict:
 
 
 def targets(experiments: list[str], tasks: list[str]) -> list[str]:
-    files = ["results/tables/teachers.md"]
-    files += [f"results/tables/experiments/{name}.md" for name in experiments]
+    files = [paths.TEACHER_TABLE_MD]
+    files += [paths.EXPERIMENT_TABLE_MD.format(experiment=name) for name in experiments]
     if "lstm_s_generated" in experiments:
-        files += [f"results/transfer/{task}/statistics/{TEACHER}.md" for task in tasks]
-        files += [f"results/generators/{task}/metrics.json" for task in tasks]
+        files += [paths.TRANSFER_STATISTICS_MD.format(task=task, teacher=TEACHER) for task in tasks]
+        files += [paths.GENERATOR_METRICS.format(task=task) for task in tasks]
     return files
 
 
@@ -196,14 +197,14 @@ def read_json(path: Path):
 
 def student_runs(workdir: Path, experiments: list[str], tasks: list[str]) -> list[dict]:
     runs = []
+    students = workdir / paths.STUDENTS
     for experiment in experiments:
         for task in tasks:
             metric = TASKS[task][3]
-            for path in sorted((workdir / "results/students" / experiment / task).glob("*/*/*/seed*/metrics.json")):
-                student, method, point, seed = path.parent.relative_to(workdir / "results/students" / experiment
-                                                                        / task).parts
+            for path in sorted((students / experiment / task).glob("*/*/*/seed*/metrics.json")):
+                student, method, point, seed = path.parent.relative_to(students / experiment / task).parts
                 report = read_json(path)
-                relative = path.parent.relative_to(workdir / "results/students")
+                relative = path.parent.relative_to(students)
                 runs.append({
                     "task": task, "student": student, "experiment": experiment, "method": method,
                     "setting": SETTINGS.get((experiment, method), method), "seed": int(seed.removeprefix("seed")),
@@ -211,9 +212,8 @@ def student_runs(workdir: Path, experiments: list[str], tasks: list[str]) -> lis
                     "transfer_examples": report["transfer"]["examples"],
                     "epochs": sum(stage["epochs"] for stage in report["stages"]),
                     "best_epoch": report["best"]["epoch"],
-                    "seconds": seconds(workdir / "results/benchmarks/distill_student" / f"{relative}.tsv"),
-                    "cpu_seconds": seconds(workdir / "results/benchmarks/distill_student" / f"{relative}.tsv",
-                                           "cpu_time"),
+                    "seconds": seconds(workdir / paths.benchmark(f"distill_student/{relative}")),
+                    "cpu_seconds": seconds(workdir / paths.benchmark(f"distill_student/{relative}"), "cpu_time"),
                 })
     return runs
 
@@ -221,12 +221,12 @@ def student_runs(workdir: Path, experiments: list[str], tasks: list[str]) -> lis
 def pipeline_jobs(workdir: Path, tasks: list[str]) -> list[dict]:
     """The jobs before the students, per task: data, teacher, pseudo-heads, generator, sampling, transfer sets,
     teacher signals, with their wall times (and the teacher's dev score)."""
-    bench = workdir / "results/benchmarks"
+    bench = workdir / paths.BENCHMARKS
     jobs = []
     for task in tasks:
         metric = TASKS[task][3]
-        teacher = read_json(workdir / f"results/teachers/{TEACHER}/{task}/metrics.json")
-        generator = read_json(workdir / f"results/generators/{task}/metrics.json")
+        teacher = read_json(workdir / paths.TEACHER_METRICS.format(teacher=TEACHER, task=task))
+        generator = read_json(workdir / paths.GENERATOR_METRICS.format(task=task))
         rows = [
             ("prepare_task", bench / f"prepare_task/{task}.tsv", ""),
             ("finetune_teacher", bench / f"finetune_teacher/{TEACHER}/{task}.tsv",
@@ -239,7 +239,7 @@ def pipeline_jobs(workdir: Path, tasks: list[str]) -> list[dict]:
         rows += [(f"sample_transfer_shard {path.stem}", path, "")
                  for path in sorted((bench / "sample_transfer_shard" / task).glob("*.tsv"))]
         for transfer in ("unlabelled", "augmented"):
-            hygiene = read_json(workdir / f"results/transfer/{task}/{transfer}.hygiene.json")
+            hygiene = read_json(workdir / paths.TRANSFER_HYGIENE.format(task=task, transfer=transfer))
             rows.append((f"build_transfer_set {transfer}", bench / f"build_transfer_set/{task}/{transfer}.tsv",
                          json.dumps(hygiene, separators=(",", ":")) if hygiene else ""))
         rows += [(f"compute_teacher_signals {path.stem}", path, "")
@@ -303,7 +303,7 @@ def independent_kd(workdir: Path, settings: list[str], seed: int, epochs: dict[s
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     torch.set_num_threads(1)
-    teacher_dir = workdir / f"results/teachers/{TEACHER}/sst2/model"
+    teacher_dir = workdir / paths.TEACHER_MODEL.format(teacher=TEACHER, task="sst2")
     tokenizer = AutoTokenizer.from_pretrained(teacher_dir)
     teacher = AutoModelForSequenceClassification.from_pretrained(teacher_dir).eval()
 

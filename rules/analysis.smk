@@ -1,7 +1,7 @@
 # Stage analysis (kdflow.analysis): prediction analysis (thesis §6.2, Tables 6.1-6.2, Figs. 6.5, 6.6 and
 # C.2): per task, the teacher and its students on dev: confidences, extreme hits and mistakes, the examples
-# of P4, P5, P7 and P8, mistake overlap, confidence correlations; the sentence probes of Table C.1; the
-# model sizes and CPU speeds of thesis Table 5.2.
+# of P4, P5, P7 and P8, mistake overlap, confidence correlations; the sentence probes of Table C.1. The model
+# sizes and CPU speeds of thesis Table 5.2 are export's (rules/export.smk): ONNX Runtime's beside PyTorch's.
 
 
 rule analyse_predictions:
@@ -9,9 +9,9 @@ rule analyse_predictions:
     input:
         unpack(lambda w: analysis_inputs(config, w.task)),
     output:
-        json="results/analysis/{task}.json",
+        json=paths.ANALYSIS_JSON,
         csv=report(
-            "results/analysis/{task}.csv",
+            paths.ANALYSIS_CSV,
             caption="../report/analysis.rst",
             **paper_place("thesis_sucik2020", "Table 6.2"),
             labels={
@@ -20,9 +20,9 @@ rule analyse_predictions:
                 "format": "raw CSV",
             },
         ),
-        markdown="results/analysis/{task}.md",
+        markdown=paths.ANALYSIS_MD,
         html=report(
-            "results/report/analysis_{task}.html",
+            paths.ANALYSIS_PAGE,
             caption="../report/analysis.rst",
             **paper_place("thesis_sucik2020", "Table 6.2"),
             labels={
@@ -34,7 +34,7 @@ rule analyse_predictions:
     log:
         "logs/analyse_predictions/{task}.log",
     benchmark:
-        "results/benchmarks/analyse_predictions/{task}.tsv"
+        paths.benchmark("analyse_predictions/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -62,7 +62,7 @@ rule classify_sentences:
         unpack(lambda w: sentence_probe_inputs(config, w.task)),
     output:
         csv=report(
-            "results/sentence_probes/{task}.csv",
+            paths.SENTENCE_PROBES_CSV,
             caption="../report/sentence_probes.rst",
             **paper_place("thesis_sucik2020", "Table 6.3"),
             labels={
@@ -71,9 +71,9 @@ rule classify_sentences:
                 "format": "raw CSV",
             },
         ),
-        markdown="results/sentence_probes/{task}.md",
+        markdown=paths.SENTENCE_PROBES_MD,
         html=report(
-            "results/report/sentence_probes_{task}.html",
+            paths.SENTENCE_PROBES_PAGE,
             caption="../report/sentence_probes.rst",
             **paper_place("thesis_sucik2020", "Table 6.3"),
             labels={
@@ -85,7 +85,7 @@ rule classify_sentences:
     log:
         "logs/classify_sentences/{task}.log",
     benchmark:
-        "results/benchmarks/classify_sentences/{task}.tsv"
+        paths.benchmark("classify_sentences/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -103,28 +103,3 @@ rule classify_sentences:
         code=code_of("classify_sentences.py"),
     script:
         "../scripts/classify_sentences.py"
-
-
-rule measure_inference:
-    """Non-embedding parameters and CPU milliseconds per example of a named model on its task's dev split, in
-    batches of 256 (thesis Table 5.2)."""
-    input:
-        unpack(lambda w: model_files(config, w.model)),
-    output:
-        "results/inference/{model}.json",
-    log:
-        "logs/measure_inference/{model}.log",
-    benchmark:
-        "results/benchmarks/measure_inference/{model}.tsv"
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 4
-    resources:
-        mem_mb=16000,
-        runtime=60,
-    params:
-        model=lambda w: model_params(config, w.model),
-        batch_size=256,
-        code=code_of("measure_inference.py"),
-    script:
-        "../scripts/measure_inference.py"

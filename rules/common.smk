@@ -1,9 +1,10 @@
 # Shared by the rule files. The package's functions they call (each job's settings and inputs, from the config and
-# its wildcards), each rule's code fingerprint, the wildcard constraints and the job resources. What one rule file
-# needs is a function of the package called from its rules, since Snakemake's linter wants no function definitions
-# beside rules (tests/test_layout.py).
+# its wildcards), the paths of every output (`paths`: kdflow.workflow.results_paths), each rule's code fingerprint,
+# the wildcard constraints and the job resources. What one rule file needs is a function of the package called from
+# its rules, since Snakemake's linter wants no function definitions beside rules (tests/test_layout.py).
 import os
 
+import kdflow.workflow.results_paths as paths
 from kdflow.core.tasks import TASKS
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.reporting.calibration import finished_benchmarks
@@ -45,11 +46,7 @@ from kdflow.workflow.config import (
     transfer_set_file,
     transfer_set_inputs,
 )
-from kdflow.workflow.cost_plan import (
-    config_digest,
-    counted_files,
-    paper_table_experiments,
-)
+from kdflow.workflow.cost_plan import config_digest, paper_table_experiments
 from kdflow.workflow.export_inputs import export_inputs, export_params
 from kdflow.workflow.exploration import (
     drawn_runs,
@@ -75,6 +72,7 @@ from kdflow.workflow.provenance import script_fingerprint, workflow_fingerprint
 from kdflow.workflow.runtime_jobs import runtime_jobs
 from kdflow.workflow.scheduler_timers import correct_scheduler_timers
 from kdflow.workflow.slurm_status import correct_slurm_plugin
+from kdflow.workflow.split_sizes import counted_files
 from kdflow.workflow.targets import default_targets, with_run_summaries
 
 # Under --profile slurm, a job cancelled with scancel fails (and is retried) instead of hanging the run, and a

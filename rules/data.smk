@@ -7,11 +7,11 @@ rule prepare_task:
     input:
         raw=lambda w: raw_task_files(config, w.task),
     output:
-        directory("results/data/{task}"),
+        directory(paths.DATA),
     log:
         "logs/prepare_task/{task}.log",
     benchmark:
-        "results/benchmarks/prepare_task/{task}.tsv"
+        paths.benchmark("prepare_task/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: 1

@@ -1,5 +1,5 @@
 # Stage distillation (kdflow.distillation): one job per student run (experiment, task, student, method,
-# grid point, seed), and the signals of TAKD's teacher assistant.
+# grid point, seed), the signals of TAKD's teacher assistant, and each experiment's dev selection.
 
 
 rule distill_student:
@@ -11,14 +11,16 @@ rule distill_student:
             )
         ),
     output:
-        metrics="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/metrics.json",
-        model="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/model.safetensors",
-        predictions="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/predictions.parquet",
-        curves="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/curves.parquet",
+        metrics=paths.STUDENT_METRICS,
+        model=paths.STUDENT_MODEL,
+        predictions=paths.STUDENT_PREDICTIONS,
+        curves=paths.STUDENT_CURVES,
     log:
         "logs/distill_student/{experiment}/{task}/{student}/{method}/{point}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/distill_student/{experiment}/{task}/{student}/{method}/{point}/seed{seed}.tsv"
+        paths.benchmark(
+            "distill_student/{experiment}/{task}/{student}/{method}/{point}/seed{seed}"
+        )
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "experiments.{experiment}")
@@ -45,16 +47,20 @@ rule compute_assistant_signals:
                 transfer_of(config["experiments"][w.experiment]), w.task
             )
         ),
-        data="results/data/{task}",
-        teacher=lambda w: f"results/teachers/{config['experiments'][w.experiment]['teacher']}/{w.task}/model",
-        metrics="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/metrics.json",
-        model="results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/model.safetensors",
+        data=paths.DATA,
+        teacher=lambda w: paths.TEACHER_MODEL.format(
+            teacher=config["experiments"][w.experiment]["teacher"], task=w.task
+        ),
+        metrics=paths.STUDENT_METRICS,
+        model=paths.STUDENT_MODEL,
     output:
-        "results/students/{experiment}/{task}/{student}/{method}/{point}/seed{seed}/signals.safetensors",
+        paths.ASSISTANT_SIGNALS,
     log:
         "logs/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{point}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/compute_assistant_signals/{experiment}/{task}/{student}/{method}/{point}/seed{seed}.tsv"
+        paths.benchmark(
+            "compute_assistant_signals/{experiment}/{task}/{student}/{method}/{point}/seed{seed}"
+        )
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "experiments.{experiment}")
@@ -71,3 +77,28 @@ rule compute_assistant_signals:
         code=code_of("compute_assistant_signals.py"),
     script:
         "../scripts/compute_assistant_signals.py"
+
+
+rule select_students:
+    """Per task, student and method of an experiment, the grid point with the best mean dev score over the
+    selection seeds (dev only, never test), recorded with the whole grid: what probing, analysis, export and the
+    experiment's table read."""
+    input:
+        unpack(lambda w: selection_inputs(config, w.experiment)),
+    output:
+        paths.SELECTION,
+    log:
+        "logs/select_students/{experiment}.log",
+    benchmark:
+        paths.benchmark("select_students/{experiment}")
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        runs=lambda w: selection_params(config, w.experiment),
+        code=code_of("select_students.py"),
+    script:
+        "../scripts/select_students.py"

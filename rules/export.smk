@@ -1,6 +1,7 @@
-# Stage export (kdflow.export): a selected student as a folder that transformers loads without kdflow, with
-# its tokenizer and model card (docs/export.md). Asked for by path, never in the default target:
-# results/export/{experiment}/{task}/{student}/{method}.
+# Stage export (kdflow.export): models as people run them. A selected student as a folder that transformers loads
+# without kdflow, with its tokenizer and model card (docs/export.md), asked for by path, never in the default
+# target: results/export/{experiment}/{task}/{student}/{method}. And a model's inference cost in PyTorch and ONNX
+# Runtime (thesis Table 5.2), which the paper tables read.
 
 
 rule export_student:
@@ -13,13 +14,13 @@ rule export_student:
             lambda w: export_inputs(config, w.experiment, w.task, w.student, w.method)
         ),
     output:
-        directory("results/export/{experiment}/{task}/{student}/{method}"),
+        directory(paths.EXPORT),
     log:
         "logs/export_student/{experiment}/{task}/{student}/{method}.log",
     benchmark:
-        "results/benchmarks/export_student/{experiment}/{task}/{student}/{method}.tsv"
+        paths.benchmark("export_student/{experiment}/{task}/{student}/{method}")
     conda:
-        "../envs/kdflow.yaml"
+        "../envs/onnx.yaml"
     threads: 1
     resources:
         mem_mb=4000,
@@ -36,3 +37,29 @@ rule export_student:
         code=code_of("export_student.py"),
     script:
         "../scripts/export_student.py"
+
+
+rule measure_inference:
+    """Non-embedding parameters and CPU milliseconds per example of a named model on its task's dev split, in
+    batches of 256 (thesis Table 5.2), in PyTorch and, exported to ONNX, in ONNX Runtime on the same batches and
+    threads (null with the reason where onnxruntime is not installed)."""
+    input:
+        unpack(lambda w: model_files(config, w.model)),
+    output:
+        paths.INFERENCE,
+    log:
+        "logs/measure_inference/{model}.log",
+    benchmark:
+        paths.benchmark("measure_inference/{model}")
+    conda:
+        "../envs/onnx.yaml"
+    threads: 4
+    resources:
+        mem_mb=16000,
+        runtime=60,
+    params:
+        model=lambda w: model_params(config, w.model),
+        batch_size=256,
+        code=code_of("measure_inference.py"),
+    script:
+        "../scripts/measure_inference.py"

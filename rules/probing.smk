@@ -10,7 +10,7 @@ rule download_probing_task:
     log:
         "logs/download_probing_task/{filename}.log",
     benchmark:
-        "results/benchmarks/download_probing_task/{filename}.tsv"
+        paths.benchmark("download_probing_task/{filename}")
     wildcard_constraints:
         filename="|".join(PROBING_TASKS.values()),
     conda:
@@ -33,13 +33,14 @@ rule encode_probing_tasks:
         probing=[probing_file(task) for task in PROBING_CONFIG.get("tasks", [])],
     output:
         expand(
-            "results/probing/encodings/{{model}}/{probing_task}.safetensors",
+            paths.PROBING_ENCODINGS,
             probing_task=PROBING_CONFIG.get("tasks", []),
+            allow_missing=True,
         ),
     log:
         "logs/encode_probing_tasks/{model}.log",
     benchmark:
-        "results/benchmarks/encode_probing_tasks/{model}.tsv"
+        paths.benchmark("encode_probing_tasks/{model}")
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "probing")
@@ -62,14 +63,14 @@ rule probe_model:
     trained as one batched model; WordContent by logistic regression), with the task's majority and morphology
     baselines."""
     input:
-        encodings="results/probing/encodings/{model}/{probing_task}.safetensors",
+        encodings=paths.PROBING_ENCODINGS,
         probing=lambda w: probing_file(w.probing_task),
     output:
-        "results/probing/scores/{model}/{probing_task}.json",
+        paths.PROBING_SCORES,
     log:
         "logs/probe_model/{model}/{probing_task}.log",
     benchmark:
-        "results/benchmarks/probe_model/{model}/{probing_task}.tsv"
+        paths.benchmark("probe_model/{model}/{probing_task}")
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "probing")

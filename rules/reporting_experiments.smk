@@ -1,20 +1,17 @@
-# Stage reporting (kdflow.reporting), the runs' own results: each experiment's selected students and table, its
+# Stage reporting (kdflow.reporting), the runs' own results: each experiment's table of its selected students, its
 # learning curves and GLUE submission files, and the teachers' table. The other rule files of the stage
 # (rules/reporting_*.smk): the papers' tables, probing, figures, the thesis's exploration and the cost plan.
 
 
-rule select_students:
-    """Per task, student and method of an experiment, the grid point with the best mean dev score over
-    seeds (dev only, never test), recorded with the whole grid; and the experiment's table of the selected
-    students (mean ± sample std over seeds, and the tests against the experiment's ``compare_to``) and of
-    every grid point and seed.
+rule experiment_table:
+    """The experiment's table of the selected students (mean ± sample std over seeds, and the tests against the
+    experiment's ``compare_to``) and of every grid point and seed, from its dev selection.
     """
     input:
-        unpack(lambda w: selection_inputs(config, w.experiment)),
+        selection=paths.SELECTION,
     output:
-        selection="results/selection/{experiment}.json",
         csv=report(
-            "results/tables/experiments/{experiment}.csv",
+            paths.EXPERIMENT_TABLE_CSV,
             caption="../report/experiment.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
@@ -25,7 +22,7 @@ rule select_students:
             },
         ),
         grid=report(
-            "results/tables/experiments/{experiment}_grid.csv",
+            paths.EXPERIMENT_GRID_CSV,
             caption="../report/experiment.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
@@ -35,9 +32,9 @@ rule select_students:
                 "format": "raw CSV",
             },
         ),
-        markdown="results/tables/experiments/{experiment}.md",
+        markdown=paths.EXPERIMENT_TABLE_MD,
         html=report(
-            "results/report/experiment_{experiment}.html",
+            paths.EXPERIMENT_TABLE_PAGE,
             caption="../report/experiment.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
@@ -48,9 +45,9 @@ rule select_students:
             },
         ),
     log:
-        "logs/select_students/{experiment}.log",
+        "logs/experiment_table/{experiment}.log",
     benchmark:
-        "results/benchmarks/select_students/{experiment}.tsv"
+        paths.benchmark("experiment_table/{experiment}")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -58,22 +55,21 @@ rule select_students:
         mem_mb=1000,
         runtime=5,
     params:
-        runs=lambda w: selection_params(config, w.experiment),
-        code=code_of("select_students.py"),
+        code=code_of("experiment_table.py"),
     script:
-        "../scripts/select_students.py"
+        "../scripts/experiment_table.py"
 
 
 rule figure_experiment_curves:
     """The dev learning curve of every run of an experiment (every grid point and seed), a panel per task and
     student, the selected points bold, and the data behind it."""
     input:
-        selection="results/selection/{experiment}.json",
+        selection=paths.SELECTION,
         curves=lambda w: experiment_run_files(config, w.experiment, "curves.parquet"),
         metrics=lambda w: experiment_run_files(config, w.experiment),
     output:
         data=report(
-            "results/figures/experiments/{experiment}_curves.csv",
+            paths.EXPERIMENT_CURVES_CSV,
             caption="../report/figure_experiment_curves.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
@@ -84,7 +80,7 @@ rule figure_experiment_curves:
             },
         ),
         figure=report(
-            "results/figures/experiments/{experiment}_curves.png",
+            paths.EXPERIMENT_CURVES_PNG,
             caption="../report/figure_experiment_curves.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
@@ -97,7 +93,7 @@ rule figure_experiment_curves:
     log:
         "logs/figure_experiment_curves/{experiment}.log",
     benchmark:
-        "results/benchmarks/figure_experiment_curves/{experiment}.tsv"
+        paths.benchmark("figure_experiment_curves/{experiment}")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -115,16 +111,16 @@ rule glue_submission:
     """GLUE test-server files (index, prediction) of the selected students of an experiment: the selected
     grid point's best-dev seed (Universal-KD Table 3 reports GLUE test scores)."""
     input:
-        selection="results/selection/{experiment}.json",
+        selection=paths.SELECTION,
         predictions=lambda w: experiment_run_files(
             config, w.experiment, "predictions.parquet"
         ),
     output:
-        directory("results/glue_submission/{experiment}"),
+        directory(paths.GLUE_SUBMISSION),
     log:
         "logs/glue_submission/{experiment}.log",
     benchmark:
-        "results/benchmarks/glue_submission/{experiment}.tsv"
+        paths.benchmark("glue_submission/{experiment}")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -149,27 +145,27 @@ rule glue_submission:
 rule teacher_table:
     """Teachers and their per-layer pseudo-heads, per task, as CSV and Markdown."""
     input:
-        teachers=expand(
-            "results/teachers/{pair[0]}/{pair[1]}/metrics.json",
-            pair=teacher_jobs(config),
-        ),
-        heads=expand(
-            "results/pseudo_heads/{pair[0]}/{pair[1]}/metrics.json",
-            pair=teacher_jobs(config),
-        ),
+        teachers=[
+            paths.TEACHER_METRICS.format(teacher=teacher, task=task)
+            for teacher, task in teacher_jobs(config)
+        ],
+        heads=[
+            paths.PSEUDO_HEADS_METRICS.format(teacher=teacher, task=task)
+            for teacher, task in teacher_jobs(config)
+        ],
     output:
         **page_and_csv(
             caption="../report/teachers.rst",
             category=category("Teachers"),
             labels={"table": "teachers and their per-layer pseudo-heads"},
-            csv="results/tables/teachers.csv",
-            markdown="results/tables/teachers.md",
-            html="results/report/teachers.html",
+            csv=paths.TEACHER_TABLE_CSV,
+            markdown=paths.TEACHER_TABLE_MD,
+            html=paths.TEACHER_TABLE_PAGE,
         ),
     log:
         "logs/teacher_table.log",
     benchmark:
-        "results/benchmarks/teacher_table.tsv"
+        paths.benchmark("teacher_table")
     conda:
         "../envs/kdflow.yaml"
     threads: 1

@@ -16,7 +16,7 @@ rule figure_exploration_curves:
         unpack(lambda w: run_files(drawn_runs(config, w.figure))),
     output:
         figure=report(
-            "results/figures/thesis_{figure}.png",
+            paths.THESIS_FIGURE_PNG,
             caption="../report/figure_exploration.rst",
             category=category("Sučík (2020)"),
             subcategory=lambda w: paper_place(
@@ -27,11 +27,11 @@ rule figure_exploration_curves:
                 "result": figure_title(config, w.figure),
             },
         ),
-        data="results/figures/thesis_{figure}.csv",
+        data=paths.THESIS_FIGURE_CSV,
     log:
         "logs/figure_exploration_curves/{figure}.log",
     benchmark:
-        "results/benchmarks/figure_exploration_curves/{figure}.tsv"
+        paths.benchmark("figure_exploration_curves/{figure}")
     wildcard_constraints:
         figure=figure_constraint(config, "curves"),
     conda:
@@ -57,7 +57,7 @@ rule figure_gradient_explosion:
         unpack(lambda w: run_files(drawn_runs(config, w.figure))),
     output:
         figure=report(
-            "results/figures/thesis_{figure}.png",
+            paths.THESIS_FIGURE_PNG,
             caption="../report/figure_gradient_explosion.rst",
             category=category("Sučík (2020)"),
             subcategory=lambda w: paper_place(
@@ -68,11 +68,11 @@ rule figure_gradient_explosion:
                 "result": figure_title(config, w.figure),
             },
         ),
-        data="results/figures/thesis_{figure}.csv",
+        data=paths.THESIS_FIGURE_CSV,
     log:
         "logs/figure_gradient_explosion/{figure}.log",
     benchmark:
-        "results/benchmarks/figure_gradient_explosion/{figure}.tsv"
+        paths.benchmark("figure_gradient_explosion/{figure}")
     wildcard_constraints:
         figure=figure_constraint(config, "explosion", "learning_rate"),
     conda:
@@ -96,7 +96,7 @@ rule figure_student_sizes:
         unpack(lambda w: run_files(drawn_runs(config, w.figure))),
     output:
         figure=report(
-            "results/figures/thesis_{figure}.png",
+            paths.THESIS_FIGURE_PNG,
             caption="../report/figure_student_sizes.rst",
             category=category("Sučík (2020)"),
             subcategory=lambda w: paper_place(
@@ -107,11 +107,11 @@ rule figure_student_sizes:
                 "result": figure_title(config, w.figure),
             },
         ),
-        data="results/figures/thesis_{figure}.csv",
+        data=paths.THESIS_FIGURE_CSV,
     log:
         "logs/figure_student_sizes/{figure}.log",
     benchmark:
-        "results/benchmarks/figure_student_sizes/{figure}.tsv"
+        paths.benchmark("figure_student_sizes/{figure}")
     wildcard_constraints:
         figure=figure_constraint(config, "sizes"),
     conda:
@@ -144,14 +144,14 @@ rule exploration_table:
                 "table": "Table 5.1",
                 "result": "values explored, chosen and kdflow's best",
             },
-            csv="results/tables/thesis_table51.csv",
-            markdown="results/tables/thesis_table51.md",
-            html="results/report/thesis_table51.html",
+            csv=paths.THESIS_TABLE51_CSV,
+            markdown=paths.THESIS_TABLE51_MD,
+            html=paths.THESIS_TABLE51_PAGE,
         ),
     log:
         "logs/exploration_table.log",
     benchmark:
-        "results/benchmarks/exploration_table.tsv"
+        paths.benchmark("exploration_table")
     conda:
         "../envs/kdflow.yaml"
     threads: 1

@@ -9,14 +9,14 @@ rule figure_teacher_curves:
     data behind it."""
     input:
         lambda w: expand(
-            "results/teachers/{teacher}/{task}/curves.parquet",
+            paths.TEACHER_CURVES,
             teacher=w.teacher,
             task=config["teachers"][w.teacher]["tasks"],
         ),
     output:
-        data="results/figures/teacher_curves_{teacher}.csv",
+        data=paths.TEACHER_CURVES_CSV,
         figure=report(
-            "results/figures/teacher_curves_{teacher}.png",
+            paths.TEACHER_CURVES_PNG,
             caption="../report/figure_teacher_curves.rst",
             **paper_place("thesis_sucik2020", "Figure 4.2"),
             labels={
@@ -27,7 +27,7 @@ rule figure_teacher_curves:
     log:
         "logs/figure_teacher_curves/{teacher}.log",
     benchmark:
-        "results/benchmarks/figure_teacher_curves/{teacher}.tsv"
+        paths.benchmark("figure_teacher_curves/{teacher}")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -45,11 +45,11 @@ rule figure_class_distribution:
     """Thesis Fig. A.1: the class distribution of every labelled split of each classification task the workflow
     prepares (regression tasks have no classes), and the counts behind it."""
     input:
-        expand("results/data/{task}", task=class_distribution_tasks(config)),
+        expand(paths.DATA, task=class_distribution_tasks(config)),
     output:
-        data="results/figures/class_distribution.csv",
+        data=paths.CLASS_DISTRIBUTION_CSV,
         figure=report(
-            "results/figures/class_distribution.png",
+            paths.CLASS_DISTRIBUTION_PNG,
             caption="../report/figure_class_distribution.rst",
             **paper_place("thesis_sucik2020", "Figure A.1"),
             labels={"figure": "class distribution per task and split"},
@@ -57,7 +57,7 @@ rule figure_class_distribution:
     log:
         "logs/figure_class_distribution.log",
     benchmark:
-        "results/benchmarks/figure_class_distribution.tsv"
+        paths.benchmark("figure_class_distribution")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -74,10 +74,10 @@ rule figure_class_distribution:
 rule figure_pseudo_heads:
     """Universal-KD Fig. 3 (left), per teacher and task."""
     input:
-        "results/tables/teachers.csv",
+        paths.TEACHER_TABLE_CSV,
     output:
         report(
-            "results/figures/pseudo_heads.png",
+            paths.PSEUDO_HEADS_PNG,
             caption="../report/figure_pseudo_heads.rst",
             **paper_place("universal_kd_wu2021", "Figure 3"),
             labels={"figure": "pseudo-heads' distance to the gold label (left)"},
@@ -85,7 +85,7 @@ rule figure_pseudo_heads:
     log:
         "logs/figure_pseudo_heads.log",
     benchmark:
-        "results/benchmarks/figure_pseudo_heads.tsv"
+        paths.benchmark("figure_pseudo_heads")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -102,31 +102,31 @@ rule figure_analysis:
     """Thesis Fig. 6.5 (confidence correlations), Fig. 6.6 (average confidence overall, on hits and on
     mistakes; with its numbers as CSV) and Fig. C.2 (mistake overlap) of one task."""
     input:
-        "results/analysis/{task}.json",
+        paths.ANALYSIS_JSON,
     output:
         confidence=report(
-            "results/figures/confidence_correlation_{task}.png",
+            paths.CONFIDENCE_CORRELATION_PNG,
             caption="../report/figure_confidence.rst",
             **paper_place("thesis_sucik2020", "Figure 6.5"),
             labels={"task": "{task}", "result": "confidence correlation"},
         ),
         mistakes=report(
-            "results/figures/mistake_overlap_{task}.png",
+            paths.MISTAKE_OVERLAP_PNG,
             caption="../report/figure_mistakes.rst",
             **paper_place("thesis_sucik2020", "Figure C.2"),
             labels={"task": "{task}", "result": "mistake overlap"},
         ),
         average=report(
-            "results/figures/average_confidence_{task}.png",
+            paths.AVERAGE_CONFIDENCE_PNG,
             caption="../report/figure_average_confidence.rst",
             **paper_place("thesis_sucik2020", "Figure 6.6"),
             labels={"task": "{task}", "result": "average confidence"},
         ),
-        average_data="results/figures/average_confidence_{task}.csv",
+        average_data=paths.AVERAGE_CONFIDENCE_CSV,
     log:
         "logs/figure_analysis/{task}.log",
     benchmark:
-        "results/benchmarks/figure_analysis/{task}.tsv"
+        paths.benchmark("figure_analysis/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -153,9 +153,9 @@ rule attention_maps:
             )
         ),
     output:
-        json="results/figures/attention_{figure}.json",
+        json=paths.ATTENTION_JSON,
         figure=report(
-            "results/figures/attention_{figure}.png",
+            paths.ATTENTION_PNG,
             caption="../report/figure_attention.rst",
             category=lambda w: attention_report_entry(config, w.figure)["category"],
             subcategory=lambda w: attention_report_entry(config, w.figure)[
@@ -166,7 +166,7 @@ rule attention_maps:
     log:
         "logs/attention_maps/{figure}.log",
     benchmark:
-        "results/benchmarks/attention_maps/{figure}.tsv"
+        paths.benchmark("attention_maps/{figure}")
     wildcard_constraints:
         figure="|".join(config.get("attention_maps", {})) or "no-figures",
     conda:
@@ -199,10 +199,10 @@ rule layer_outputs:
             )
         ),
     output:
-        json="results/figures/layer_outputs_{task}.json",
-        csv="results/figures/layer_outputs_{task}.csv",
+        json=paths.LAYER_OUTPUTS_JSON,
+        csv=paths.LAYER_OUTPUTS_CSV,
         figure=report(
-            "results/figures/layer_outputs_{task}.png",
+            paths.LAYER_OUTPUTS_PNG,
             caption="../report/figure_layer_outputs.rst",
             **paper_place("alp_kd_passban2021", "Figure 4"),
             labels={
@@ -213,7 +213,7 @@ rule layer_outputs:
     log:
         "logs/layer_outputs/{task}.log",
     benchmark:
-        "results/benchmarks/layer_outputs/{task}.tsv"
+        paths.benchmark("layer_outputs/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: 1

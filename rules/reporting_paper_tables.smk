@@ -33,14 +33,14 @@ rule claims_table:
             caption="../report/claims.rst",
             category=category("Evidence on real data"),
             labels={"table": "the papers' claims, tested"},
-            csv="results/tables/claims.csv",
-            markdown="results/tables/claims.md",
-            html="results/report/claims.html",
+            csv=paths.CLAIMS_TABLE_CSV,
+            markdown=paths.CLAIMS_TABLE_MD,
+            html=paths.CLAIMS_TABLE_PAGE,
         ),
     log:
         "logs/claims_table.log",
     benchmark:
-        "results/benchmarks/claims_table.tsv"
+        paths.benchmark("claims_table")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -66,14 +66,14 @@ rule status_page:
             caption="../report/status.rst",
             category=category("Status"),
             labels={"page": "the works' tables and figures"},
-            table="results/tables/status.csv",
-            markdown="results/tables/status.md",
-            html="results/report/status.html",
+            table=paths.STATUS_CSV,
+            markdown=paths.STATUS_MD,
+            html=paths.STATUS_PAGE,
         ),
     log:
         "logs/status_page.log",
     benchmark:
-        "results/benchmarks/status_page.tsv"
+        paths.benchmark("status_page")
     localrule: True
     conda:
         "../envs/kdflow.yaml"
@@ -100,14 +100,14 @@ rule ledger_table:
             caption="../report/ledger.rst",
             category=category("Deviation ledger"),
             labels={"table": "kdflow against the papers' protocols"},
-            table="results/tables/ledger.csv",
-            markdown="results/tables/ledger.md",
-            html="results/report/ledger.html",
+            table=paths.LEDGER_CSV,
+            markdown=paths.LEDGER_MD,
+            html=paths.LEDGER_PAGE,
         ),
     log:
         "logs/ledger_table.log",
     benchmark:
-        "results/benchmarks/ledger_table.tsv"
+        paths.benchmark("ledger_table")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -144,15 +144,15 @@ rule paper_table:
             labels=lambda w: {
                 "table": title_of(PAPER_TABLES["tables"][w.paper_table])
             },
-            csv="results/tables/papers/{paper_table}.csv",
-            markdown="results/tables/papers/{paper_table}.md",
-            latex="results/tables/papers/{paper_table}.tex",
-            html="results/report/paper_{paper_table}.html",
+            csv=paths.PAPER_TABLE_CSV,
+            markdown=paths.PAPER_TABLE_MD,
+            latex=paths.PAPER_TABLE_TEX,
+            html=paths.PAPER_TABLE_PAGE,
         ),
     log:
         "logs/paper_table/{paper_table}.log",
     benchmark:
-        "results/benchmarks/paper_table/{paper_table}.tsv"
+        paths.benchmark("paper_table/{paper_table}")
     wildcard_constraints:
         paper_table="|".join(PAPER_TABLES.get("tables", {})) or "no-tables",
     conda:
@@ -181,15 +181,15 @@ rule runtime_table:
             caption="../report/runtime_table.rst",
             **paper_place("thesis_sucik2020", "Table 4.5"),
             labels={"table": "runtimes of the pipeline's steps"},
-            csv="results/tables/runtimes.csv",
-            markdown="results/tables/runtimes.md",
-            latex="results/tables/runtimes.tex",
-            html="results/report/runtimes.html",
+            csv=paths.RUNTIME_TABLE_CSV,
+            markdown=paths.RUNTIME_TABLE_MD,
+            latex=paths.RUNTIME_TABLE_TEX,
+            html=paths.RUNTIME_TABLE_PAGE,
         ),
     log:
         "logs/runtime_table.log",
     benchmark:
-        "results/benchmarks/runtime_table.tsv"
+        paths.benchmark("runtime_table")
     conda:
         "../envs/kdflow.yaml"
     threads: 1

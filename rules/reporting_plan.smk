@@ -17,12 +17,12 @@ rule plan:
             [probing_file(task) for task in PROBING_CONFIG.get("tasks", [])],
         ),
     output:
-        csv="results/plan.csv",
-        jobs="results/plan_jobs.csv",
-        pilot="results/pilot.csv",
-        markdown="results/plan.md",
+        csv=paths.PLAN_CSV,
+        jobs=paths.PLAN_JOBS_CSV,
+        pilot=paths.PILOT_CSV,
+        markdown=paths.PLAN_MD,
         html=report(
-            "results/report/plan.html",
+            paths.PLAN_PAGE,
             caption="../report/plan.rst",
             category=category("Cost plan"),
             labels={"table": "jobs and estimated hours before the run"},
@@ -30,7 +30,7 @@ rule plan:
     log:
         "logs/plan.log",
     benchmark:
-        "results/benchmarks/plan.tsv"
+        paths.benchmark("plan")
     localrule: True
     conda:
         "../envs/kdflow.yaml"
@@ -63,21 +63,21 @@ rule plan_measured:
     (kdflow.reporting.plan_pages).
     """
     input:
-        jobs="results/plan_jobs.csv",
+        jobs=paths.PLAN_JOBS_CSV,
         made=DEFAULT_TARGETS,
     output:
         **page_and_csv(
             caption="../report/plan_measured.rst",
             category=category("Cost plan"),
             labels={"table": "planned against measured hours"},
-            table="results/tables/plan_measured.csv",
-            markdown="results/tables/plan_measured.md",
-            html="results/report/plan_measured.html",
+            table=paths.PLAN_MEASURED_CSV,
+            markdown=paths.PLAN_MEASURED_MD,
+            html=paths.PLAN_MEASURED_PAGE,
         ),
     log:
         "logs/plan_measured.log",
     benchmark:
-        "results/benchmarks/plan_measured.tsv"
+        paths.benchmark("plan_measured")
     localrule: True
     conda:
         "../envs/kdflow.yaml"
@@ -97,18 +97,18 @@ rule plan_calibrated:
     jobs done, the hours spent and left, with an interval. Not a default target: `make plan` builds it, during a
     run or after the pilot."""
     input:
-        jobs="results/plan_jobs.csv",
+        jobs=paths.PLAN_JOBS_CSV,
         measured=lambda wildcards: finished_benchmarks(),
     output:
-        progress="results/plan_calibrated.csv",
-        figures="results/plan_figures.csv",
-        jobs="results/plan_calibrated_jobs.csv",
-        markdown="results/plan_calibrated.md",
-        html="results/report/plan_calibrated.html",
+        progress=paths.PLAN_CALIBRATED_CSV,
+        figures=paths.PLAN_FIGURES_CSV,
+        jobs=paths.PLAN_CALIBRATED_JOBS_CSV,
+        markdown=paths.PLAN_CALIBRATED_MD,
+        html=paths.PLAN_CALIBRATED_PAGE,
     log:
         "logs/plan_calibrated.log",
     benchmark:
-        "results/benchmarks/plan_calibrated.tsv"
+        paths.benchmark("plan_calibrated")
     localrule: True
     conda:
         "../envs/kdflow.yaml"

@@ -9,7 +9,7 @@ rule probing_table:
     """Every probed model and layer, with baselines, as CSV and Markdown."""
     input:
         expand(
-            "results/probing/scores/{model}/{probing_task}.json",
+            paths.PROBING_SCORES,
             model=PROBING_CONFIG.get("models", []),
             probing_task=PROBING_CONFIG.get("tasks", []),
         ),
@@ -18,14 +18,14 @@ rule probing_table:
             caption="../report/probing_table.rst",
             **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
             labels={"result": "accuracy per model, task and layer (table)"},
-            csv="results/tables/probing.csv",
-            markdown="results/tables/probing.md",
-            html="results/report/probing.html",
+            csv=paths.PROBING_TABLE_CSV,
+            markdown=paths.PROBING_TABLE_MD,
+            html=paths.PROBING_TABLE_PAGE,
         ),
     log:
         "logs/probing_table.log",
     benchmark:
-        "results/benchmarks/probing_table.tsv"
+        paths.benchmark("probing_table")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -43,7 +43,7 @@ rule probing_thesis_table:
     """The thesis's probing scores (reference/thesis_probing_scores.csv) beside kdflow's, per model, task and
     layer, with the ledger's entries about probing."""
     input:
-        probing="results/tables/probing.csv",
+        probing=paths.PROBING_TABLE_CSV,
         scores=THESIS_PROBING.get("scores", []),
         deviations=PAPER_TABLES.get("deviations", []),
     output:
@@ -51,14 +51,14 @@ rule probing_thesis_table:
             caption="../report/probing_thesis.rst",
             **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
             labels={"result": "kdflow beside the thesis (table)"},
-            csv="results/tables/probing_thesis.csv",
-            markdown="results/tables/probing_thesis.md",
-            html="results/report/probing_thesis.html",
+            csv=paths.PROBING_THESIS_CSV,
+            markdown=paths.PROBING_THESIS_MD,
+            html=paths.PROBING_THESIS_PAGE,
         ),
     log:
         "logs/probing_thesis_table.log",
     benchmark:
-        "results/benchmarks/probing_thesis_table.tsv"
+        paths.benchmark("probing_thesis_table")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -77,16 +77,16 @@ rule probing_thesis_table:
 rule figure_probing:
     """Thesis Figs. 6.1-6.2: probing accuracy per layer, by layer index and by relative depth."""
     input:
-        "results/tables/probing.csv",
+        paths.PROBING_TABLE_CSV,
     output:
         layers=report(
-            "results/figures/probing.png",
+            paths.PROBING_PNG,
             caption="../report/figure_probing.rst",
             **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
             labels={"result": "accuracy per layer"},
         ),
         depth=report(
-            "results/figures/probing_relative_depth.png",
+            paths.PROBING_DEPTH_PNG,
             caption="../report/figure_probing.rst",
             **paper_place("thesis_sucik2020", "Probing, every model (§6.1)"),
             labels={"result": "accuracy per relative depth"},
@@ -94,7 +94,7 @@ rule figure_probing:
     log:
         "logs/figure_probing.log",
     benchmark:
-        "results/benchmarks/figure_probing.tsv"
+        paths.benchmark("figure_probing")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -111,30 +111,30 @@ rule figure_probing_thesis:
     """Thesis Figs. 6.1, 6.2, 6.3 and C.1 as the thesis drew them, with kdflow's probing results beside the
     thesis's and the thesis's reference lines (probing.thesis.baselines)."""
     input:
-        comparison="results/tables/probing_thesis.csv",
-        probing="results/tables/probing.csv",
+        comparison=paths.PROBING_THESIS_CSV,
+        probing=paths.PROBING_TABLE_CSV,
         baselines=THESIS_PROBING.get("baselines", []),
     output:
         fig6_1=report(
-            "results/figures/probing_thesis_6_1.png",
+            paths.PROBING_THESIS_PNG.format(figure="6_1"),
             caption="../report/figure_probing_thesis.rst",
             **paper_place("thesis_sucik2020", "Figure 6.1"),
             labels={"result": "teachers beside the thesis"},
         ),
         fig6_2=report(
-            "results/figures/probing_thesis_6_2.png",
+            paths.PROBING_THESIS_PNG.format(figure="6_2"),
             caption="../report/figure_probing_thesis.rst",
             **paper_place("thesis_sucik2020", "Figure 6.2"),
             labels={"result": "students, embed. beside the thesis"},
         ),
         fig6_3=report(
-            "results/figures/probing_thesis_6_3.png",
+            paths.PROBING_THESIS_PNG.format(figure="6_3"),
             caption="../report/figure_probing_thesis.rst",
             **paper_place("thesis_sucik2020", "Figure 6.3"),
             labels={"result": "from scratch beside the thesis"},
         ),
         figC_1=report(
-            "results/figures/probing_thesis_C_1.png",
+            paths.PROBING_THESIS_PNG.format(figure="C_1"),
             caption="../report/figure_probing_thesis.rst",
             **paper_place("thesis_sucik2020", "Figure C.1"),
             labels={"result": "from scratch, all tasks, beside the thesis"},
@@ -142,7 +142,7 @@ rule figure_probing_thesis:
     log:
         "logs/figure_probing_thesis.log",
     benchmark:
-        "results/benchmarks/figure_probing_thesis.tsv"
+        paths.benchmark("figure_probing_thesis")
     conda:
         "../envs/kdflow.yaml"
     threads: 1

@@ -8,13 +8,13 @@ rule finetune_teacher:
     description re-evaluates the teacher instead of fine-tuning it again and re-distilling its students.
     """
     input:
-        data="results/data/{task}",
+        data=paths.DATA,
     output:
-        model=directory("results/teachers/{teacher}/{task}/model"),
+        model=directory(paths.TEACHER_MODEL),
     log:
         "logs/finetune_teacher/{teacher}/{task}.log",
     benchmark:
-        "results/benchmarks/finetune_teacher/{teacher}/{task}.tsv"
+        paths.benchmark("finetune_teacher/{teacher}/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "teachers.{teacher}")
@@ -35,16 +35,16 @@ rule evaluate_teacher:
     """Score a fine-tuned teacher on dev and test: its metrics (with the training record), dev logits and test
     predictions, and its learning curves."""
     input:
-        data="results/data/{task}",
-        model="results/teachers/{teacher}/{task}/model",
+        data=paths.DATA,
+        model=paths.TEACHER_MODEL,
     output:
-        predictions="results/teachers/{teacher}/{task}/predictions.parquet",
-        metrics="results/teachers/{teacher}/{task}/metrics.json",
-        curves="results/teachers/{teacher}/{task}/curves.parquet",
+        predictions=paths.TEACHER_PREDICTIONS,
+        metrics=paths.TEACHER_METRICS,
+        curves=paths.TEACHER_CURVES,
     log:
         "logs/evaluate_teacher/{teacher}/{task}.log",
     benchmark:
-        "results/benchmarks/evaluate_teacher/{teacher}/{task}.tsv"
+        paths.benchmark("evaluate_teacher/{teacher}/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "teachers.{teacher}")
@@ -65,14 +65,14 @@ rule train_pseudo_heads:
     alone: what describes them is evaluate_pseudo_heads', so that losing a description re-evaluates the heads
     instead of retraining them and re-distilling every student that learns from them."""
     input:
-        data="results/data/{task}",
-        model="results/teachers/{teacher}/{task}/model",
+        data=paths.DATA,
+        model=paths.TEACHER_MODEL,
     output:
-        heads="results/pseudo_heads/{teacher}/{task}/heads.safetensors",
+        heads=paths.PSEUDO_HEADS,
     log:
         "logs/train_pseudo_heads/{teacher}/{task}.log",
     benchmark:
-        "results/benchmarks/train_pseudo_heads/{teacher}/{task}.tsv"
+        paths.benchmark("train_pseudo_heads/{teacher}/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "teachers.{teacher}")
@@ -92,17 +92,17 @@ rule train_pseudo_heads:
 rule evaluate_pseudo_heads:
     """Score the pseudo-heads on dev layer by layer (Universal-KD Fig. 3, left), with their training record."""
     input:
-        data="results/data/{task}",
-        model="results/teachers/{teacher}/{task}/model",
-        heads="results/pseudo_heads/{teacher}/{task}/heads.safetensors",
+        data=paths.DATA,
+        model=paths.TEACHER_MODEL,
+        heads=paths.PSEUDO_HEADS,
     output:
-        predictions="results/pseudo_heads/{teacher}/{task}/dev_predictions.parquet",
-        metrics="results/pseudo_heads/{teacher}/{task}/metrics.json",
-        curves="results/pseudo_heads/{teacher}/{task}/curves.parquet",
+        predictions=paths.PSEUDO_HEADS_PREDICTIONS,
+        metrics=paths.PSEUDO_HEADS_METRICS,
+        curves=paths.PSEUDO_HEADS_CURVES,
     log:
         "logs/evaluate_pseudo_heads/{teacher}/{task}.log",
     benchmark:
-        "results/benchmarks/evaluate_pseudo_heads/{teacher}/{task}.tsv"
+        paths.benchmark("evaluate_pseudo_heads/{teacher}/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "teachers.{teacher}")

@@ -7,13 +7,13 @@ rule finetune_generator:
     """Fine-tune the generator (a causal LM, GPT-2 medium in the thesis) on a task's training sentences; keep
     the best dev perplexity's model, with its training record (model/training.json)."""
     input:
-        data="results/data/{task}",
+        data=paths.DATA,
     output:
-        model=directory("results/generators/{task}/model"),
+        model=directory(paths.GENERATOR_MODEL),
     log:
         "logs/finetune_generator/{task}.log",
     benchmark:
-        "results/benchmarks/finetune_generator/{task}.tsv"
+        paths.benchmark("finetune_generator/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "generation")
@@ -35,15 +35,15 @@ rule evaluate_generator:
     of its own: losing its files does not fine-tune the generator again and resample its transfer set.
     """
     input:
-        data="results/data/{task}",
-        model="results/generators/{task}/model",
+        data=paths.DATA,
+        model=paths.GENERATOR_MODEL,
     output:
-        metrics="results/generators/{task}/metrics.json",
-        curves="results/generators/{task}/curves.parquet",
+        metrics=paths.GENERATOR_METRICS,
+        curves=paths.GENERATOR_CURVES,
     log:
         "logs/evaluate_generator/{task}.log",
     benchmark:
-        "results/benchmarks/evaluate_generator/{task}.tsv"
+        paths.benchmark("evaluate_generator/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "generation")
@@ -62,14 +62,14 @@ rule evaluate_generator:
 rule sample_transfer_shard:
     """One shard of the generated sentences, sampled with its own seed (a rerun reproduces it)."""
     input:
-        data="results/data/{task}",
-        generator="results/generators/{task}/model",
+        data=paths.DATA,
+        generator=paths.GENERATOR_MODEL,
     output:
-        "results/transfer/{task}/shards/{shard}.parquet",
+        paths.TRANSFER_SHARD,
     log:
         "logs/sample_transfer_shard/{task}/{shard}.log",
     benchmark:
-        "results/benchmarks/sample_transfer_shard/{task}/{shard}.tsv"
+        paths.benchmark("sample_transfer_shard/{task}/{shard}")
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "generation")
@@ -93,12 +93,12 @@ rule build_transfer_set:
     input:
         unpack(lambda w: transfer_set_inputs(config, w.transfer, w.task)),
     output:
-        transfer="results/transfer/{task}/{transfer}.parquet",
-        hygiene="results/transfer/{task}/{transfer}.hygiene.json",
+        transfer=paths.TRANSFER_SET,
+        hygiene=paths.TRANSFER_HYGIENE,
     log:
         "logs/build_transfer_set/{task}/{transfer}.log",
     benchmark:
-        "results/benchmarks/build_transfer_set/{task}/{transfer}.tsv"
+        paths.benchmark("build_transfer_set/{task}/{transfer}")
     wildcard_constraints:
         transfer="augmented|unlabelled|unlabelled_augmented",
     conda:
@@ -118,21 +118,23 @@ rule transfer_statistics:
     """Generated vs real sentences of an augmented transfer set: lengths, distinct-n, the teacher's label
     distribution, random generated examples."""
     input:
-        data="results/data/{task}",
-        transfer="results/transfer/{task}/augmented.parquet",
-        hygiene="results/transfer/{task}/augmented.hygiene.json",
-        signals="results/signals/{teacher}/{task}/augmented.safetensors",
+        data=paths.DATA,
+        transfer=paths.TRANSFER_SET.format(task="{task}", transfer="augmented"),
+        hygiene=paths.TRANSFER_HYGIENE.format(task="{task}", transfer="augmented"),
+        signals=paths.SIGNALS.format(
+            teacher="{teacher}", task="{task}", transfer="augmented"
+        ),
     output:
-        json="results/transfer/{task}/statistics/{teacher}.json",
+        json=paths.TRANSFER_STATISTICS_JSON,
         csv=report(
-            "results/transfer/{task}/statistics/{teacher}.csv",
+            paths.TRANSFER_STATISTICS_CSV,
             caption="../report/transfer_statistics.rst",
             **paper_place("thesis_sucik2020", "Augmented transfer sets (§3.2)"),
             labels={"task": "{task}", "teacher": "{teacher}", "format": "raw CSV"},
         ),
-        markdown="results/transfer/{task}/statistics/{teacher}.md",
+        markdown=paths.TRANSFER_STATISTICS_MD,
         html=report(
-            "results/report/transfer_{task}_{teacher}.html",
+            paths.TRANSFER_STATISTICS_PAGE,
             caption="../report/transfer_statistics.rst",
             **paper_place("thesis_sucik2020", "Augmented transfer sets (§3.2)"),
             labels={"task": "{task}", "teacher": "{teacher}", "format": "page"},
@@ -140,7 +142,7 @@ rule transfer_statistics:
     log:
         "logs/transfer_statistics/{teacher}/{task}.log",
     benchmark:
-        "results/benchmarks/transfer_statistics/{teacher}/{task}.tsv"
+        paths.benchmark("transfer_statistics/{teacher}/{task}")
     conda:
         "../envs/kdflow.yaml"
     threads: 1
@@ -159,11 +161,11 @@ rule compute_teacher_signals:
     input:
         unpack(lambda w: teacher_signal_inputs(w.teacher, w.task, w.transfer)),
     output:
-        "results/signals/{teacher}/{task}/{transfer}.safetensors",
+        paths.SIGNALS,
     log:
         "logs/compute_teacher_signals/{teacher}/{task}/{transfer}.log",
     benchmark:
-        "results/benchmarks/compute_teacher_signals/{teacher}/{task}/{transfer}.tsv"
+        paths.benchmark("compute_teacher_signals/{teacher}/{task}/{transfer}")
     conda:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "teachers.{teacher}")

@@ -10,7 +10,7 @@ from kdflow.core.devices import select_device
 from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job
 from kdflow.distillation.selection import selected_run_dir
-from kdflow.reporting.figures import attention_figure
+from kdflow.reporting.figures.universal_kd import attention_figure
 
 with rule_job(snakemake):
     params = snakemake.params

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from kdflow.analysis.prediction_analysis import average_confidence_table
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.figures import average_confidence_figure, confidence_heatmap, mistake_overlap_heatmap
+from kdflow.reporting.figures.thesis import average_confidence_figure, confidence_heatmap, mistake_overlap_heatmap
 
 with rule_job(snakemake):
     analysis = json.loads(Path(snakemake.input[0]).read_text())

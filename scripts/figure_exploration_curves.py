@@ -4,7 +4,7 @@ import pandas as pd
 
 from kdflow.core.runtime import rule_job
 from kdflow.reporting.exploration_curves import curve_lines, load_runs
-from kdflow.reporting.figures import exploration_curves_figure
+from kdflow.reporting.figures.thesis import exploration_curves_figure
 
 with rule_job(snakemake):
     params = snakemake.params

@@ -3,7 +3,7 @@ the point where its learning slows during warm-up), from the run's learning curv
 
 from kdflow.core.runtime import rule_job
 from kdflow.reporting.exploration_curves import explosion_curve, knee, load_runs, warmup_stretch
-from kdflow.reporting.figures import explosion_figure, learning_rate_figure
+from kdflow.reporting.figures.thesis import explosion_figure, learning_rate_figure
 
 with rule_job(snakemake):
     params = snakemake.params

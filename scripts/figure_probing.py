@@ -3,7 +3,7 @@
 import pandas as pd
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.figures import probing_figure
+from kdflow.reporting.figures.thesis import probing_figure
 
 with rule_job(snakemake):
     table = pd.read_csv(snakemake.input[0])

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.figures import pseudo_head_figure
+from kdflow.reporting.figures.universal_kd import pseudo_head_figure
 
 with rule_job(snakemake):
     pseudo_head_figure(pd.read_csv(snakemake.input[0]), snakemake.output[0])

@@ -2,7 +2,7 @@
 
 from kdflow.core.runtime import rule_job
 from kdflow.reporting.exploration_curves import load_runs, size_cells
-from kdflow.reporting.figures import size_heatmaps
+from kdflow.reporting.figures.thesis import size_heatmaps
 
 with rule_job(snakemake):
     params = snakemake.params

@@ -4,7 +4,7 @@ import pandas as pd
 
 from kdflow.core.runtime import rule_job
 from kdflow.core.tasks import TASKS
-from kdflow.reporting.figures import teacher_curves, teacher_curves_figure
+from kdflow.reporting.figures.thesis import teacher_curves, teacher_curves_figure
 
 with rule_job(snakemake):
     tasks = snakemake.params.tasks

@@ -10,7 +10,7 @@ from kdflow.core.devices import select_device
 from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job
 from kdflow.distillation.selection import selected_run_dir
-from kdflow.reporting.figures import layer_outputs_figure
+from kdflow.reporting.figures.alp_kd import layer_outputs_figure
 
 with rule_job(snakemake):
     device = select_device(snakemake.params.device)

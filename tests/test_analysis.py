@@ -17,7 +17,7 @@ from kdflow.analysis.sentences import (
     sentence_summary,
     sentence_table,
 )
-from kdflow.reporting.figures import average_confidence_figure
+from kdflow.reporting.figures.thesis import average_confidence_figure
 
 # Six dev examples; per model (prediction, confidence). Binary logits are log-probabilities, so the softmax
 # gives back exactly the confidence written here.

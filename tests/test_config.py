@@ -30,7 +30,7 @@ from kdflow.workflow.config import (
     transfer_set_inputs,
 )
 from kdflow.workflow.config_files import validate_config
-from kdflow.workflow.cost_plan import counted_files
+from kdflow.workflow.split_sizes import counted_files
 from kdflow.workflow.exploration import exploration_experiments, with_exploration
 from kdflow.workflow.targets import default_targets
 

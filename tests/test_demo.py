@@ -26,6 +26,7 @@ from kdflow.reporting.report_menu import CATEGORIES, category, paper_items, pape
 from kdflow.reporting.report_search import add_search
 from kdflow.reporting.runtime_table import read_benchmark
 from kdflow.reporting.works import PAPERS
+from kdflow.students.registry import STUDENTS
 from kdflow.workflow import replay
 from kdflow.workflow.provenance import script_closure
 
@@ -114,7 +115,7 @@ def test_demo_runs_the_whole_dag(demo_run):
         assert curves.to_dict("records") == json.loads((job / "metrics.json").read_text())["history"], job
         assert (curves.grad_norm_max > 0).all(), job
     assert methods == set(available_methods())  # the demo runs every method and every student type
-    assert students == {"bert_k", "hf", "bilstm", "gated_cnn", "bilstm_s", "bert_s"}
+    assert students == set(STUDENTS)
     check_demo_evidence(workdir, config)
     assert planned_jobs(*DEMO, cwd=workdir) == Counter()  # a second run has nothing to do
 
@@ -503,7 +504,8 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
     config["experiments"]["thesis_table52"]["seeds"].append(7)
     save(config)
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # alp_kd_table3's, and ALP-KD Fig. 3 of its ALP student
-        distill_student=1 + 2, select_students=2, figure_experiment_curves=2, glue_submission=2, paper_table=1,
+        distill_student=1 + 2, select_students=2, experiment_table=2, figure_experiment_curves=2, glue_submission=2,
+        paper_table=1,
         attention_maps=1, plan=1, all=1, status_page=1, plan_measured=1,
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM)
 
@@ -520,14 +522,15 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
     # the transfer set's words), each probed on 3 tasks
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(
         sample_transfer_shard=2, build_transfer_set=2, compute_teacher_signals=2, transfer_statistics=1,
-        distill_student=2 * seeds + 2 * 2 + 1, select_students=3, figure_experiment_curves=3, glue_submission=3, plan=1,
+        distill_student=2 * seeds + 2 * 2 + 1, select_students=3, experiment_table=3, figure_experiment_curves=3,
+        glue_submission=3, plan=1,
         all=1, status_page=1, plan_measured=1,
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM) + Counter(encode_probing_tasks=2 + 1, probe_model=(2 + 1) * 3)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("edited", ["kdflow/distillation/methods/hidden_methods.py", "kdflow/students/recurrent.py",
-                                    "kdflow/transfer/generation.py", "kdflow/reporting/figures.py"],
+                                    "kdflow/transfer/generation.py", "kdflow/reporting/figures/style.py"],
                          ids=["method", "student", "generator", "figures"])
 def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, edited):
     """A code edit reruns the jobs whose scripts import the edited file, and what depends on them: the same plan

@@ -14,7 +14,6 @@ import yaml
 from conftest import REPO
 
 from kdflow.core.hyperparameters import Hyperparameters
-from kdflow.reporting import figures
 from kdflow.reporting.exploration_curves import (
     curve_lines,
     explosion_curve,
@@ -24,6 +23,7 @@ from kdflow.reporting.exploration_curves import (
     table51,
     warmup_stretch,
 )
+from kdflow.reporting.figures import thesis
 from kdflow.workflow.config import check_references, selection_params, student_jobs, student_settings
 from kdflow.workflow.exploration import (
     drawn_runs,
@@ -315,15 +315,15 @@ def test_exploration_figures_draw(tmp_path):
     curves = runs[runs.study == "s"]
     lines, best = curve_lines(curves)
     labels = {"s": {"a": ["η=5e-4", "decay"], "b": ["η=5e-4", "no decay"]}}
-    png = figures.exploration_curves_figure(lines, best, labels, tmp_path / "curves.png", "B.3",
+    png = thesis.exploration_curves_figure(lines, best, labels, tmp_path / "curves.png", "B.3",
                                             unsmoothed=curves[curves.point == "a"])
     curve = explosion_curve(curves[curves.point == "a"])
     sizes = size_cells(runs[runs.study == "t"], {"t": {"w1_d1": {"width": "1/2"}, "w2_d1": {"width": "1"}}})
-    for path in [png, figures.explosion_figure(curve, tmp_path / "explosion.png", "B.8"),
-                 figures.learning_rate_figure(curve, 1, tmp_path / "rate.png", "B.9"),
-                 figures.size_heatmaps(sizes, tmp_path / "sizes.png", "B.11")]:
+    for path in [png, thesis.explosion_figure(curve, tmp_path / "explosion.png", "B.8"),
+                 thesis.learning_rate_figure(curve, 1, tmp_path / "rate.png", "B.9"),
+                 thesis.size_heatmaps(sizes, tmp_path / "sizes.png", "B.11")]:
         assert path.read_bytes()[:4] == b"\x89PNG"
-    assert figures.point_styles(labels["s"])["b"]["linestyle"] == "--"  # the second axis changes the dashes
+    assert thesis.point_styles(labels["s"])["b"]["linestyle"] == "--"  # the second axis changes the dashes
 
 
 def test_points_do_not_depend_on_the_config_key_order():

@@ -407,7 +407,7 @@ def test_libyamls_parser_reads_every_shipped_yaml_file_as_the_pure_python_one_do
     agree on the configs, the schema and the reference files."""
     paths = [path for folder in ("", "demo", "schemas", "reference", "slurm", "workstation", "envs")
              for path in sorted((REPO / folder).glob("*.yaml"))]
-    assert len(paths) == 8 and FastStrictLoader.__mro__[1] is StrictConstructor
+    assert len(paths) == 9 and FastStrictLoader.__mro__[1] is StrictConstructor
     for path in paths:
         assert yaml.load(path.read_text(), Loader=FastStrictLoader) == yaml.load(path.read_text(), Loader=StrictLoader)
     if yaml.__with_libyaml__:

@@ -26,7 +26,7 @@ from kdflow.core.errors import UserError
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.distillation.distill import distill, layer_widths
 from kdflow.distillation.methods.registry import Shapes, build_method
-from kdflow.reporting import figures
+from kdflow.reporting.figures import alp_kd, style, thesis, universal_kd
 from kdflow.reporting.tables import teacher_table
 from kdflow.students.loading import load_distilled
 from kdflow.teachers.pseudo_heads import load_heads, teacher_outputs, train_pseudo_heads
@@ -63,21 +63,21 @@ def test_a_legend_wider_than_its_figure_takes_fewer_columns_and_a_wide_title_wid
     handles = [Line2D([], [], label=f"method number {number}", color="k") for number in range(8)]
 
     def one_panel(title):
-        figure = figures.new_figure(3.4, 2.8)
+        figure = style.new_figure(3.4, 2.8)
         figure.subplots().plot([0, 1], [0, 1])
         figure.suptitle(title)
         return figure
 
     figure = one_panel("short")
-    figures.legend_below(figure, handles, columns=6)
+    style.legend_below(figure, handles, columns=6)
     assert 1 < figure.legends[0]._ncols < 6
-    path = figures.save(figure, tmp_path / "legend.png")
-    assert drawn_to_the_edge(path) == 0 and png_width(path) == 3.4 * figures.DPI
+    path = style.save(figure, tmp_path / "legend.png")
+    assert drawn_to_the_edge(path) == 0 and png_width(path) == 3.4 * style.DPI
     figure = one_panel("Experiment alp_kd_table2: the dev curve of every run, on every task")
-    path = figures.save(figure, tmp_path / "title.png")
-    assert drawn_to_the_edge(path) == 0 and png_width(path) > 3.4 * figures.DPI
+    path = style.save(figure, tmp_path / "title.png")
+    assert drawn_to_the_edge(path) == 0 and png_width(path) > 3.4 * style.DPI
     cut = one_panel("Experiment alp_kd_table2: the dev curve of every run, on every task")
-    cut.savefig(tmp_path / "cut.png", dpi=figures.DPI)  # what the check sees without save's widening
+    cut.savefig(tmp_path / "cut.png", dpi=style.DPI)  # what the check sees without save's widening
     assert drawn_to_the_edge(tmp_path / "cut.png") > 0
 
 
@@ -99,11 +99,11 @@ def test_pseudo_head_figure_from_the_teacher_table_csv(tmp_path):
     table = teacher_table([("small", "cola"), ("large", "cola")], [report, report], paths)
     table.to_csv(tmp_path / "teachers.csv", index=False)
 
-    path = figures.pseudo_head_figure(pd.read_csv(tmp_path / "teachers.csv"), tmp_path / "out" / "heads.png")
+    path = universal_kd.pseudo_head_figure(pd.read_csv(tmp_path / "teachers.csv"), tmp_path / "out" / "heads.png")
     assert is_png(path)
-    assert is_png(figures.pseudo_head_figure(table, tmp_path / "in_memory.png"))
+    assert is_png(universal_kd.pseudo_head_figure(table, tmp_path / "in_memory.png"))
     with pytest.raises(ValueError, match="no pseudo-head rows"):
-        figures.pseudo_head_figure(table[table.component == "teacher"], tmp_path / "none.png")
+        universal_kd.pseudo_head_figure(table[table.component == "teacher"], tmp_path / "none.png")
 
 
 def test_teacher_curves_keep_each_tasks_main_metric_and_the_learning_rate(tmp_path):
@@ -116,7 +116,7 @@ def test_teacher_curves_keep_each_tasks_main_metric_and_the_learning_rate(tmp_pa
     for name, table in (("cola", cola), ("sara", sara)):
         table.to_parquet(tmp_path / f"{name}.parquet", index=False)
     curves = {task: pd.read_parquet(tmp_path / f"{task}.parquet") for task in ("sara", "cola")}
-    data = figures.teacher_curves(curves, {"cola": "mcc", "sara": "f1_micro"})
+    data = thesis.teacher_curves(curves, {"cola": "mcc", "sara": "f1_micro"})
     data.to_csv(tmp_path / "teacher_curves.csv", index=False)
 
     assert pd.read_csv(tmp_path / "teacher_curves.csv").to_dict("records") == [
@@ -124,15 +124,15 @@ def test_teacher_curves_keep_each_tasks_main_metric_and_the_learning_rate(tmp_pa
         dict(task="cola", epoch=1, step=2, lr=4e-5, metric="mcc", dev_score=10.0),
         dict(task="cola", epoch=2, step=4, lr=0.0, metric="mcc", dev_score=35.0),
     ]
-    assert is_png(figures.teacher_curves_figure(data, tmp_path / "out" / "teacher_curves.png", "bert_large"))
+    assert is_png(thesis.teacher_curves_figure(data, tmp_path / "out" / "teacher_curves.png", "bert_large"))
     with pytest.raises(ValueError, match="no learning curves of teacher bert_large"):
-        figures.teacher_curves_figure(data.iloc[:0], tmp_path / "none.png", "bert_large")
+        thesis.teacher_curves_figure(data.iloc[:0], tmp_path / "none.png", "bert_large")
 
 
 def test_class_distribution_counts_every_class_of_every_labelled_split(tmp_path):
     """Thesis Fig. A.1's data, hand-counted on a tiny task; a class a split lacks counts 0. Then the figure, with a
     binary task beside it."""
-    data = figures.class_distribution("sara", ["affirm", "greet", "thank"],
+    data = thesis.class_distribution("sara", ["affirm", "greet", "thank"],
                                       {"train": pd.Series([0, 2, 0, 0]), "dev": pd.Series([1, 0])})
     assert data[["split", "label", "class", "count", "proportion"]].to_dict("records") == [
         {"split": "train", "label": 0, "class": "affirm", "count": 3, "proportion": 0.75},
@@ -143,10 +143,10 @@ def test_class_distribution_counts_every_class_of_every_labelled_split(tmp_path)
         {"split": "dev", "label": 2, "class": "thank", "count": 0, "proportion": 0.0},
     ]
     assert set(data.task) == {"sara"}
-    cola = figures.class_distribution("cola", ["unacceptable", "acceptable"],
+    cola = thesis.class_distribution("cola", ["unacceptable", "acceptable"],
                                       {"train": pd.Series([1, 1, 0]), "dev": pd.Series([1])})
     both = pd.concat([cola, data], ignore_index=True)
-    assert is_png(figures.class_distribution_figure(both, tmp_path / "out" / "class_distribution.png"))
+    assert is_png(thesis.class_distribution_figure(both, tmp_path / "out" / "class_distribution.png"))
 
 
 def probing_rows(model, layers, tasks):
@@ -162,12 +162,12 @@ def test_probing_figure_handles_different_depths_and_missing_baselines(tmp_path)
     rows += [dict(model="morphology", task="Tense", layer=pd.NA, kind="morphology", test_accuracy=70.0)]
     table = pd.DataFrame(rows).astype({"layer": "Int64"})
 
-    assert is_png(figures.probing_figure(table, tmp_path / "layers.png"))
-    assert is_png(figures.probing_figure(table, tmp_path / "depth.png", relative_depth=True))
+    assert is_png(thesis.probing_figure(table, tmp_path / "layers.png"))
+    assert is_png(thesis.probing_figure(table, tmp_path / "depth.png", relative_depth=True))
     names = {"bert_s": "BERT$_S$", "lstm_s": "LSTM$_S$"}
-    assert is_png(figures.probing_figure(table, tmp_path / "named.png", model_names=names))
+    assert is_png(thesis.probing_figure(table, tmp_path / "named.png", model_names=names))
     with pytest.raises(ValueError, match="no results"):
-        figures.probing_figure(table.iloc[:0], tmp_path / "empty.png")
+        thesis.probing_figure(table.iloc[:0], tmp_path / "empty.png")
 
 
 @pytest.fixture(scope="module")
@@ -186,10 +186,10 @@ def analysis():
 
 
 def test_confidence_and_overlap_heatmaps(analysis, tmp_path):
-    assert is_png(figures.confidence_heatmap(analysis, tmp_path / "confidence.png"))
+    assert is_png(thesis.confidence_heatmap(analysis, tmp_path / "confidence.png"))
     assert analysis["mistake_overlap"]["fraction_of_row"]["perfect"]["teacher"] is None  # drawn as an empty cell
-    assert is_png(figures.mistake_overlap_heatmap(analysis, tmp_path / "mistakes.png"))
-    assert is_png(figures.mistake_overlap_heatmap(analysis, tmp_path / "hits.png", of="hits"))
+    assert is_png(thesis.mistake_overlap_heatmap(analysis, tmp_path / "mistakes.png"))
+    assert is_png(thesis.mistake_overlap_heatmap(analysis, tmp_path / "hits.png", of="hits"))
 
 
 def test_average_confidence_figure_with_a_model_without_mistakes(analysis, tmp_path):
@@ -197,14 +197,14 @@ def test_average_confidence_figure_with_a_model_without_mistakes(analysis, tmp_p
     table = average_confidence_table(analysis)
     perfect = table[table.model == "perfect"].set_index("subset")
     assert perfect.loc["mistakes", "n"] == 0 and perfect.loc["mistakes", ["mean_confidence", "std_confidence"]].isna().all()
-    assert is_png(figures.average_confidence_figure(table, tmp_path / "average.png", "sst2"))
+    assert is_png(thesis.average_confidence_figure(table, tmp_path / "average.png", "sst2"))
 
 
 @pytest.mark.parametrize("models", [["t", "s"], ["tiny_bert_sst2", "lstm_s_sst2", "bert_s_sst2"],
                                     ["teacher", "universal_kd_il_student_of_sst2"]])
 def test_heatmap_labels_fit_in_the_figure(models):
     """Thesis-style model names were clipped at the left edge when the heatmap had a fixed aspect."""
-    figure, _ = figures.heatmap(np.eye(len(models)), models, [["1"] * len(models)] * len(models), "viridis", (0, 1),
+    figure, _ = thesis.heatmap(np.eye(len(models)), models, [["1"] * len(models)] * len(models), "viridis", (0, 1),
                                 "share")
     figure.canvas.draw()
     for axes in figure.axes:  # the heatmap and its colour bar, with their tick labels
@@ -216,17 +216,17 @@ def test_confidence_heatmap_with_an_undefined_correlation(analysis, tmp_path):
     constant = json.loads(json.dumps(analysis))
     constant["confidence_correlation"]["r"]["teacher"]["student"] = None  # a model with constant confidence
     constant["confidence_correlation"]["p"]["teacher"]["student"] = None
-    assert is_png(figures.confidence_heatmap(constant, tmp_path / "confidence.png"))
+    assert is_png(thesis.confidence_heatmap(constant, tmp_path / "confidence.png"))
 
 
 def test_attention_figure_of_records_with_and_without_gold_distances(tmp_path):
     record = {"method": "alp", "task": "rte", "split": "dev", "student_layer": 3, "student_layers": 4,
               "teacher_layers": list(range(1, 13)), "idx": list(range(10)), "texts": ["a sentence " * 8] * 10,
               "weights": np.full((10, 12), 1 / 12).tolist(), "gold_distance": np.ones((10, 12)).tolist()}
-    assert is_png(figures.attention_figure(record, tmp_path / "one.png", "ALP"))
+    assert is_png(universal_kd.attention_figure(record, tmp_path / "one.png", "ALP"))
     other = {**record, "method": "universal_kd_il", "idx": list(range(5)), "texts": ["b"] * 5,
              "weights": np.full((5, 12), 1 / 12).tolist(), "gold_distance": None}
-    assert is_png(figures.attention_figure([record, other], tmp_path / "two.png"))
+    assert is_png(universal_kd.attention_figure([record, other], tmp_path / "two.png"))
 
 
 # --- attention weights from trained runs ------------------------------------------------------------------------
@@ -322,7 +322,7 @@ def test_a_method_without_attention_or_a_layer_that_does_not_attend_is_a_clear_e
 
 def test_attention_figure_of_real_runs(runs, separable, tmp_path):
     records = [weights_of(runs, separable, method) for method in ("universal_kd_il", "alp")]
-    assert is_png(figures.attention_figure(records, tmp_path / "attention.png", "Universal-KD(IL) vs ALP"))
+    assert is_png(universal_kd.attention_figure(records, tmp_path / "attention.png", "Universal-KD(IL) vs ALP"))
 
 
 def png_width(path) -> int:
@@ -344,11 +344,11 @@ def test_alp_figure3_draws_the_first_student_layer_without_the_gold_panel(runs, 
     assert not np.allclose(first["weights"], top["weights"])
 
     records = [{"model": "alp_3_layers", **first}, {"model": "alp_3_layers_top", **top}]
-    without = figures.attention_figure(records, tmp_path / "alp.png", "ALP-KD Fig. 3", gold_distance=False)
-    with_gold = figures.attention_figure(records, tmp_path / "ukd.png", "Universal-KD Fig. 3")
+    without = universal_kd.attention_figure(records, tmp_path / "alp.png", "ALP-KD Fig. 3", gold_distance=False)
+    with_gold = universal_kd.attention_figure(records, tmp_path / "ukd.png", "Universal-KD Fig. 3")
     assert is_png(without) and is_png(with_gold)
     # two panels 3.2 in wide; three, narrowed to the widest figure (attention_figure's widths)
-    widths = [round((2.6 + 3.2 * 2) * figures.DPI), round(figures.WIDEST * figures.DPI)]
+    widths = [round((2.6 + 3.2 * 2) * style.DPI), round(style.WIDEST * style.DPI)]
     assert [png_width(without), png_width(with_gold)] == widths
 
 
@@ -434,7 +434,7 @@ def test_layer_outputs_of_real_runs(runs, separable, tmp_path):
     rows = table[(table.student_layer == 2) & (table.model == "pkd")]
     np.testing.assert_allclose(rows.cosine_distance, second["students"]["pkd"]["cosine_distance"])
     assert rows.idx.tolist() == data["idx"] and set(rows.layer) == {2}
-    assert is_png(figures.layer_outputs_figure(data, tmp_path / "layer_outputs.png"))
+    assert is_png(alp_kd.layer_outputs_figure(data, tmp_path / "layer_outputs.png"))
 
 
 @pytest.mark.parametrize("layers, message", [([[3, 1]], "student layer 3 of alp is 16 wide, the teacher 32"),

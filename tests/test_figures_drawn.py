@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 from matplotlib.colors import to_hex
 
-from kdflow.reporting import experiment_curves, figures
+from kdflow.reporting import experiment_curves
+from kdflow.reporting.figures import alp_kd, thesis, universal_kd
+from kdflow.reporting.figures import style as figure_style
 
 # --- reading a drawn figure back ---------------------------------------------------------------------------------
 
@@ -17,14 +19,14 @@ from kdflow.reporting import experiment_curves, figures
 @pytest.fixture
 def drawn(monkeypatch):
     """The Figures the functions under test save, in order; each is still written by the real ``save``."""
-    saved, real_save = [], figures.save
+    saved, real_save = [], figure_style.save
 
     def recording_save(figure, path):
         saved.append(figure)
         return real_save(figure, path)
 
-    monkeypatch.setattr(figures, "save", recording_save)
-    monkeypatch.setattr(experiment_curves, "save", recording_save)  # imported there by name
+    for module in (thesis, universal_kd, alp_kd, experiment_curves):  # each imports save by name
+        monkeypatch.setattr(module, "save", recording_save)
     return saved
 
 
@@ -99,11 +101,11 @@ def colour_bar_label(figure, number=0) -> str:
 
 
 def test_teacher_curves_draw_each_tasks_dev_score_per_step_and_the_learning_rate_on_a_right_axis(drawn, tmp_path):
-    """Rows as figures.teacher_curves gives them (task in the order given), CoLA's listed out of step order."""
+    """Rows as thesis.teacher_curves gives them (task in the order given), CoLA's listed out of step order."""
     data = pd.DataFrame([("sara", 1, 3, 1e-5, "f1_micro", 87.5), ("cola", 2, 4, 0.0, "mcc", 35.0),
                          ("cola", 1, 2, 4e-5, "mcc", 10.0)],
                         columns=["task", "epoch", "step", "lr", "metric", "dev_score"])
-    figures.teacher_curves_figure(data, tmp_path / "curves.png", "bert_large")
+    thesis.teacher_curves_figure(data, tmp_path / "curves.png", "bert_large")
     (figure,) = drawn
 
     panels = [axes for axes in figure.axes if axes.get_title()]
@@ -144,7 +146,7 @@ def test_pseudo_heads_draw_distance_and_main_metric_per_layer_and_the_teachers_o
         head_row("large", "sst2", 1, "accuracy", 55.0, 0.7), head_row("large", "sst2", 3, "accuracy", 85.0, 0.2),
         head_row("large", "sst2", 2, "accuracy", 75.0, 0.5),
     ]).astype({"layer": "Int64"})
-    figures.pseudo_head_figure(table, tmp_path / "heads.png")
+    universal_kd.pseudo_head_figure(table, tmp_path / "heads.png")
     (figure,) = drawn
 
     distance, score = figure.axes
@@ -172,8 +174,8 @@ def test_attention_draws_each_records_weights_beside_the_gold_distances_on_one_c
     by its model; then the same without the gold-distance panel (ALP-KD Fig. 3)."""
     records = [attention_record("alp", [[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]], model="alp_6"),
                attention_record("universal_kd_il", [[0.1, 0.1, 0.8], [0.7, 0.2, 0.1]])]
-    figures.attention_figure(records, tmp_path / "attention.png")
-    figures.attention_figure(records, tmp_path / "alp.png", "ALP-KD Fig. 3", gold_distance=False)
+    universal_kd.attention_figure(records, tmp_path / "attention.png")
+    universal_kd.attention_figure(records, tmp_path / "alp.png", "ALP-KD Fig. 3", gold_distance=False)
     with_gold, without = drawn
 
     panels = [axes for axes in with_gold.axes if axes.images]
@@ -213,7 +215,7 @@ def test_layer_outputs_draw_each_models_components_and_each_students_cosine_dist
                            "pkd_s": student_outputs([[0.0, 1.0], [1.0, 0.0], [3.0, 3.0]], [0.3, 0.3, 0.3])}}
     data = {"task": "rte", "split": "dev", "idx": [7, 3, 5], "panels": [first, second],
             "models": {"alp_s": {"method": "alp"}, "pkd_s": {"method": "pkd"}}}
-    figures.layer_outputs_figure(data, tmp_path / "layer_outputs.png")
+    alp_kd.layer_outputs_figure(data, tmp_path / "layer_outputs.png")
     (figure,) = drawn
 
     scatters, distances = figure.axes[:2], figure.axes[2:]
@@ -261,8 +263,8 @@ def test_probing_draws_each_models_accuracy_per_layer_and_the_baselines_per_task
                          + [baseline("majority", "Length", 48.0), baseline("majority", "Length", 52.0),
                             baseline("majority", "Tense", 51.0), baseline("morphology", "Tense", 70.0)])
     table = table.astype({"layer": "Int64"})
-    figures.probing_figure(table, tmp_path / "layers.png")
-    figures.probing_figure(table, tmp_path / "depth.png", {"student": "BERT$_S$", "teacher": "BERT$_T$"},
+    thesis.probing_figure(table, tmp_path / "layers.png")
+    thesis.probing_figure(table, tmp_path / "depth.png", {"student": "BERT$_S$", "teacher": "BERT$_T$"},
                            relative_depth=True)
     layers, depth = drawn
 
@@ -314,7 +316,7 @@ def test_thesis_probing_draws_the_thesis_dashed_beside_kdflow_solid_per_family_w
                            + [baseline("majority", "Length", 20.0)]).astype({"layer": "Int64"})
     reference = pd.DataFrame({"baseline": ["human", "conneau_best", "human"], "task": ["Length", "Length", "Tense"],
                               "score": [100.0, 99.3, 95.0], "thesis_figures": ["6.1 6.2", "6.2", "6.1"]})
-    figures.thesis_probing_figure(comparison, probing, "6.1", tmp_path / "6.1.png", reference)
+    thesis.thesis_probing_figure(comparison, probing, "6.1", tmp_path / "6.1.png", reference)
     (figure,) = drawn
 
     assert list(with_title(figure)) == ["Length", "Tense"]
@@ -365,7 +367,7 @@ ANALYSIS = {
 
 
 def test_confidence_heatmap_draws_each_pairs_correlation_starred_where_significant(drawn, tmp_path):
-    figures.confidence_heatmap(ANALYSIS, tmp_path / "confidence.png")
+    thesis.confidence_heatmap(ANALYSIS, tmp_path / "confidence.png")
     (figure,) = drawn
 
     axes = figure.axes[0]
@@ -380,8 +382,8 @@ def test_confidence_heatmap_draws_each_pairs_correlation_starred_where_significa
 
 
 def test_mistake_overlap_heatmap_draws_the_share_of_the_row_models_mistakes_or_hits_with_counts(drawn, tmp_path):
-    figures.mistake_overlap_heatmap(ANALYSIS, tmp_path / "mistakes.png")
-    figures.mistake_overlap_heatmap(ANALYSIS, tmp_path / "hits.png", of="hits")
+    thesis.mistake_overlap_heatmap(ANALYSIS, tmp_path / "mistakes.png")
+    thesis.mistake_overlap_heatmap(ANALYSIS, tmp_path / "hits.png", of="hits")
     mistakes, hits = drawn
 
     axes = mistakes.axes[0]
@@ -409,7 +411,7 @@ def test_average_confidence_draws_a_bar_per_model_and_subset_with_its_std_as_err
               ("perfect", "all"): (0.95, 0.02), ("perfect", "hits"): (0.95, 0.02), ("perfect", "mistakes"): (nan, nan)}
     table = pd.DataFrame([{"model": model, "subset": subset, "n": 1, "mean_confidence": mean, "std_confidence": std}
                           for (model, subset), (mean, std) in values.items()])
-    figures.average_confidence_figure(table, tmp_path / "average.png", "sst2")
+    thesis.average_confidence_figure(table, tmp_path / "average.png", "sst2")
     (figure,) = drawn
 
     axes = figure.axes[0]
@@ -432,19 +434,19 @@ def test_average_confidence_draws_a_bar_per_model_and_subset_with_its_std_as_err
 
 
 def distribution(task, split, classes, counts):
-    """figures.class_distribution's rows of one split: per class its examples and their share of the split."""
+    """thesis.class_distribution's rows of one split: per class its examples and their share of the split."""
     shares = [count / sum(counts) for count in counts]
     return [{"task": task, "split": split, "label": label, "class": name, "count": count, "proportion": share}
             for label, (name, count, share) in enumerate(zip(classes, counts, shares, strict=True))]
 
 
 def test_class_distribution_draws_dev_shares_as_bars_sorted_per_task_and_other_splits_as_markers(drawn, tmp_path):
-    """figures.class_distribution rows of a binary task and a three-class task whose test split is labelled."""
+    """thesis.class_distribution rows of a binary task and a three-class task whose test split is labelled."""
     cola, sara = ["unacceptable", "acceptable"], ["affirm", "greet", "thank"]
     data = pd.DataFrame(distribution("cola", "train", cola, [6, 6]) + distribution("cola", "dev", cola, [1, 3])
                         + distribution("sara", "train", sara, [8, 8, 4]) + distribution("sara", "dev", sara, [5, 2, 3])
                         + distribution("sara", "test", sara, [6, 1, 3]))
-    figures.class_distribution_figure(data, tmp_path / "classes.png")
+    thesis.class_distribution_figure(data, tmp_path / "classes.png")
     (figure,) = drawn
 
     axes = figure.axes[0]
@@ -488,7 +490,7 @@ def test_exploration_curves_draw_each_values_smoothed_line_and_best_evaluation_p
     unsmoothed = pd.DataFrame([dict(**STUDY, **TASKS["cola"], point="a", seed=seed, epoch=epoch, dev=dev)
                                for seed, devs in ((2, [12.0, 19.0, 26.0]), (1, [8.0, 21.0, 24.0]))
                                for epoch, dev in zip([1, 2, 3], devs)])
-    figures.exploration_curves_figure(lines, best, labels, tmp_path / "curves.png", "B.3", unsmoothed)
+    thesis.exploration_curves_figure(lines, best, labels, tmp_path / "curves.png", "B.3", unsmoothed)
     (figure,) = drawn
 
     panels = with_title(figure)
@@ -528,9 +530,9 @@ def test_explosion_draws_the_score_gradient_norms_and_learning_rate_marking_the_
                           "smoothed": [50.0, 55.0, 43.0, 45.0], "grad_norm_max": [1.0, 2.0, 40.0, 3.0],
                           "grad_norm_mean": [0.5, 1.0, 10.0, 1.5], "lr": [1e-5, 2e-5, 3e-5, 4e-5],
                           "metric": "accuracy"})
-    figures.explosion_figure(curve, tmp_path / "explosion.png", "B.8")
+    thesis.explosion_figure(curve, tmp_path / "explosion.png", "B.8")
     no_norms = curve.assign(grad_norm_max=np.nan, grad_norm_mean=np.nan)
-    figures.explosion_figure(no_norms, tmp_path / "no_norms.png", "B.8")
+    thesis.explosion_figure(no_norms, tmp_path / "no_norms.png", "B.8")
     figure, without_norms = drawn
 
     score, norms, rate = figure.axes
@@ -555,7 +557,7 @@ def test_learning_rate_draws_the_warmup_score_and_rate_with_lines_where_learning
     """kdflow.reporting.exploration_curves.warmup_stretch's rows; learning slows after the second evaluation."""
     curve = pd.DataFrame({"epoch": [0.0, 0.1, 0.2, 0.3], "smoothed": [0.0, 30.0, 40.0, 45.0],
                           "lr": [0.0, 1e-5, 2e-5, 3e-5], "metric": "mcc"})
-    figures.learning_rate_figure(curve, 1, tmp_path / "rate.png", "B.9")
+    thesis.learning_rate_figure(curve, 1, tmp_path / "rate.png", "B.9")
     (figure,) = drawn
 
     score, rate = figure.axes
@@ -581,7 +583,7 @@ def test_size_heatmaps_draw_each_sizes_best_score_and_parameters_width_across_de
     cells = pd.DataFrame([size_cell("cola", "2", "2", 50.3, 12_000_000), size_cell("cola", "1", "1", 45.0, 1_500_000),
                           size_cell("cola", "1/2", "1", 30.0, 400_000), size_cell("cola", "2", "1", np.nan, 6_000_000),
                           size_cell("cola", "1/2", "2", 35.5, 900), size_cell("sst2", "1", "1", 80.0, 1_500_000)])
-    figures.size_heatmaps(cells, tmp_path / "sizes.png", "B.11")
+    thesis.size_heatmaps(cells, tmp_path / "sizes.png", "B.11")
     (figure,) = drawn
 
     cola, sst2 = (axes for axes in figure.axes if axes.images)

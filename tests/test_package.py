@@ -16,7 +16,7 @@ from kdflow.workflow import provenance
 from kdflow.workflow.provenance import imported_modules, module_name, script_closure, script_fingerprint
 
 STAGES = ("core", "workflow", "training", "teachers", "transfer", "students", "distillation", "probing", "analysis",
-          "reporting", "export")
+          "export", "reporting")
 PACKAGE = REPO / "kdflow"
 SCRIPTS = REPO / "scripts"
 
@@ -154,7 +154,8 @@ def test_figure_jobs_hash_only_what_they_run():
                                             "kdflow/core/errors.py", "kdflow/core/intermediates.py",
                                             "kdflow/core/io.py", "kdflow/core/runtime.py",
                                             "kdflow/probing/__init__.py", "kdflow/probing/senteval.py",
-                                            "kdflow/reporting/__init__.py", "kdflow/reporting/figures.py"}
+                                            "kdflow/reporting/__init__.py", "kdflow/reporting/figures/__init__.py",
+                                            "kdflow/reporting/figures/style.py", "kdflow/reporting/figures/thesis.py"}
 
 
 def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, monkeypatch):
@@ -169,7 +170,7 @@ def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, m
 
     before = fingerprints()
     for edited in ("students/recurrent.py", "distillation/methods/hidden_methods.py", "transfer/generation.py",
-                   "reporting/figures.py"):
+                   "reporting/figures/style.py"):
         with open(copy / "kdflow" / edited, "a") as file:
             file.write("# edited\n")
         after = fingerprints()

@@ -99,10 +99,12 @@ def cell(table, student, method, task, metric=None, split="dev"):
 @pytest.mark.parametrize("name", SPECS)
 def test_every_paper_row_is_present_in_the_papers_order(name):
     table = table_of(name)
-    assert len(table) == ROWS[name]
+    ours = table[table.metric == "ms_per_example_onnxruntime_cpu"]  # rows kdflow adds (issue 55), not the paper's
+    assert len(table) - len(ours) == ROWS[name] and ours.paper.isna().all()
+    table_paper = table.drop(index=ours.index)
     paper = REFERENCE[(REFERENCE.source == SPECS[name]["source"]) & (REFERENCE.table == str(SPECS[name]["table"]))]
-    assert table.paper.fillna(-1).tolist() == paper.value.fillna(-1).tolist()
-    assert table[["student", "method", "task", "metric", "split"]].values.tolist() == paper[
+    assert table_paper.paper.fillna(-1).tolist() == paper.value.fillna(-1).tolist()
+    assert table_paper[["student", "method", "task", "metric", "split"]].values.tolist() == paper[
         ["student", "method", "task", "metric", "split"]].values.tolist()
     scores = ~table.metric.isin(["params_millions_non_embedding", "ms_per_example_cpu"])
     # only scores that both have differ

@@ -7,14 +7,17 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 import pytest
 import yaml
 from conftest import DEMO, REPO, copy_repo, planned_jobs, snakemake_config
 
+from kdflow.core.errors import UserError
+from kdflow.core.tasks import TASKS
 from kdflow.probing.senteval import PROBING_TASKS
-from kdflow.workflow import cost_plan
+from kdflow.workflow import cost_plan, job_work, model_sizes, split_sizes
 from kdflow.workflow.catalog import load_catalog
 from kdflow.workflow.config import class_distribution_tasks
 from kdflow.workflow.config_files import validate_config
@@ -38,7 +41,7 @@ TOY = {
 }
 # RTE as the toy sees it: 640 training examples (20 batches of 32), 200 dev (2 batches of 100), 100 test, 50 tokens.
 TOY_SIZES = pd.DataFrame([{"task": task, "train": 640, "dev": 200, "other": 100, "tokens_per_example": 50.0}
-                          for task in cost_plan.TASKS])
+                          for task in TASKS])
 TOY_PARAMETERS = 2 * (4 * 64**2 + 2 * 64 * 128)  # the teacher: 2 layers of attention and feed-forward, 65,536
 
 
@@ -56,7 +59,8 @@ def toy_jobs(config=None) -> pd.DataFrame:
         configfile.flush()
         dag = workflow_jobs([configfile.name], directory=REPO)
     config = config | with_exploration(config)
-    return pd.DataFrame(cost_plan.planned_jobs(dag, config, cost_plan.task_sizes(config, TOY_SIZES), load_catalog(), {}))
+    sizes = split_sizes.task_sizes(config, TOY_SIZES)
+    return pd.DataFrame(job_work.planned_jobs(dag, config, sizes, load_catalog(), {}))
 
 
 def test_the_toy_config_plans_every_job_of_its_dag_with_its_work():
@@ -64,7 +68,8 @@ def test_the_toy_config_plans_every_job_of_its_dag_with_its_work():
     assert Counter(jobs.rule) == Counter(
         prepare_task=1, figure_class_distribution=1, finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1,
         evaluate_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1, figure_teacher_curves=1,
-        compute_teacher_signals=1, distill_student=2, select_students=1, figure_experiment_curves=1, glue_submission=1,
+        compute_teacher_signals=1, distill_student=2, select_students=1, experiment_table=1,
+        figure_experiment_curves=1, glue_submission=1,
         plan=1, status_page=1, plan_measured=1)
     teacher = jobs[jobs.rule == "finetune_teacher"].iloc[0]
     # 2 epochs of 640 examples in 20 batches; dev (200) after each epoch: 400 examples in 2 x 2 batches of 100
@@ -155,17 +160,30 @@ def test_estimate_adds_start_up_floor_and_flops():
 def test_model_sizes_match_the_students_documented_parameter_counts():
     """Non-embedding parameters as the students' docstrings count them, less biases, pooling and classifier."""
     catalog = load_catalog()
-    base = cost_plan.transformer(12, 768, 3072)
+    base = model_sizes.transformer(12, 768, 3072)
     assert base["parameters"] == 84_934_656  # BERT-base without its embeddings
-    bilstm = cost_plan.student_model({"type": "bilstm"}, base, catalog)  # 25,479,938 with 30,522 x 512 embeddings
+    bilstm = model_sizes.student_model({"type": "bilstm"}, base, catalog)  # 25,479,938 with 30,522 x 512 embeddings
     assert bilstm["parameters"] == pytest.approx(25_479_938 - 30_522 * 512, rel=0.005)
-    cnn = cost_plan.student_model({"type": "gated_cnn"}, base, catalog)  # 23,554,298 with 30,522 x 300 embeddings
+    cnn = model_sizes.student_model({"type": "gated_cnn"}, base, catalog)  # 23,554,298 with 30,522 x 300 embeddings
     assert cnn["parameters"] == pytest.approx(23_554_298 - 30_522 * 300, rel=0.005)
-    lstm_s = cost_plan.student_model({"type": "bilstm_s", "embeddings": {"source": "file", "path": "x"}}, base, catalog)
+    lstm_s = model_sizes.student_model({"type": "bilstm_s", "embeddings": {"source": "file", "path": "x"}}, base, catalog)
     assert lstm_s["parameters"] == pytest.approx(2_406_002, rel=0.005)  # Table 5.2: 2.41M (300-wide multichannel)
-    bert_4 = cost_plan.student_model({"type": "bert_k", "layers": 4}, base, catalog)
+    bert_4 = model_sizes.student_model({"type": "bert_k", "layers": 4}, base, catalog)
     assert (bert_4["layers"], bert_4["parameters"]) == (4, base["parameters"] / 3)
-    assert cost_plan.architecture_model({"model": "roberta-large"}) == cost_plan.transformer(24, 1024, 4096)
+    assert model_sizes.architecture_model({"model": "roberta-large"}) == model_sizes.transformer(24, 1024, 4096)
+
+
+def test_the_plan_sizes_every_registered_student_type_and_names_where_to_add_one():
+    catalog = load_catalog()
+    assert set(model_sizes.STUDENT_SIZES) == set(catalog["students"])
+    teacher = model_sizes.transformer(4, 32, 64)
+    for kind in catalog["students"]:
+        required = {"hf": {"architecture": {"model_type": "bert", "num_hidden_layers": 2, "hidden_size": 32}},
+                    "bert_k": {"layers": 2}}  # the options without a usable default
+        spec = {"type": kind, **required.get(kind, {})}
+        assert model_sizes.student_model(spec, teacher, catalog)["parameters"] > 0, kind
+    with pytest.raises(UserError, match=r"student type 'new'.*add it to STUDENT_SIZES \(kdflow/workflow/model_sizes"):
+        model_sizes.student_model({"type": "new"}, teacher, {"students": {"new": {"defaults": {}}}})
 
 
 def test_the_plan_module_imports_no_torch():
@@ -179,25 +197,34 @@ def test_the_demo_plan_prices_every_job_of_the_demo_dry_run():
     """The plan lists no job itself: Snakemake's DAG, priced job by job, has the dry run's jobs but `all`."""
     config = snakemake_config("demo/config.yaml")
     files = {task: str(REPO / config["probing"]["data_dir"] / name) for task, name in PROBING_TASKS.items()}
-    sizes = cost_plan.task_sizes(config, pd.read_csv(REPO / cost_plan.TASK_SIZES))
+    sizes = split_sizes.task_sizes(config, pd.read_csv(REPO / split_sizes.TASK_SIZES))
     dag = workflow_jobs([REPO / "demo/config.yaml"], directory=REPO)
-    jobs = cost_plan.planned_jobs(dag, config, sizes, load_catalog(), files)
+    jobs = job_work.planned_jobs(dag, config, sizes, load_catalog(), files)
     dry_run = planned_jobs(*DEMO, "--forceall") - Counter(all=1)
     assert Counter(job["rule"] for job in jobs) == dry_run
     assert (sizes["sst2"]["train"], sizes["sst2"]["dev"], sizes["sst2"]["other"]) == (240, 80, 40)  # the excerpt
-    assert sizes["qqp"]["sizes"] == cost_plan.TASK_SIZES  # the demo has no QQP: the table's
+    assert sizes["qqp"]["sizes"] == split_sizes.TASK_SIZES  # the demo has no QQP: the table's
     students = [job for job in jobs if job["rule"] == "distill_student"]
     assert {job["section"] for job in students} == {job["wildcards"]["experiment"] for job in dag
                                                    if job["rule"] == "distill_student"}
     assert all(job["train_examples"] > 0 for job in students)
 
 
-def test_a_rule_the_plan_does_not_know_is_a_clear_error():
-    """A new rule must say which section of the plan its jobs go to, not fail with a KeyError."""
+def test_a_rule_that_runs_a_model_must_name_its_section_and_a_new_table_or_figure_needs_nothing():
+    """A rule with work (job_work.WORK) must say which section of the plan its jobs go to, not fail with a KeyError;
+    a new table's or figure's rule goes to the papers' section, its start-up the median of the measured tables' and
+    figures', and the plan says so."""
+    config = toy_config()
+    sizes = split_sizes.task_sizes(config, TOY_SIZES)
     dag = [{"rule": "new_rule", "wildcards": {}, "params": {}, "resources": {}, "benchmark": "b.tsv"}]
-    with pytest.raises(cost_plan.UserError, match="rule new_rule has no section in the cost plan: add it to SECTIONS"):
-        config = toy_config()
-        cost_plan.planned_jobs(dag, config, cost_plan.task_sizes(config, TOY_SIZES), load_catalog(), {})
+    with pytest.raises(UserError, match="rule new_rule has no section in the cost plan: add it to SECTIONS"), \
+            mock.patch.dict(job_work.WORK, new_rule=job_work.WORK["probe_model"]):
+        job_work.planned_jobs(dag, config, sizes, load_catalog(), {})
+    jobs = pd.DataFrame(job_work.planned_jobs(dag, config, sizes, load_catalog(), {}))
+    assert jobs.section.tolist() == [job_work.TABLES_AND_FIGURES]
+    startup = {"paper_table": 1.0, "status_page": 2.0, "plan": 4.0, "probe_model": 100.0}  # probe_model runs a model
+    estimated = cost_plan.estimate(jobs, cost_plan.read_throughput(), startup, ("cpu", "fp32")).iloc[0]
+    assert (estimated.seconds, estimated.source) == (2.0, cost_plan.ASSUMED_START_UP)
 
 
 def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):
@@ -209,14 +236,14 @@ def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):
                              f"PLAN_ARGS={options}"], cwd=workdir, capture_output=True, text=True)
     assert result.returncode == 0 and "2 of 2 steps (100%) done" in result.stderr, result.stdout + result.stderr
     table = pd.read_csv(workdir / "results/plan.csv")
-    assert table.jobs.sum() == 171 - 1  # every job of the demo's DAG but `all`
+    assert table.jobs.sum() == 179 - 1  # every job of the demo's DAG but `all`
     assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
     students = table[table.rule == "distill_student"]
     assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])
     page = (workdir / "results/plan.md").read_text()
     assert "GPU-hours" in page and "measured-cpu" in page and "# Cost plan" in page
     # Nothing has run: the calibrated page, which make prints, is the plan's figures and says so.
-    assert "No job of the plan has run yet: the 170 jobs are priced by the plan's figures" in result.stdout
+    assert "No job of the plan has run yet: the 178 jobs are priced by the plan's figures" in result.stdout
     assert (pd.read_csv(workdir / "results/plan_figures.csv").figures == "plan").all()
 
 

@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 from test_figures import is_png
 
 from kdflow.core.errors import UserError
-from kdflow.reporting import figures
+from kdflow.reporting.figures.thesis import REFERENCE_STYLES, thesis_probing_figure
 from kdflow.reporting.probing_reference import (
     comparison_document,
     kdflow_layer,
@@ -169,8 +169,8 @@ def test_thesis_figures_draw_the_thesis_reference_lines_where_the_thesis_does(pr
                         or axhline(axes, y, **style))
     table = thesis_comparison(probing, thesis, MODELS, MISSING, pooling="mean")
     reference = read_reference_lines(REPO / "reference/thesis_probing_baselines.csv")
-    assert is_png(figures.thesis_probing_figure(table, probing, figure_id, tmp_path / "figure.png", reference))
-    labels = {label: baseline for baseline, (label, _) in figures.REFERENCE_STYLES.items()}
+    assert is_png(thesis_probing_figure(table, probing, figure_id, tmp_path / "figure.png", reference))
+    labels = {label: baseline for baseline, (label, _) in REFERENCE_STYLES.items()}
     assert {(labels[label], y) for label, y in drawn if label in labels} == expected
     assert ("majority class", 20.0) in drawn  # kdflow's own majority baseline stays beside the thesis's
 
@@ -178,12 +178,12 @@ def test_thesis_figures_draw_the_thesis_reference_lines_where_the_thesis_does(pr
 @pytest.mark.parametrize("figure_id", ["6.1", "6.2", "C.1"])
 def test_thesis_figures_draw_kdflow_beside_the_thesis(probing, thesis, figure_id, tmp_path):
     table = thesis_comparison(probing, thesis, MODELS, MISSING, pooling="mean")
-    assert is_png(figures.thesis_probing_figure(table, probing, figure_id, tmp_path / "figure.png"))
+    assert is_png(thesis_probing_figure(table, probing, figure_id, tmp_path / "figure.png"))
 
 
 def test_a_figure_without_thesis_models_is_a_clear_error(probing, thesis, tmp_path):
     table = thesis_comparison(probing, thesis, MODELS, MISSING, pooling="mean")
     with pytest.raises(ValueError, match="no thesis model is drawn in Fig. 6.3"):
-        figures.thesis_probing_figure(table, probing, "6.3", tmp_path / "figure.png")
+        thesis_probing_figure(table, probing, "6.3", tmp_path / "figure.png")
     with pytest.raises(ValueError, match="the thesis's probing figures are 6.1, 6.2, 6.3, C.1, not '6.4'"):
-        figures.thesis_probing_figure(table, probing, "6.4", tmp_path / "figure.png")
+        thesis_probing_figure(table, probing, "6.4", tmp_path / "figure.png")

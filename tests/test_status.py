@@ -1,5 +1,6 @@
 """The report's status page (kdflow.reporting.status): what kdflow has of every table and figure of the three works."""
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +23,7 @@ from kdflow.reporting.status import (
     status_inputs,
 )
 from kdflow.reporting.works import PAPERS, produced_files, read_artifacts
+from kdflow.workflow import results_paths
 from kdflow.workflow.config_files import load_config_file
 from kdflow.workflow.exploration import exploration_experiments
 from kdflow.workflow.targets import default_targets
@@ -157,7 +159,8 @@ def test_every_item_shown_under_another_shares_its_file_and_the_rules_file_that_
         hosts |= {(paper, item): carried[0] for item in items.item if item != carried[0]}
         outputs = [block.split("\n    output:")[1].split("\n    log:")[0] for block in rule_blocks().values()
                    if "\n    output:" in block]
-        making = [output for output in outputs if f'"{pattern}"' in output]
+        named = [f"paths.{name}" for name, value in vars(results_paths).items() if value == pattern]  # the rules' name
+        making = [output for output in outputs if any(re.search(rf"{re.escape(name)}\b", output) for name in named)]
         assert len(making) == 1 and f'paper_place("{paper}", "{carried[0]}")' in making[0], pattern
     assert hosts == SHOWN_UNDER
 

@@ -34,13 +34,14 @@ def test_snakefmt_is_clean():
 
 def test_every_rule_that_logs_writes_its_benchmark_at_its_logs_path():
     """Every job's wall time and memory are recorded (thesis Table 4.5): every rule that runs a script logs, and
-    every rule that logs writes its benchmark where kdflow.workflow.runtime_jobs.benchmark_file looks for it."""
+    every rule that logs writes its benchmark where kdflow.workflow.runtime_jobs.benchmark_file looks for it: at
+    kdflow.workflow.results_paths.benchmark of its log's path."""
     for rule, block in rule_blocks().items():
         log = re.search(r"^    log:\n\s+\"logs/(.+)\.log\"", block, flags=re.M)
         assert log or "    script:" not in block, rule
         if log:
-            benchmark = re.search(r"^    benchmark:\n\s+\"(.+)\"", block, flags=re.M)
-            assert benchmark and benchmark.group(1) == f"results/benchmarks/{log.group(1)}.tsv", rule
+            benchmark = re.search(r"^    benchmark:\n\s+paths\.benchmark\(\s*\"(.+)\"\s*\)", block, flags=re.M)
+            assert benchmark and benchmark.group(1) == log.group(1), rule
 
 
 def test_every_report_item_has_labels():
@@ -84,6 +85,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         distill_student=ukd2 + alp1 + alp2 + alp3 + ukd4 + assistants + ukd5 + thesis + exploration,
         compute_assistant_signals=assistants,
         select_students=len(config["experiments"]),
+        experiment_table=len(config["experiments"]),
         figure_experiment_curves=len(config["experiments"]),  # every run's learning curve, beside its page
         glue_submission=len(config["experiments"]),  # every experiment has a GLUE task
         # evidence: 27 models probed on SentEval's 10 tasks (files downloaded once: the teachers, the thesis's

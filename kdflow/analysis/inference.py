@@ -18,6 +18,10 @@ in Table 5.2 is BERT-large's total (embeddings included; 335M exactly), not its 
 Speed (Table 5.2 caption): the whole evaluation set is processed in batches of 256 on a laptop CPU and the time
 turned into milliseconds per example. The thesis padded BERT_S's batches to 128 tokens but LSTM_S's only to their
 longest example; kdflow's batches are all padded to their longest example (:mod:`kdflow.training.batching`).
+
+Rule measure_inference also times the model in ONNX Runtime on the same batches and threads (issue 55, beyond the
+thesis): :func:`kdflow.export.onnx_inference.measure_onnxruntime`, in the export stage, whose ONNX export it uses;
+:func:`measure` hands it PyTorch's logits (``outputs``) to check its own against.
 """
 
 from __future__ import annotations
@@ -34,11 +38,13 @@ Batch = dict[str, torch.Tensor]
 
 
 def time_inference(
-    forward: Callable[[Batch], torch.Tensor], batches: Sequence[Batch], warmup: int = 1, threads: int | None = None
+    forward: Callable[[Batch], torch.Tensor], batches: Sequence[Batch], warmup: int = 1, threads: int | None = None,
+    outputs: list | None = None,
 ) -> float:
     """Wall-clock milliseconds per example of ``forward`` over all ``batches``, without gradients, on
     ``threads`` CPU threads (None: torch's current setting). The first batch is run ``warmup`` times untimed
-    first, so one-off costs (allocation, lazy initialisation) do not count."""
+    first, so one-off costs (allocation, lazy initialisation) do not count. ``outputs``: a list that receives what
+    ``forward`` returns for each batch (appending costs nothing measurable)."""
     previous = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
@@ -48,7 +54,9 @@ def time_inference(
                 forward(batches[0])
             started = time.perf_counter()
             for batch in batches:
-                forward(batch)
+                output = forward(batch)
+                if outputs is not None:
+                    outputs.append(output)
             elapsed = time.perf_counter() - started
     finally:
         torch.set_num_threads(previous)
@@ -56,14 +64,17 @@ def time_inference(
 
 
 def measure(
-    module: nn.Module, forward: Callable[[Batch], torch.Tensor], batches: Sequence[Batch], threads: int | None = None
+    module: nn.Module, forward: Callable[[Batch], torch.Tensor], batches: Sequence[Batch], threads: int | None = None,
+    outputs: list | None = None,
 ) -> dict:
     """Table 5.2's size and speed of ``module`` (run through ``forward``, in eval mode) with what they were
-    measured on; the keys of the two measurements are the metric names of reference/paper_results.csv."""
+    measured on; the keys of the two measurements are the metric names of reference/paper_results.csv.
+    ``outputs``: a list that receives the logits of each timed batch
+    (:func:`kdflow.export.onnx_inference.measure_onnxruntime` checks its own against them)."""
     module.eval()
     return {
         "params_millions_non_embedding": non_embedding_parameters(module) / 1e6,
-        "ms_per_example_cpu": time_inference(forward, batches, threads=threads),
+        "ms_per_example_cpu": time_inference(forward, batches, threads=threads, outputs=outputs),
         "batch_size": max(len(batch["input_ids"]) for batch in batches),
         "examples": sum(len(batch["input_ids"]) for batch in batches),
         "threads": threads or torch.get_num_threads(),

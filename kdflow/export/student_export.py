@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from kdflow.core.data import TaskData
@@ -48,7 +49,6 @@ from kdflow.export.conversion import (
 )
 from kdflow.export.model_card import model_card
 from kdflow.export.onnx_export import ONNX_FILE, check_onnx, export_onnx
-from kdflow.reporting.ledger import read_ledger
 from kdflow.students.loading import load_distilled
 from kdflow.workflow.provenance import PACKAGE_ROOT
 
@@ -230,7 +230,7 @@ def applicable_deviations(ledger_path, paper_tables: list[str], experiment: str,
         return all(fnmatchcase(value, part[0]) for part, value in checks if part)
 
     kept = []
-    for entry in read_ledger(ledger_path):
+    for entry in yaml.safe_load(Path(ledger_path).read_text()) or []:
         tables = sorted(set(entry.get("tables", [])) & set(paper_tables))
         setting = entry.get("setting", [])
         patterns = [setting] if isinstance(setting, str) else list(setting)

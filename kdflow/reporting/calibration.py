@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 
 from kdflow.reporting.runtime_table import read_benchmark
-from kdflow.workflow.cost_plan import SECTIONS, charged_share
+from kdflow.workflow.cost_plan import charged_share
+from kdflow.workflow.job_work import SECTIONS
+from kdflow.workflow.results_paths import BENCHMARKS
 
 RULE_FAMILIES = {
     **dict.fromkeys(["finetune_teacher", "train_pseudo_heads", "finetune_generator", "distill_student"], "training"),
@@ -50,7 +52,7 @@ def finished_benchmarks(root=".") -> list[str]:
     """The benchmark files under ``root`` of the jobs that have run, but the cost plan's own: rule
     plan_calibrated's input, listed when the DAG is built, so that a job finished since (a new file, or a newer
     one) builds the page again."""
-    found = Path(root, "results/benchmarks").rglob("*.tsv")
+    found = Path(root, BENCHMARKS).rglob("*.tsv")
     return sorted(str(path.relative_to(root)) for path in found if path.stem not in PLAN_RULES)
 
 

@@ -21,11 +21,10 @@ import yaml
 from kdflow.core.documents import Bullets, Code, Document, Fold, Heading, Paragraph, Table
 from kdflow.reporting.report_menu import paper_items
 from kdflow.reporting.works import PAPERS, SHORT_NAMES, produced_files, read_artifacts
+from kdflow.workflow.results_paths import PAPER_TABLE_CSV
 
 COLUMNS = ["entry", "results", "affects", "not_run", "kind", "settings", "values", "paper", "kdflow", "why", "effect"]
 PAGE_COLUMNS = ["entry", "affects", "kind", "settings", "values", "paper", "kdflow", "why", "effect"]
-# A paper table of the config is the artifact (reference/paper_artifacts.csv) that kdflow writes to this file.
-PAPER_TABLE_FILE = "results/tables/papers/{}.csv"
 THESIS = "thesis_sucik2020"
 # The thesis's results that are not paper tables (kdflow.reporting.protocols.OTHER_RESULTS): what each is called and
 # the thesis's tables and figures it makes. reference/paper_artifacts.csv has the items but not this grouping.
@@ -91,14 +90,14 @@ def _items_text(paper: str, items: tuple[str, ...]) -> str:
 
 def result_of(key: str, artifacts: pd.DataFrame | None = None) -> Result:
     """The result an entry's key names: a paper table of the config (the artifact kdflow writes to
-    :data:`PAPER_TABLE_FILE`) or one of :data:`THESIS_RESULTS`."""
+    :data:`~kdflow.workflow.results_paths.PAPER_TABLE_CSV`) or one of :data:`THESIS_RESULTS`."""
     artifacts = read_artifacts() if artifacts is None else artifacts
     if key in THESIS_RESULTS:
         label, listed = THESIS_RESULTS[key]
         paper, items = THESIS, tuple(sorted(listed, key=paper_items(THESIS).index))
         short = f"{label} ({_items_text(paper, items)})"
     else:
-        rows = artifacts[artifacts.kdflow == PAPER_TABLE_FILE.format(key)]
+        rows = artifacts[artifacts.kdflow == PAPER_TABLE_CSV.format(paper_table=key)]
         if rows.empty:
             raise ValueError(f"unknown paper result {key!r}: neither a paper table in reference/paper_artifacts.csv "
                              f"nor one of {sorted(THESIS_RESULTS)}")

@@ -9,6 +9,10 @@ the thesis's LSTM_S "kd" is kdflow's ``mse_logits``), ``inference`` (paper stude
 config ``models`` whose size and CPU speed fill the thesis's Table 5.2 columns), ``tasks`` (the tasks kdflow runs
 for this table; default: all of the paper's) and ``title``.
 
+Beside each CPU speed the paper reports (``ms_per_example_cpu``, PyTorch) the table has a row of its own for kdflow's
+ONNX Runtime CPU time of the same model on the same batches (``ms_per_example_onnxruntime_cpu``, issue 55): the paper
+measured no such thing, so its value there is empty (NaN, "—" on the pages), never 0.
+
 kdflow's values: a student's is its experiment's headline, the mean dev score of the seeds that chose its grid
 point (the like of a paper's best dev score), or on other splits their mean there; the spread check uses only the
 chosen point's held-out seeds (their mean, std and number), which took no part in the choice; a teacher's is its
@@ -37,15 +41,16 @@ from kdflow.core.tasks import GLUE_FILES
 from kdflow.reporting.ledger import read_ledger
 from kdflow.reporting.works import SHORT_NAMES
 from kdflow.workflow.config import canonical, run_values
+from kdflow.workflow.results_paths import EXPERIMENT_TABLE_CSV, GLUE_SUBMISSION, INFERENCE, SELECTION, TEACHER_METRICS
 
 TEACHER_METHOD = "teacher"
 AVERAGE_TASK = "average"
-INFERENCE_METRICS = ("params_millions_non_embedding", "ms_per_example_cpu")  # kdflow.analysis.inference.measure's keys
-TEACHER_METRICS = "results/teachers/{teacher}/{task}/metrics.json"
-EXPERIMENT_TABLE = "results/tables/experiments/{experiment}.csv"
-INFERENCE = "results/inference/{model}.json"
-GLUE_SUBMISSION = "results/glue_submission/{experiment}/"
-SELECTION = "results/selection/{experiment}.json"
+ONNXRUNTIME_METRIC = "ms_per_example_onnxruntime_cpu"  # kdflow.export.onnx_inference.measure_onnxruntime's key
+# the keys of kdflow.analysis.inference.measure and kdflow.export.onnx_inference.measure_onnxruntime: the paper
+# reports the first two, kdflow adds ONNX Runtime's speed (issue 55)
+INFERENCE_METRICS = ("params_millions_non_embedding", "ms_per_example_cpu", ONNXRUNTIME_METRIC)
+ADDED_ROWS = {"ms_per_example_cpu": ONNXRUNTIME_METRIC}  # a paper metric -> the row kdflow adds after each of its rows
+NOT_IN_PAPER = "kdflow's own row, not the paper's: ONNX Runtime's CPU time of the same model, batches and threads"
 HYPERPARAMETERS_KIND = "hyperparameters"
 HYPERPARAMETER_COLUMNS = ["source", "table", "student", "method", "task", "hyperparameter", "paper", "kdflow",
                           "agrees", "kdflow_student", "kdflow_method", "kdflow_from", "kdflow_point", "paper_note",
@@ -54,6 +59,7 @@ HYPERPARAMETER_COLUMNS = ["source", "table", "student", "method", "task", "hyper
 # plain MNLI dev accuracy is the matched one, which is kdflow's `dev`.
 MNLI_SPLIT_SUFFIX = {"accuracy_matched": "", "accuracy_mismatched": "_mismatched"}
 SHORT_METRICS = {"params_millions_non_embedding": "params (M)", "ms_per_example_cpu": "ms/example (CPU)",
+                 ONNXRUNTIME_METRIC: "ms/example (ONNX Runtime CPU)",
                  "accuracy_matched": "m", "accuracy_mismatched": "mm"}  # MNLI-m/mm, as GLUE names them
 COLUMNS = ["source", "table", "teacher", "student", "method", "task", "metric", "split", "paper", "kdflow",
            "difference", "kdflow_held_out", "kdflow_std", "seeds", "within_spread", "kdflow_student", "kdflow_method",
@@ -90,6 +96,15 @@ def table_rows(reference: pd.DataFrame, spec: dict) -> pd.DataFrame:
     return rows.reset_index(drop=True)
 
 
+def with_added_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The paper's rows, each of a metric in :data:`ADDED_ROWS` followed by a row of kdflow's own metric for the
+    same student, method, task and split, with no paper value (NaN) and :data:`NOT_IN_PAPER` as its note."""
+    added = rows[rows.metric.isin(ADDED_ROWS)].assign(metric=lambda f: f.metric.map(ADDED_ROWS), value=np.nan,
+                                                      note=NOT_IN_PAPER)
+    order = sorted([*((i, 0) for i in rows.index), *((i, 1) for i in added.index)])
+    return pd.concat([rows, added], keys=[0, 1]).swaplevel().loc[order].reset_index(drop=True)
+
+
 def kdflow_score(task: str, metric: str, split: str) -> tuple[str, str]:
     """(split, metric) under which kdflow stores the paper's score of ``task``."""
     if task == "mnli" and metric in MNLI_SPLIT_SUFFIX:
@@ -109,7 +124,7 @@ def _plan(row, spec: dict) -> dict:
     missing), under which kdflow names, and why it is missing when it must be."""
     teacher_row = row.method == TEACHER_METHOD
     student, method = (spec["teacher"], TEACHER_METHOD) if teacher_row else kdflow_names(row, spec)
-    plan = dict(kind="missing", kdflow_student=student, kdflow_method=method, kdflow_from=None, note="")
+    plan = {"kind": "missing", "kdflow_student": student, "kdflow_method": method, "kdflow_from": None, "note": ""}
     tasks = spec.get("tasks")
     if row.task == AVERAGE_TASK:
         return {**plan, "kind": "average"}
@@ -121,7 +136,7 @@ def _plan(row, spec: dict) -> dict:
             return {**plan, "note": "no model is measured for it (spec `inference`)"}
         return {**plan, "kind": "inference", "kdflow_from": model}
     if (row.task, kdflow_score(row.task, row.metric, row.split)[0]) in GLUE_FILES:
-        files = ", ".join(GLUE_SUBMISSION.format(experiment=e) for e in spec["experiments"])
+        files = ", ".join(GLUE_SUBMISSION.format(experiment=e) + "/" for e in spec["experiments"])
         where = "" if teacher_row else f" (the students' submission files: {files})"
         return {**plan, "note": f"GLUE test labels are private: only the GLUE server scores test predictions{where}"}
     if teacher_row:
@@ -147,7 +162,7 @@ def input_files(spec: dict, reference: pd.DataFrame) -> dict[str, list[str]]:
     needed = required_inputs(spec, reference)
     return {
         "teacher_metrics": [TEACHER_METRICS.format(teacher=spec["teacher"], task=t) for t in needed["teacher_tasks"]],
-        "experiment_tables": [EXPERIMENT_TABLE.format(experiment=e) for e in needed["experiments"]],
+        "experiment_tables": [EXPERIMENT_TABLE_CSV.format(experiment=e) for e in needed["experiments"]],
         "inference": [INFERENCE.format(model=m) for m in needed["inference_models"]],
     }
 
@@ -203,7 +218,12 @@ def paper_table(
                 return {"kdflow_note": f"the teacher has no {split} {metric}"}
             return {"kdflow": 100 * found, "seeds": 1}
         if plan["kind"] == "inference":
-            return {"kdflow": inference[plan["kdflow_from"]][metric]}
+            model = plan["kdflow_from"]
+            measured = inference[model]
+            if measured.get(metric) is None:  # ONNX Runtime not installed or not run, or a file from before it
+                missing = f"{INFERENCE.format(model=model)} has no {metric}"
+                return {"kdflow_note": measured.get("onnxruntime_reason") or missing}
+            return {"kdflow": measured[metric]}
         if plan["kind"] == "experiment":
             key = (row.task, plan["kdflow_student"], plan["kdflow_method"], split, metric)
             if key not in students:
@@ -213,7 +233,7 @@ def paper_table(
                     "kdflow_from": experiment}
         return {"kdflow_note": plan["note"]}
 
-    rows = table_rows(reference, spec)
+    rows = with_added_rows(table_rows(reference, spec))
     records = []
     for row in rows.itertuples():
         plan = _plan(row, spec)
@@ -342,8 +362,10 @@ def paper_digits(table: pd.DataFrame) -> dict[str, int]:
 
 
 def _digits(digits: int | None, precision: dict[str, int]):
-    """The decimals of a row's numbers: ``digits`` where given, else the paper's for the row's metric."""
-    return lambda row: digits if digits is not None else precision.get(row.metric, 2)
+    """The decimals of a row's numbers: ``digits`` where given, else the paper's for the row's metric (for a row
+    kdflow adds, :data:`ADDED_ROWS`, the paper's metric it stands beside)."""
+    paper_metric = {added: metric for metric, added in ADDED_ROWS.items()}
+    return lambda row: digits if digits is not None else precision.get(paper_metric.get(row.metric, row.metric), 2)
 
 
 def _score_cell(of):
@@ -376,8 +398,9 @@ def deviation_blocks(deviations: list[dict]) -> list:
     return [Heading("Differences from the paper's protocol"),
             Paragraph("From the ledger (reference/deviations.yaml): every known difference between what config.yaml, "
                       "the full reproduction, runs and what the paper did."),
-            Bullets([[Emphasis(entry["kind"]), f": kdflow: {entry['kdflow']} Paper: {entry['paper']} "
-                      f"Why: {entry['why']} Effect: {entry['effect']}"] for entry in deviations])]
+            Bullets([[Emphasis(entry["kind"]), (f": kdflow: {entry['kdflow']} Paper: {entry['paper']} "
+                                                f"Why: {entry['why']} Effect: {entry['effect']}")]
+                     for entry in deviations])]
 
 
 SPREAD_MARKS = {True: " ✓", False: " ✗", pd.NA: ""}

@@ -11,6 +11,7 @@ import pandas as pd
 from kdflow.core.documents import Bullets, Code, Document, Heading, Paragraph, Table
 from kdflow.reporting.runtime_table import read_benchmark
 from kdflow.workflow.cost_plan import START_UP_ONLY
+from kdflow.workflow.results_paths import BENCHMARKS, PILOT_CSV, PLAN_CALIBRATED_MD, PLAN_CSV, PLAN_MD
 
 TITLE = "Cost plan: the jobs of the config and their estimated hours, before the run"
 
@@ -48,8 +49,8 @@ def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str
                f"{total['cpu_jobs']} jobs, all on the CPU (the config's device): {on_cpu}.")
     return Document(TITLE, [
         Paragraph(f"{summary} Estimates, not measurements: see how they are made below."),
-        *([Paragraph([f"{pilot} Its jobs are in ", Code("results/pilot.csv"), "; ", Code("make pilot"),
-                      " runs them, then refits this plan on them (", Code("results/plan_calibrated.md"), ")."])]
+        *([Paragraph([f"{pilot} Its jobs are in ", Code(PILOT_CSV), "; ", Code("make pilot"),
+                      " runs them, then refits this plan on them (", Code(PLAN_CALIBRATED_MD), ")."])]
           if pilot else []),
         Heading("Per paper table"),
         Paragraph("The hours of each paper table's experiments (config paper_tables; the thesis's exploration is "
@@ -151,9 +152,9 @@ def measured_document(table: pd.DataFrame) -> Document:
                          ran=table.ran.astype(int))
     return Document(MEASURED_TITLE, [
         Paragraph(" ".join(summary)),
-        Paragraph("Per section and rule: the plan's jobs and hours (results/plan.csv, made before the run), and of "
+        Paragraph(f"Per section and rule: the plan's jobs and hours ({PLAN_CSV}, made before the run), and of "
                   "the jobs that ran, their planned hours beside what Snakemake's benchmark files measured "
-                  "(results/benchmarks/): the wall clock and the CPU time (user and system, of the job's processes). "
+                  f"({BENCHMARKS}/): the wall clock and the CPU time (user and system, of the job's processes). "
                   "ratio: measured over planned, CPU time for a CPU job (the plan estimates one thread alone on its "
                   "core; waiting for a core on a shared machine is not in it) and the wall clock for a GPU job. A job "
                   "counts as run if its benchmark file exists, also from an earlier run of the same job."),
@@ -187,7 +188,7 @@ def calibrated_document(progress: pd.DataFrame, figures: pd.DataFrame) -> Docume
                f"{left(total, 'gpu')} GPU-hours and {left(total, 'cpu')} CPU-hours, with the figures refit on "
                f"them for {len(fitted)} of {len(figures)} groups of jobs." if total.done else
                f"No job of the plan has run yet: the {int(total.jobs)} jobs are priced by the plan's figures "
-               "(results/plan.md). Run the pilot (make pilot: results/pilot.csv), or a few jobs of each kind, and "
+               f"({PLAN_MD}). Run the pilot (make pilot: {PILOT_CSV}), or a few jobs of each kind, and "
                "build this page again.")
     return Document(CALIBRATED_TITLE, [
         Paragraph(summary),
@@ -203,6 +204,6 @@ def calibrated_document(progress: pd.DataFrame, figures: pd.DataFrame) -> Docume
                   "FLOP rate x flop_rate_factor. A part that makes less than a fifth of the measured jobs' planned "
                   "time keeps its factor of 1 (the plan's). A group none of whose jobs has run takes its rule "
                   "family's factors on the same device; where none of those has run either, the plan's figures "
-                  "(scaled or measured on a CPU: results/plan.md) still hold."),
+                  f"(scaled or measured on a CPU: {PLAN_MD}) still hold."),
         Table(factors),
     ])

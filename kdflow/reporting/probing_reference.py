@@ -27,6 +27,7 @@ from kdflow.core.documents import Document, Heading, Paragraph, Table
 from kdflow.core.errors import UserError
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.reporting.paper_tables import deviation_blocks
+from kdflow.workflow.results_paths import PROBING_TABLE_CSV
 
 POOLINGS = {"avg": "mean", "max": "max", "single": "cls"}  # the thesis's pooling names -> kdflow's
 EMBEDDINGS_LAYER, TOP_BILSTM, EMBEDDING_OUTPUT = "embed.", "last (BiLSTM)", "E"
@@ -168,7 +169,7 @@ def comparison_document(table: pd.DataFrame, deviations: list[dict] = ()) -> Doc
     summary = pd.DataFrame([_summary(model, pooling, rows) for (model, pooling), rows in groups])
     document = Document("Probing: kdflow beside the thesis (Sučík 2020, Figs. 6.1-6.3, C.1)", [
         Paragraph("SentEval test accuracy (%) of the probe selected on dev, per model, task and layer: kdflow's "
-                  "(results/tables/probing.csv) beside the thesis's (reference/thesis_probing_scores.csv, from the "
+                  f"({PROBING_TABLE_CSV}) beside the thesis's (reference/thesis_probing_scores.csv, from the "
                   "thesis author's result files). Layers: E = embedding output (kdflow's 0), n = encoder layer n, "
                   "last (BiLSTM) = LSTM_S's top BiLSTM layer, embed. = the input vectors alone. Every thesis score is "
                   "listed; where kdflow has none, the notes say why."),

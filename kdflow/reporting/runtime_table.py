@@ -17,6 +17,7 @@ import pandas as pd
 
 from kdflow.core.documents import Document, Heading, Paragraph, Table
 from kdflow.reporting.paper_tables import _latex
+from kdflow.workflow.results_paths import BENCHMARKS
 from kdflow.workflow.runtime_jobs import PIPELINE_STEPS
 
 TITLE = "Sučík (2020) Table 4.5: runtimes of the pipeline's steps (hours)"
@@ -95,7 +96,7 @@ def runtime_document(table: pd.DataFrame) -> Document:
         Paragraph("Each cell: kdflow (thesis), the wall-clock hours of one run of the step: kdflow's summed over "
                   "the step's jobs (a task's sampling shards, which run in parallel) and divided by its runs (a "
                   "student's grid points and seeds; the thesis timed one run). — : no value. kdflow's hours are "
-                  "from Snakemake's benchmark files (results/benchmarks/), on the hardware the jobs ran on; kdflow's "
+                  f"from Snakemake's benchmark files ({BENCHMARKS}/), on the hardware the jobs ran on; kdflow's "
                   "own steps (data preparation, pseudo-heads, transfer-set assembly) have no thesis time."),
         Table(runtime_cells(table)),
         Heading("Per step and task"),

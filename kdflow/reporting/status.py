@@ -22,8 +22,9 @@ from kdflow.core.documents import Bullets, Code, Document, Heading, Paragraph, S
 from kdflow.reporting.paper_tables import column_namer
 from kdflow.reporting.report_menu import paper_place
 from kdflow.reporting.works import ARTIFACTS, PAPERS, produced_files, read_artifacts
+from kdflow.workflow import results_paths
 
-PAPER_TABLES = "results/tables/papers/"  # where rule paper_table writes a paper table's cells (CSV)
+PAPER_TABLES = f"{results_paths.PAPER_TABLES}/"  # where rule paper_table writes a paper table's cells (CSV)
 MADE, NOT_IN_CONFIG, NOT_A_RESULT = "made", "not in the config", "not a result"
 NO_OWN_ENTRY = "no entry of its own"  # made, but in a file the report files under another item (SHOWN_UNDER)
 # Items that kdflow makes in a file the report files under another item of the same work, so that no entry carries

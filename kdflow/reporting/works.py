@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from kdflow.workflow.results_paths import TABLES
+
 ARTIFACTS = Path(__file__).resolve().parents[2] / "reference" / "paper_artifacts.csv"
 PAPERS = {  # the report's order of the works, and how the status page and the report's menus name them
     "alp_kd_passban2021": "ALP-KD (Passban et al. 2021)",
@@ -33,5 +35,5 @@ def produced_files(pattern: str, targets: list[str]) -> list[str]:
     CSV counts where the targets list its Markdown (the same job writes both)."""
     regex = re.compile(re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(pattern)) + "$")
     candidates = [*targets, *(target.removesuffix(".md") + ".csv" for target in targets
-                              if target.startswith("results/tables/") and target.endswith(".md"))]
+                              if target.startswith(f"{TABLES}/") and target.endswith(".md"))]
     return sorted({target for target in candidates if regex.match(target)})

@@ -18,6 +18,15 @@ from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.core.tasks import get_task
 from kdflow.workflow.catalog import load_catalog
 from kdflow.workflow.config_files import ConfigError, schema_defaults
+from kdflow.workflow.results_paths import (
+    DATA,
+    PSEUDO_HEADS,
+    SIGNALS,
+    STUDENT_RUN_DIR,
+    TEACHER_MODEL,
+    TRANSFER_SET,
+    TRANSFER_SHARD,
+)
 
 HYPERPARAMETERS = {field.name for field in fields(Hyperparameters)}
 
@@ -235,15 +244,10 @@ def generator_tasks(config: dict) -> list[str]:
                               if "generated" in TRANSFER_SOURCES[transfer]))
 
 
-# Where a student run's files live (rule distill_student's outputs): one directory per grid point and seed, below
-# the directory of the student and method's runs (what a named student model selects among).
-STUDENT_METHOD_DIR = "results/students/{experiment}/{task}/{student}/{method}"
-STUDENT_RUN_DIR = STUDENT_METHOD_DIR + "/{point}/seed{seed}"
-
-
 def student_run_file(name: str, **run) -> str:
     """File ``name`` of one student run, ``run`` being its experiment, task, student, method, point (of the
-    grid) and seed."""
+    grid) and seed: one directory per grid point and seed, below the directory of the student and method's runs
+    (what a named student model selects among; :mod:`kdflow.workflow.results_paths`)."""
     return f"{STUDENT_RUN_DIR}/{{name}}".format(name=name, **run)
 
 
@@ -663,15 +667,15 @@ def pseudo_head_job_settings(config: dict, teacher: str, task: str) -> dict:
 
 def transfer_set_file(transfer: str | None, task: str) -> dict[str, str]:
     """The file a transfer set adds beyond the prepared task (the built set's merged examples): none for ``train``."""
-    return {"transfer": f"results/transfer/{task}/{transfer}.parquet"} if transfer not in (None, "train") else {}
+    return {"transfer": TRANSFER_SET.format(task=task, transfer=transfer)} if transfer not in (None, "train") else {}
 
 
 def transfer_set_inputs(config: dict, transfer: str, task: str) -> dict:
     """The prepared task and the sources of its transfer set (:data:`TRANSFER_SOURCES`)."""
     sources = TRANSFER_SOURCES[transfer]
-    inputs = {"data": f"results/data/{task}"}
+    inputs = {"data": DATA.format(task=task)}
     if "generated" in sources:
-        inputs["shards"] = [f"results/transfer/{task}/shards/{shard}.parquet"
+        inputs["shards"] = [TRANSFER_SHARD.format(task=task, shard=shard)
                             for shard in range(config["generation"]["sampling"]["shards"])]
     if "unlabelled" in sources:
         inputs["unlabelled"] = unlabelled_files(config, task)
@@ -679,8 +683,8 @@ def transfer_set_inputs(config: dict, transfer: str, task: str) -> dict:
 
 
 def teacher_signal_inputs(teacher: str, task: str, transfer: str) -> dict[str, str]:
-    return {"data": f"results/data/{task}", "model": f"results/teachers/{teacher}/{task}/model",
-            "heads": f"results/pseudo_heads/{teacher}/{task}/heads.safetensors", **transfer_set_file(transfer, task)}
+    return {"data": DATA.format(task=task), "model": TEACHER_MODEL.format(teacher=teacher, task=task),
+            "heads": PSEUDO_HEADS.format(teacher=teacher, task=task), **transfer_set_file(transfer, task)}
 
 
 def student_inputs(config: dict, experiment: str, task: str, student: str, method: str, point: str,
@@ -693,8 +697,8 @@ def student_inputs(config: dict, experiment: str, task: str, student: str, metho
     settings = student_settings(config, experiment, task, student, method, point, seed)
     vectors = (settings["student"].get("embeddings") or {}).get("path")
     if assistant is None:
-        signals = f"results/signals/{spec['teacher']}/{task}/{transfer}.safetensors"
+        signals = SIGNALS.format(teacher=spec["teacher"], task=task, transfer=transfer)
     else:
         signals = student_run_file("signals.safetensors", experiment=experiment, task=task, **assistant)
-    return {"data": f"results/data/{task}", "teacher": f"results/teachers/{spec['teacher']}/{task}/model",
+    return {"data": DATA.format(task=task), "teacher": TEACHER_MODEL.format(teacher=spec["teacher"], task=task),
             "signals": signals, **transfer_set_file(transfer, task), **({"vectors": vectors} if vectors else {})}

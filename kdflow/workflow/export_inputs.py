@@ -5,8 +5,9 @@ while it plans."""
 from __future__ import annotations
 
 from kdflow.core.errors import UserError
-from kdflow.workflow.config import STUDENT_METHOD_DIR, canonical, experiment_runs, student_run_file, teacher_settings
+from kdflow.workflow.config import canonical, experiment_runs, student_run_file, teacher_settings
 from kdflow.workflow.cost_plan import paper_table_experiments
+from kdflow.workflow.results_paths import DATA, SELECTION, STUDENT_METHOD_DIR, TEACHER_MODEL
 
 RUN_FILES = {"metrics": "metrics.json", "model": "model.safetensors", "predictions": "predictions.parquet"}
 
@@ -29,8 +30,8 @@ def export_inputs(config: dict, experiment: str, task: str, student: str, method
     the selection may choose, and the deviation ledger (the card lists its entries) where the config names one."""
     runs = exported_runs(config, experiment, task, student, method)
     teacher = config["experiments"][experiment]["teacher"]
-    inputs = {"selection": f"results/selection/{experiment}.json", "data": f"results/data/{task}",
-              "teacher": f"results/teachers/{teacher}/{task}/model"}
+    inputs = {"selection": SELECTION.format(experiment=experiment), "data": DATA.format(task=task),
+              "teacher": TEACHER_MODEL.format(teacher=teacher, task=task)}
     for key, name in RUN_FILES.items():
         inputs[key] = [student_run_file(name, experiment=experiment, **run) for run in runs]
     ledger = config.get("paper_tables", {}).get("deviations")

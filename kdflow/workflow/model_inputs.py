@@ -4,11 +4,8 @@ rules call with their wildcards (rules/analysis.smk, probing.smk, reporting_figu
 
 from __future__ import annotations
 
-import os
-
 from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.workflow.config import (
-    STUDENT_METHOD_DIR,
     canonical,
     embedding_settings,
     experiment_runs,
@@ -16,6 +13,14 @@ from kdflow.workflow.config import (
     pretrained_settings,
     student_run_file,
     transfer_set_file,
+)
+from kdflow.workflow.results_paths import (
+    DATA,
+    PSEUDO_HEADS,
+    SELECTION,
+    STUDENT_METHOD_DIR,
+    TEACHER_MODEL,
+    TEACHER_PREDICTIONS,
 )
 
 THESIS_SENTENCES = "reference/thesis_table_c1_sentences.tsv"  # thesis Table C.1's sentences
@@ -32,9 +37,9 @@ def model_files(config: dict, name: str, file: str = "model.safetensors") -> dic
         return {}
     task = reference["task"]
     teacher = reference["teacher"] if kind == "teacher" else config["experiments"][reference["experiment"]]["teacher"]
-    files = {"data": f"results/data/{task}", "teacher_model": f"results/teachers/{teacher}/{task}/model"}
+    files = {"data": DATA.format(task=task), "teacher_model": TEACHER_MODEL.format(teacher=teacher, task=task)}
     if kind == "student":
-        files["selection"] = f"results/selection/{reference['experiment']}.json"
+        files["selection"] = SELECTION.format(experiment=reference["experiment"])
         files["runs"] = [student_run_file(file, experiment=reference["experiment"], **run)
                          for run in experiment_runs(config, reference["experiment"])
                          if all(run[key] == reference[key] for key in ("task", "student", "method"))]
@@ -55,7 +60,7 @@ def embedding_files(config: dict, reference: dict) -> dict:
         settings = embedding_settings(config, reference)
         teacher, transfer = settings["teacher"], settings["transfer"]
         vectors = (settings["student"].get("embeddings") or {}).get("path")
-    return {"data": f"results/data/{task}", "teacher_model": f"results/teachers/{teacher}/{task}/model",
+    return {"data": DATA.format(task=task), "teacher_model": TEACHER_MODEL.format(teacher=teacher, task=task),
             **transfer_set_file(transfer, task), **({"vectors": vectors} if vectors else {})}
 
 
@@ -84,22 +89,23 @@ def analysis_models(config: dict, task: str) -> list[str]:
 def analysis_inputs(config: dict, task: str) -> dict:
     """The dev data and, per model, what its predictions are read from (for a student: every run it is selected
     among, since the selection decides which one; for a teacher, evaluate_teacher's predictions beside its model)."""
-    inputs = {"data": f"results/data/{task}"}
+    inputs = {"data": DATA.format(task=task)}
     for name in analysis_models(config, task):
         files = model_files(config, name, "predictions.parquet")
         inputs[f"{name}_teacher"] = files["teacher_model"]
         if "selection" in files:
             inputs[f"{name}_selection"] = files["selection"]
             inputs[f"{name}_runs"] = files["runs"]
-        else:
-            inputs[f"{name}_predictions"] = os.path.join(os.path.dirname(files["teacher_model"]), "predictions.parquet")
+        else:  # a teacher (config.check_references)
+            teacher = model_reference(config, name)["teacher"]
+            inputs[f"{name}_predictions"] = TEACHER_PREDICTIONS.format(teacher=teacher, task=task)
     return inputs
 
 
 def sentence_probe_inputs(config: dict, task: str) -> dict:
     """The task's data (its label names), the sentence file, and the files each listed model is loaded from."""
     probe = config["sentence_probes"][task]
-    inputs = {"data": f"results/data/{task}", "sentences": probe.get("sentences", THESIS_SENTENCES)}
+    inputs = {"data": DATA.format(task=task), "sentences": probe.get("sentences", THESIS_SENTENCES)}
     for name in probe["models"]:
         files = model_files(config, name)
         inputs[f"{name}_teacher"] = files["teacher_model"]
@@ -114,8 +120,8 @@ def recomputed_student_inputs(config: dict, task: str, names: list[str]) -> dict
     Fig. 3): the students' shared teacher, its pseudo-heads, and each student's selection and candidate runs."""
     experiment = model_reference(config, names[0])["experiment"]
     teacher = config["experiments"][experiment]["teacher"]
-    inputs = {"data": f"results/data/{task}", "teacher": f"results/teachers/{teacher}/{task}/model",
-              "heads": f"results/pseudo_heads/{teacher}/{task}/heads.safetensors"}
+    inputs = {"data": DATA.format(task=task), "teacher": TEACHER_MODEL.format(teacher=teacher, task=task),
+              "heads": PSEUDO_HEADS.format(teacher=teacher, task=task)}
     for name in names:
         files = model_files(config, name)
         inputs[f"{name}_selection"] = files["selection"]

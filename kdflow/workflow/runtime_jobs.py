@@ -11,8 +11,7 @@ lists every job of the pipeline that leads to those students, each with the step
 from __future__ import annotations
 
 from kdflow.workflow.config import augmented_jobs, student_jobs, transfer_of
-
-BENCHMARKS = "results/benchmarks"
+from kdflow.workflow.results_paths import benchmark
 
 # Steps in the order data flows, named as reference/thesis_runtimes.csv names the thesis's; kdflow's own steps (data
 # preparation, Universal-KD's pseudo-heads, which every teacher's signals include, and merging the generated shards
@@ -24,7 +23,7 @@ PIPELINE_STEPS = ("data_preparation", "teacher_finetuning", "pseudo_heads", "gpt
 
 def benchmark_file(rule: str, *wildcards) -> str:
     """Where the job of ``rule`` with these wildcard values (in its log path's order) writes its benchmark."""
-    return "/".join([BENCHMARKS, rule, *map(str, wildcards)]) + ".tsv"
+    return benchmark("/".join([rule, *map(str, wildcards)]))
 
 
 def runtime_jobs(config: dict) -> list[dict]:

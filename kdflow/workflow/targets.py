@@ -5,11 +5,12 @@ the figures whose place depends on the config."""
 from __future__ import annotations
 
 from kdflow.core.tasks import GLUE_FILES
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config import augmented_jobs, class_distribution_tasks, generator_tasks, teacher_jobs
 
 GLUE_TASKS = {task for task, _ in GLUE_FILES}
-THESIS_PROBING_FIGURES = [f"results/figures/probing_thesis_{name}.png" for name in ("6_1", "6_2", "6_3", "C_1")]
-ANALYSIS_FIGURES = ("confidence_correlation", "mistake_overlap", "average_confidence")
+THESIS_PROBING_FIGURES = [paths.PROBING_THESIS_PNG.format(figure=name) for name in ("6_1", "6_2", "6_3", "C_1")]
+ANALYSIS_FIGURES = (paths.CONFIDENCE_CORRELATION_PNG, paths.MISTAKE_OVERLAP_PNG, paths.AVERAGE_CONFIDENCE_PNG)
 
 
 def default_targets(config: dict, exploration_experiments: set[str]) -> list[str]:
@@ -21,34 +22,34 @@ def default_targets(config: dict, exploration_experiments: set[str]) -> list[str
     analysis = list(config.get("analysis", {}))
     own_table = [name for name in experiments if name not in exploration_experiments]
     return [
-        "results/plan.csv",
-        *(["results/tables/claims.md"] if "evidence" in config else []),
-        *(["results/tables/ledger.md"] if paper_tables.get("deviations") else []),
-        "results/tables/teachers.csv",
-        "results/tables/teachers.md",
-        *[f"results/pseudo_heads/{teacher}/{task}/metrics.json" for teacher, task in teacher_jobs(config)],
-        *[f"results/transfer/{task}/statistics/{teacher}.md" for teacher, task in augmented_jobs(config)],
-        *[f"results/generators/{task}/metrics.json" for task in generator_tasks(config)],
-        *[f"results/tables/experiments/{name}.md" for name in own_table],
-        *[f"results/tables/experiments/{name}_grid.csv" for name in own_table],
-        *[f"results/figures/experiments/{name}_curves.png" for name in own_table],
-        *[f"results/figures/thesis_{figure}.png" for figure in exploration.get("figures", {})],
-        *(["results/tables/thesis_table51.md"] if exploration.get("table") else []),
-        *(["results/tables/probing.csv"] if "probing" in config else []),
-        *[f"results/analysis/{task}.json" for task in analysis],
-        *[f"results/sentence_probes/{task}.csv" for task in config.get("sentence_probes", {})],
-        "results/figures/pseudo_heads.png",
-        *(["results/figures/class_distribution.png"] if class_distribution_tasks(config) else []),
-        *[f"results/figures/teacher_curves_{teacher}.png" for teacher in config["teachers"]],
-        *(["results/tables/runtimes.md"] if config.get("runtime_table") else []),
-        *(["results/figures/probing.png"] if "probing" in config else []),
-        *(["results/tables/probing_thesis.csv", *THESIS_PROBING_FIGURES]
+        paths.PLAN_CSV,
+        *([paths.CLAIMS_TABLE_MD] if "evidence" in config else []),
+        *([paths.LEDGER_MD] if paper_tables.get("deviations") else []),
+        paths.TEACHER_TABLE_CSV,
+        paths.TEACHER_TABLE_MD,
+        *[paths.PSEUDO_HEADS_METRICS.format(teacher=teacher, task=task) for teacher, task in teacher_jobs(config)],
+        *[paths.TRANSFER_STATISTICS_MD.format(task=task, teacher=teacher) for teacher, task in augmented_jobs(config)],
+        *[paths.GENERATOR_METRICS.format(task=task) for task in generator_tasks(config)],
+        *[paths.EXPERIMENT_TABLE_MD.format(experiment=name) for name in own_table],
+        *[paths.EXPERIMENT_GRID_CSV.format(experiment=name) for name in own_table],
+        *[paths.EXPERIMENT_CURVES_PNG.format(experiment=name) for name in own_table],
+        *[paths.THESIS_FIGURE_PNG.format(figure=figure) for figure in exploration.get("figures", {})],
+        *([paths.THESIS_TABLE51_MD] if exploration.get("table") else []),
+        *([paths.PROBING_TABLE_CSV] if "probing" in config else []),
+        *[paths.ANALYSIS_JSON.format(task=task) for task in analysis],
+        *[paths.SENTENCE_PROBES_CSV.format(task=task) for task in config.get("sentence_probes", {})],
+        paths.PSEUDO_HEADS_PNG,
+        *([paths.CLASS_DISTRIBUTION_PNG] if class_distribution_tasks(config) else []),
+        *[paths.TEACHER_CURVES_PNG.format(teacher=teacher) for teacher in config["teachers"]],
+        *([paths.RUNTIME_TABLE_MD] if config.get("runtime_table") else []),
+        *([paths.PROBING_PNG] if "probing" in config else []),
+        *([paths.PROBING_THESIS_CSV, *THESIS_PROBING_FIGURES]
           if config.get("probing", {}).get("thesis") else []),
-        *[f"results/figures/{figure}_{task}.png" for figure in ANALYSIS_FIGURES for task in analysis],
-        *[f"results/figures/attention_{figure}.png" for figure in config.get("attention_maps", {})],
-        *[f"results/figures/layer_outputs_{task}.png" for task in config.get("layer_outputs", {})],
-        *[f"results/tables/papers/{name}.md" for name in paper_tables.get("tables", {})],
-        *[f"results/glue_submission/{name}" for name in own_table
+        *[figure.format(task=task) for figure in ANALYSIS_FIGURES for task in analysis],
+        *[paths.ATTENTION_PNG.format(figure=figure) for figure in config.get("attention_maps", {})],
+        *[paths.LAYER_OUTPUTS_PNG.format(task=task) for task in config.get("layer_outputs", {})],
+        *[paths.PAPER_TABLE_MD.format(paper_table=name) for name in paper_tables.get("tables", {})],
+        *[paths.GLUE_SUBMISSION.format(experiment=name) for name in own_table
           if any(task in GLUE_TASKS for task in experiments[name]["tasks"])],
     ]
 
@@ -56,4 +57,4 @@ def default_targets(config: dict, exploration_experiments: set[str]) -> list[str
 def with_run_summaries(targets: list[str]) -> list[str]:
     """The default targets and the pages that account for them, built last: the status page (rule status_page)
     and the plan against the hours the jobs took (rule plan_measured)."""
-    return [*targets, "results/tables/status.md", "results/tables/plan_measured.md"]
+    return [*targets, paths.STATUS_MD, paths.PLAN_MEASURED_MD]

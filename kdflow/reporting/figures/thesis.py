@@ -1,10 +1,7 @@
-"""The papers' figures as PNG files, drawn from kdflow's result tables.
+"""The figures of Sučík (2020), the thesis, as PNG files, drawn from kdflow's result tables:
 
 * :func:`teacher_curves` and :func:`teacher_curves_figure`: thesis Fig. 4.2, a teacher's dev score and learning rate
   over fine-tuning;
-* :func:`pseudo_head_figure`: Universal-KD Fig. 3 (left), per teacher layer, as means over dev;
-* :func:`attention_figure`: Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3, per example;
-* :func:`layer_outputs_figure`: ALP-KD Fig. 4, students' and teacher's layer outputs and their cosine distances;
 * :func:`probing_figure`: thesis Figs. 6.1 and 6.2, every probed model;
 * :func:`thesis_probing_figure`: thesis Figs. 6.1, 6.2, 6.3 and C.1 as the thesis drew them, its values beside kdflow's;
 * :func:`confidence_heatmap` and :func:`mistake_overlap_heatmap`: thesis Figs. 6.5 and C.2;
@@ -15,9 +12,7 @@
   :func:`size_heatmaps`: thesis Figs. B.1-B.7, B.8, B.9 and B.10-B.12 (data:
   :mod:`kdflow.reporting.exploration_curves`).
 
-Figures are built on :class:`matplotlib.figure.Figure` with an Agg canvas of their own, never through pyplot, so
-importing this module changes no global matplotlib state. Colours are colour-blind safe: the Okabe-Ito palette
-for lines, viridis/cividis for magnitudes and ColorBrewer's RdBu for signed correlations.
+Shared drawing helpers and the palette: :mod:`kdflow.reporting.figures.style`.
 """
 
 from __future__ import annotations
@@ -32,78 +27,24 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from kdflow.probing.senteval import PROBING_TASKS
+from kdflow.reporting.figures.style import (
+    OKABE_ITO,
+    WIDEST,
+    legend_below,
+    line_style,
+    metric_label,
+    new_figure,
+    panel_columns,
+    save,
+)
 
-DPI = 150
-MARGIN = 0.05  # inches kept clear beyond what a widened figure draws (constrained layout keeps about 0.04)
-WIDEST = 10.0  # inches: 1,500 px, shown at 0.7x or more in the report's pane at 1400 px (about 1,060 px)
-OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 BASELINES = {"majority": ("majority class", "#7f7f7f", "--"), "morphology": ("morphology guess", "#000000", "-.")}
-
-
-def line_style(number: int) -> dict:
-    """Colour and marker of the ``number``-th line; past the palette, the dash pattern changes too."""
-    colours = len(OKABE_ITO)
-    return {"color": OKABE_ITO[number % colours], "marker": MARKERS[number % len(MARKERS)],
-            "linestyle": ("-", "--", ":")[number // colours % 3], "markersize": 4}
-
-
-def new_figure(width: float, height: float) -> Figure:
-    figure = Figure(figsize=(width, height), layout="constrained", dpi=DPI)  # laid out at the resolution it is saved
-    FigureCanvasAgg(figure)
-    return figure
-
-
-def panel_columns(panels: int, panel_width: float) -> int:
-    """How many panels ``panel_width`` inches wide one row holds within :data:`WIDEST` (at least one): more panels
-    wrap onto further rows, so that a figure keeps its text readable at the report's width."""
-    return max(1, min(panels, int(WIDEST // panel_width)))
-
-
-def save(figure: Figure, path) -> Path:
-    """Write ``figure`` as a PNG with everything it draws on its canvas: a constrained layout fits the axes into the
-    figure, not a suptitle or figure-wide legend wider than it, which would be cut in the file itself; such a
-    figure is widened (and heightened) until all it draws fits."""
-    for _ in range(4):
-        beyond = drawn_outside(figure)
-        if max(beyond) <= 0.01:
-            break
-        left, bottom, right, top = (side + MARGIN if side > 0.01 else 0.0 for side in beyond)
-        width, height = figure.get_size_inches()
-        figure.set_size_inches(width + 2 * max(left, right), height + bottom + top)  # centred items grow both sides
-    figure.set_layout_engine("none")  # keep the layout just checked: savefig would compute it again (a quarter of a
-    # figure's drawing time), to the same positions, since the figure is laid out at the DPI it is saved at
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=DPI)
-    return path
-
-
-def drawn_outside(figure: Figure) -> tuple[float, float, float, float]:
-    """How far (inches) what ``figure`` draws, laid out, reaches past its left, bottom, right and top edges (0 where
-    it stays inside)."""
-    figure.draw_without_rendering()
-    drawn = figure.get_tightbbox(figure.canvas.get_renderer())
-    width, height = figure.get_size_inches()
-    return max(0.0, -drawn.x0), max(0.0, -drawn.y0), max(0.0, drawn.x1 - width), max(0.0, drawn.y1 - height)
-
-
-def legend_below(figure: Figure, handles: Sequence, columns: int = 3) -> None:
-    """A legend under the panels in at most ``columns`` columns, fewer where that many are wider than the figure."""
-    renderer = figure.canvas.get_renderer()
-    for count in range(min(columns, len(handles)), 0, -1):
-        legend = figure.legend(handles=handles, loc="outside lower center", ncols=count, fontsize="small",
-                               frameon=False)
-        if count == 1 or legend.get_window_extent(renderer).width <= figure.bbox.width:
-            return
-        legend.remove()
 
 
 # --- thesis Fig. 4.2 ---------------------------------------------------------------------------------------------
@@ -147,132 +88,6 @@ def teacher_curves_figure(data: pd.DataFrame, path, teacher: str) -> Path:
     figure.suptitle(f"{teacher}: dev score and learning rate over fine-tuning")
     legend_below(figure, [Line2D([], [], label="dev score (main metric)", **score_style),
                           Line2D([], [], label="learning rate η (right axis)", **lr_style)])
-    return save(figure, path)
-
-
-# --- Universal-KD Fig. 3 ----------------------------------------------------------------------------------------
-
-
-def pseudo_head_figure(table: pd.DataFrame, path) -> Path:
-    """Universal-KD Fig. 3 (left) averaged over dev: per teacher layer, the pseudo-head's mean distance to the
-    gold label and (second panel) its dev score on the task's main metric, one line per teacher and task; the
-    teacher's own dev score is the dotted line of the same colour. ``table``: :func:`kdflow.reporting.tables.teacher_table`
-    (``results/tables/teachers.csv``)."""
-    heads = table[table["component"] == "pseudo_head"]
-    if heads.empty:
-        raise ValueError("the teacher table has no pseudo-head rows")
-    teachers = table[(table["component"] == "teacher") & (table["split"] == "dev")]
-    figure = new_figure(WIDEST, 5)
-    distance_axes, score_axes = figure.subplots(1, 2)
-    handles = []
-    for number, ((teacher, task), rows) in enumerate(heads.groupby(["teacher", "task"], sort=False)):
-        metric = rows["metric"].iloc[0]  # teacher_table lists the task's main metric first
-        rows = rows[rows["metric"] == metric].sort_values("layer")
-        layers = rows["layer"].astype(float)
-        style = line_style(number)
-        label = f"{teacher} · {task} ({metric})"
-        handles += distance_axes.plot(layers, pd.to_numeric(rows["gold_distance"]), label=label, **style)
-        score_axes.plot(layers, pd.to_numeric(rows["value"]), **style)
-        own = teachers[(teachers["teacher"] == teacher) & (teachers["task"] == task) & (teachers["metric"] == metric)]
-        if not own.empty:
-            score_axes.axhline(float(own["value"].iloc[0]), color=style["color"], linestyle=":", linewidth=1)
-    handles.append(Line2D([], [], color="#7f7f7f", linestyle=":", label="teacher itself (dev)"))
-    distance_axes.set(xlabel="teacher layer", title="Pseudo-head distance to the gold label (dev)",
-                      ylabel="mean distance to gold label\n(L2 of probabilities; |error| for regression)")
-    score_axes.set(xlabel="teacher layer", ylabel="dev score (main metric, ×100)", title="Pseudo-head dev score")
-    for axes in (distance_axes, score_axes):
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.grid(alpha=0.3)
-    legend_below(figure, handles)
-    return save(figure, path)
-
-
-def attention_figure(weights: Mapping | Sequence[Mapping], path, title: str | None = None,
-                     gold_distance: bool = True) -> Path:
-    """Universal-KD Fig. 3 or ALP-KD Fig. 3 as one image: ``weights`` is one record of
-    :func:`kdflow.analysis.attention_maps.attention_weights` or several (e.g. a Universal-KD(IL) and an ALP student of
-    the same task, or ALP students of 2, 4 and 6 layers), drawn side by side as heatmaps (rows = examples, columns
-    = teacher layers) on one colour scale, each titled by its ``model`` (when the record names one) and method.
-    With ``gold_distance``, when every record covers the same examples and has gold distances, a first panel
-    shows the teacher's pseudo-head distances to the gold label for those examples (Universal-KD Fig. 3, left)."""
-    records = [weights] if isinstance(weights, Mapping) else list(weights)
-    if not records:
-        raise ValueError("no attention records to draw")
-    first = records[0]
-    same_examples = all(record["idx"] == first["idx"] for record in records)
-    panels = [("distance", first)] * (gold_distance and same_examples and first.get("gold_distance") is not None)
-    panels += [("attention", record) for record in records]
-    rows = max(len(record["idx"]) for record in records)
-    figure = new_figure(2.6 + min(3.2, (WIDEST - 2.6) / len(panels)) * len(panels), 1.8 + 0.32 * rows)
-    grid = figure.subplots(1, len(panels), sharey=same_examples, squeeze=False)[0]
-    attention_axes, top = [], max(np.max(record["weights"]) for record in records)
-    for number, (axes, (kind, record)) in enumerate(zip(grid, panels)):
-        if kind == "distance":
-            shown = axes.imshow(np.array(record["gold_distance"]), cmap="cividis_r", aspect="auto", vmin=0)
-            figure.colorbar(shown, ax=axes, label="distance to gold (lower: closer)")
-            axes.set_title("pseudo-head distance to gold")
-        else:
-            image = axes.imshow(np.array(record["weights"]), cmap="viridis", aspect="auto", vmin=0, vmax=top)
-            attention_axes.append(axes)
-            name = f"{record['model']} ({record['method']})" if "model" in record else record["method"]
-            axes.set_title(f"{name}\nstudent layer {record['student_layer']} of {record['student_layers']}")
-        axes.set_xticks(range(len(record["teacher_layers"])), [str(layer) for layer in record["teacher_layers"]])
-        axes.set_xlabel("teacher layer")
-        examples = [f"{idx}: {shorten(text)}" for idx, text in zip(record["idx"], record["texts"])]
-        axes.set_yticks(range(len(examples)), examples)
-        axes.tick_params(labelleft=number == 0 or not same_examples, labelsize="small")
-    figure.colorbar(image, ax=attention_axes, label="attention weight")
-    grid[0].set_ylabel("example (idx: text)")
-    figure.suptitle(title or f"Attention over teacher layers ({first['task']}, {first['split']})")
-    return save(figure, path)
-
-
-def shorten(text: str, length: int = 40) -> str:
-    return text if len(text) <= length else text[: length - 1] + "…"
-
-
-# --- ALP-KD Fig. 4 ----------------------------------------------------------------------------------------------
-
-# The paper draws the teacher green, ALP red and PKD blue: Okabe-Ito's green, vermillion and blue, then the rest.
-TEACHER_COLOUR, STUDENT_COLOURS = OKABE_ITO[2], OKABE_ITO[1:2] + OKABE_ITO[:1] + OKABE_ITO[3:]
-
-
-def layer_outputs_figure(data: Mapping, path, title: str | None = None) -> Path:
-    """ALP-KD Fig. 4 as one image, from :func:`kdflow.analysis.layer_outputs.layer_outputs`: per (student layer,
-    teacher layer) pair a column with the examples' outputs on the first two principal components (top, 4a-4b)
-    and each student's cosine distance to the teacher's layer per example (bottom, 4c-4d; the legend gives the
-    mean)."""
-    panels = data["panels"]
-    if not panels:
-        raise ValueError("no layer pairs to draw")
-    figure = new_figure(1 + min(4.2, (WIDEST - 1) / len(panels)) * len(panels), 7.5)
-    grid = figure.subplots(2, len(panels), squeeze=False)
-    examples = np.arange(1, len(data["idx"]) + 1)
-    handles = {}
-    for column, entry in enumerate(panels):
-        scatter, distance = grid[0, column], grid[1, column]
-        share = entry["explained_variance_ratio"]
-        points = np.array(entry["teacher"]["pc"])
-        handles["teacher"] = scatter.scatter(points[:, 0], points[:, 1], s=14, color=TEACHER_COLOUR, marker="o",
-                                             alpha=0.8, label="teacher")
-        for number, (name, values) in enumerate(entry["students"].items()):
-            colour, marker = STUDENT_COLOURS[number % len(STUDENT_COLOURS)], MARKERS[(number + 1) % len(MARKERS)]
-            method = data["models"][name]["method"]
-            points = np.array(values["pc"])
-            handles[name] = scatter.scatter(points[:, 0], points[:, 1], s=14, color=colour, marker=marker,
-                                            alpha=0.8, label=f"{name} ({method})")
-            distance.plot(examples, values["cosine_distance"], color=colour, marker=marker, markersize=3,
-                          linewidth=1, label=f"{name}: mean {values['mean_cosine_distance']:.3g}")
-        scatter.set(xlabel=f"PC1 ({share[0]:.0%} of variance)", ylabel=f"PC2 ({share[1]:.0%} of variance)",
-                    title=f"student layer {entry['student_layer']}, teacher layer {entry['teacher_layer']}")
-        distance.set(xlabel="example", ylabel=f"cosine distance to teacher layer {entry['teacher_layer']}",
-                     ylim=(0, None))
-        distance.legend(fontsize="small", frameon=False)
-        for axes in (scatter, distance):
-            axes.grid(alpha=0.3)
-    legend_below(figure, list(handles.values()))
-    figure.suptitle(title or f"Layer outputs of students and teacher ({data['task']}, {data['split']}, "
-                             f"{len(examples)} examples)")
     return save(figure, path)
 
 
@@ -561,10 +376,6 @@ def class_distribution_figure(data: pd.DataFrame, path, bars: str = "dev") -> Pa
 
 
 # --- thesis Figs. B.1-B.12 (Appendix B) -------------------------------------------------------------------------
-
-
-def metric_label(metric: str) -> str:
-    return f"dev {({'mcc': 'MCC', 'f1_micro': 'micro-F1'}).get(metric, metric)} (×100)"
 
 
 def point_styles(labels: Mapping[str, Sequence[str]]) -> dict[str, dict]:

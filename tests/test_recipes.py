@@ -1,0 +1,159 @@
+"""The recipes of docs/development.md ("Adding a method, a student, a paper table or a figure"), followed in a
+scratch copy of the repository exactly as the page writes them: its code blocks are appended to the files they
+name and its config blocks merged into the demo's config. Each recipe must then be enough: the docs' lists match
+the registries again, the workflow plans the new jobs, the new method or student computes, and no other file had
+to change."""
+
+import filecmp
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import DEMO, REPO, copy_repo, planned_jobs
+from markdown_it import MarkdownIt
+
+PAGE = REPO / "docs" / "development.md"
+SECTION = "## Adding a method, a student, a paper table or a figure"
+DEMO_CONFIG = "demo/config.yaml"
+METHODS_PAGE = "docs/students-and-methods.md"
+
+
+def recipes() -> dict[str, list[tuple[str, str]]]:
+    """Recipe (the bold words that open it: "A distillation method", ...) -> its code blocks, each (where, code):
+    where is the first line's comment, a file (`kdflow/...py`) or a config section (`config: students`)."""
+    text = PAGE.read_text()
+    section = text[text.index(SECTION):]
+    section = section[:section.index("\n## ", len(SECTION))]
+    found, current = {}, None
+    for token in MarkdownIt().parse(section):
+        if token.type == "inline" and (opening := re.match(r"\*\*(A [\w ]+?)[:*]", token.content)):
+            current = found.setdefault(opening[1], [])
+        elif token.type == "fence" and current is not None:
+            first, _, code = token.content.partition("\n")
+            current.append((first.removeprefix("# ").strip(), code))
+    return found
+
+
+def follow(workdir: Path, blocks: list[tuple[str, str]]) -> None:
+    """Append each code block to its file; merge each config block into the demo config's section."""
+    config_path = workdir / DEMO_CONFIG
+    config = yaml.safe_load(config_path.read_text())
+    for where, code in blocks:
+        if where.startswith("config: "):
+            section = config
+            for key in where.removeprefix("config: ").split("."):
+                section = section[key]
+            section.update(yaml.safe_load(code))
+        else:
+            path = workdir / where
+            path.write_text(path.read_text() + "\n\n" + code)
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def list_in_docs(workdir: Path, name: str, kind: str) -> None:
+    """The recipe's doc lines: the name in docs/students-and-methods.md's list and, for a method, README's count."""
+    page = workdir / METHODS_PAGE
+    text = page.read_text()
+    if kind == "method":
+        text = text.replace(", dih`;", f", dih, {name}`;", 1)
+        readme = workdir / "README.md"
+        count = int(re.search(r"(\d+) distillation methods", readme.read_text())[1])
+        readme.write_text(readme.read_text().replace(f"{count} distillation methods", f"{count + 1} distillation methods"))
+    else:
+        text = text.replace("`bilstm` and `gated_cnn`", f"`bilstm`, `{name}` and `gated_cnn`", 1)
+    page.write_text(text)
+
+
+def changed_files(workdir: Path) -> set[str]:
+    """The repository's files (tracked, or new and not ignored) that differ in the copy."""
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    return {name for name in tracked if (REPO / name).is_file() and (workdir / name).is_file()
+            and not filecmp.cmp(REPO / name, workdir / name, shallow=False)}
+
+
+def python_in(workdir: Path, code: str) -> str:
+    """Run ``code`` in the copy's own kdflow (its directory first on the path), return its output."""
+    result = subprocess.run([sys.executable, "-c", code], cwd=workdir, capture_output=True, text=True,
+                            env={"PYTHONPATH": str(workdir), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def docs_match_the_registries(workdir: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                             "tests/test_docs.py", "-k", "registered"], cwd=workdir, capture_output=True, text=True,
+                            env={"PYTHONPATH": str(workdir), "PATH": "/usr/bin:/bin", "HOME": str(workdir)})
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    return copy_repo(tmp_path / "kdflow")
+
+
+def test_the_page_has_a_recipe_for_each_kind_with_blocks_for_the_first_three():
+    found = recipes()
+    assert list(found) == ["A distillation method", "A student", "A paper table", "A figure"]
+    assert all(found[name] for name in list(found)[:3])
+
+
+@pytest.mark.slow
+def test_a_new_method_is_one_code_file_a_config_entry_and_two_doc_lines(scratch):
+    follow(scratch, recipes()["A distillation method"])
+    list_in_docs(scratch, "recipe_kd", "method")
+    assert changed_files(scratch) == {"kdflow/distillation/methods/logit_methods.py", DEMO_CONFIG, METHODS_PAGE,
+                                      "README.md"}
+    docs_match_the_registries(scratch)
+    planned = planned_jobs(*DEMO, "results/selection/recipe.json", cwd=scratch)
+    assert (planned["distill_student"], planned["select_students"]) == (1, 1)
+    # the method computes its terms, and its gradient reaches the student's logits
+    output = python_in(scratch, """
+import torch
+from kdflow.distillation.methods.registry import Shapes, build_method
+from kdflow.students.registry import StudentOutput
+from kdflow.transfer.signals import TeacherSignals
+method = build_method("recipe_kd", Shapes((4, 4), 2, 4, 2, False))
+logits = torch.tensor([[1.0, 0.0], [0.0, 2.0]], requires_grad=True)
+teacher = TeacherSignals(logits=torch.tensor([[0.0, 0.0], [0.0, 0.0]]))
+terms = method(StudentOutput(logits, [torch.zeros(2, 4)] * 2), teacher, torch.tensor([0, 1]))
+terms["loss"].backward()
+print(round(terms["kd"].item(), 6), logits.grad.abs().sum().item() > 0)
+""")
+    assert output.split() == ["1.25", "True"]  # 0.5 * mean over examples of (1 + 4) = 1.25
+
+
+@pytest.mark.slow
+def test_a_new_student_is_two_code_files_config_entries_and_a_doc_line(scratch):
+    follow(scratch, recipes()["A student"])
+    list_in_docs(scratch, "recipe_cnn", "student")
+    assert changed_files(scratch) == {"kdflow/students/convolutional.py", "kdflow/workflow/model_sizes.py",
+                                      DEMO_CONFIG, METHODS_PAGE}
+    docs_match_the_registries(scratch)
+    assert planned_jobs(*DEMO, "results/selection/recipe_student.json", cwd=scratch)["distill_student"] == 1
+    # the plan prices it, and the student builds and forwards a batch
+    output = python_in(scratch, """
+import torch
+from kdflow.students.registry import StudentContext, build_student
+from kdflow.workflow import model_sizes
+from kdflow.workflow.catalog import load_catalog
+print(model_sizes.student_model({"type": "recipe_cnn"}, model_sizes.transformer(2, 32, 64), load_catalog())["layers"])
+class Vocabulary:
+    pad_token_id = 0
+    def __len__(self):
+        return 50
+student = build_student({"type": "recipe_cnn"}, StudentContext(2, Vocabulary()))
+batch = {"input_ids": torch.tensor([[1, 2, 3]]), "attention_mask": torch.ones(1, 3, dtype=torch.long)}
+print(tuple(student(batch).logits.shape))
+""")
+    assert output.split("\n")[:2] == ["2", "(1, 2)"]
+
+
+@pytest.mark.slow
+def test_a_new_paper_table_of_reported_numbers_is_a_config_entry(scratch):
+    follow(scratch, recipes()["A paper table"])
+    assert changed_files(scratch) == {DEMO_CONFIG}
+    planned = planned_jobs(*DEMO, cwd=scratch)
+    assert planned["paper_table"] == 1 + len(yaml.safe_load((REPO / DEMO_CONFIG).read_text())["paper_tables"]["tables"])

@@ -1,0 +1,100 @@
+"""One module names every path under results/ (kdflow.workflow.results_paths): the package, the scripts and the rules
+spell none of their own, so that moving an output is an edit of that module."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from conftest import REPO
+
+from kdflow.workflow import results_paths
+
+MODULE = Path(results_paths.__file__).resolve()
+# Files that may spell a results/ path outside their docstrings and comments, each with the reason; ideally none.
+EXCEPTIONS: dict[str, str] = {}
+
+
+def docstring_nodes(tree: ast.AST) -> set[int]:
+    """The ids of the docstrings' nodes: the first statement of a module, class or function, if a string."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value,
+                                                                                                    str):
+                found.add(id(first.value))
+    return found
+
+
+def python_results_paths(source: str) -> list[str]:
+    """Every string constant of ``source`` but its docstrings, f-strings' literal parts included, naming a path
+    under results/."""
+    tree = ast.parse(source)
+    docstrings = docstring_nodes(tree)
+    return [f"line {node.lineno}: {node.value!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            and "results/" in node.value]
+
+
+QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+
+
+def snakemake_results_paths(source: str) -> list[str]:
+    """Every quoted string of a rule file (or the Snakefile) outside its triple-quoted docstrings and comments that
+    names a path under results/."""
+    code = re.sub(r'""".*?"""|\'\'\'.*?\'\'\'', lambda m: "\n" * m.group(0).count("\n"), source, flags=re.DOTALL)
+    found = []
+    for number, line in enumerate(code.splitlines(), 1):
+        masked = QUOTED.sub(lambda m: '"' * len(m.group(0)), line)  # a # inside a string starts no comment
+        comment = masked.find("#") if "#" in masked else len(line)  # what a comment holds is prose
+        found += [f"line {number}: {m.group(0)}" for m in QUOTED.finditer(line)
+                  if m.start() < comment and "results/" in m.group(0)]
+    return found
+
+
+def checked_files() -> list[Path]:
+    return sorted([*(REPO / "kdflow").rglob("*.py"), *(REPO / "scripts").glob("*.py"), *(REPO / "rules").glob("*.smk"),
+                   REPO / "Snakefile"])
+
+
+def results_paths_in(path: Path) -> list[str]:
+    text = path.read_text()
+    return python_results_paths(text) if path.suffix == ".py" else snakemake_results_paths(text)
+
+
+def test_no_results_path_is_spelled_outside_the_results_paths_module():
+    found = {str(path.relative_to(REPO)): hits for path in checked_files()
+             if path.resolve() != MODULE and str(path.relative_to(REPO)) not in EXCEPTIONS
+             for hits in [results_paths_in(path)] if hits}
+    assert found == {}, "name these paths in kdflow/workflow/results_paths.py and use its names"
+
+
+def test_the_check_finds_paths_in_code_and_not_in_prose():
+    python = '''"""Writes results/plan.csv."""
+PLAN = "results/plan.csv"
+
+
+def f(task):
+    """Reads results/data/{task}."""
+    return f"results/data/{task}", "data"  # results/data/x
+'''
+    assert python_results_paths(python) == ["line 2: 'results/plan.csv'", "line 7: 'results/data/'"]
+    rules = '''# results/data/{task}: the prepared task
+rule prepare_task:
+    """Ingest one task into results/data/{task}."""
+    output:
+        directory("results/data/{task}"),  # "results/x"
+    benchmark:
+        paths.benchmark("prepare_task/{task}")
+'''
+    assert snakemake_results_paths(rules) == ['line 5: "results/data/{task}"']
+
+
+def test_each_path_is_named_once_and_lies_under_results():
+    paths = {name: value for name, value in vars(results_paths).items() if name.isupper() and isinstance(value, str)}
+    assert all(value == results_paths.RESULTS or value.startswith(f"{results_paths.RESULTS}/")
+               for value in paths.values())
+    assert len(set(paths.values())) == len(paths)
+    assert results_paths.benchmark("prepare_task/{task}") == "results/benchmarks/prepare_task/{task}.tsv"
