@@ -43,7 +43,7 @@ from quality_claims import EXPERIMENTS, read_record, recordable_commit  # noqa: 
 from quality_real_data import benchmark_config  # noqa: E402
 
 from kdflow.workflow import replay  # noqa: E402
-from kdflow.workflow.config import grid_points  # noqa: E402
+from kdflow.workflow.job_settings import grid_points  # noqa: E402
 
 CARRY = REPO / ".gpu-carry"
 LIMIT = 64 * 2**20  # what travels with a call: the working tree and the carried paths

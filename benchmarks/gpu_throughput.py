@@ -42,7 +42,7 @@ from plan_throughput import (  # noqa: E402
     width_pairs)
 
 from kdflow.core.precision import resolve_precision  # noqa: E402
-from kdflow.workflow.catalog import load_catalog  # noqa: E402
+from kdflow.workflow.catalog_cache import load_catalog  # noqa: E402
 from kdflow.workflow.config_files import SCHEMA, validate_config, workflow_config  # noqa: E402
 from kdflow.workflow.cost_plan import (  # noqa: E402
     STARTUP, THROUGHPUT, charged_share, cost_plan, paper_table_hours, plan_table, read_startup, section_order)

@@ -56,7 +56,7 @@ from kdflow.students.registry import StudentContext, build_student  # noqa: E402
 from kdflow.teachers.finetune import build_teacher  # noqa: E402
 from kdflow.training.batching import batches, to_device, tokenize  # noqa: E402
 from kdflow.transfer.generation import SamplingSettings, sample  # noqa: E402
-from kdflow.workflow.catalog import load_catalog  # noqa: E402
+from kdflow.workflow.catalog_cache import load_catalog  # noqa: E402
 from kdflow.workflow.cost_plan import FLOPS_PER_PARAMETER  # noqa: E402
 from kdflow.workflow.job_work import probe_parameters  # noqa: E402
 from kdflow.workflow.model_sizes import language_model, student_model, transformer  # noqa: E402
@@ -82,7 +82,7 @@ GPU_FLOOR = {("transformer", "train"): 1e-3, ("transformer", "infer"): 3e-4, ("g
 MODEL_RULES = {"finetune_teacher", "evaluate_teacher", "train_pseudo_heads", "evaluate_pseudo_heads",
                "compute_teacher_signals", "finetune_generator", "evaluate_generator", "sample_transfer_shard", "distill_student",
                "compute_assistant_signals", "encode_probing_tasks", "measure_inference", "classify_sentences",
-               "attention_maps", "layer_outputs"}
+               "compute_attention_maps", "compute_layer_outputs"}
 # Rules that train: their first optimizer imports torch._dynamo (torch wraps Optimizer.add_param_group in
 # torch._disable_dynamo), about 1.7 CPU s here that a rule whose imports do not already pull it pays before its
 # first batch.

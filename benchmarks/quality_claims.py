@@ -54,7 +54,7 @@ from kdflow.core.documents import Paragraph  # noqa: E402
 from kdflow.reporting.claims import cells, claims_document, read_runs, searched_points  # noqa: E402
 from kdflow.workflow.config_files import load_config_file  # noqa: E402
 from kdflow.workflow import results_paths as paths  # noqa: E402
-from kdflow.workflow.config import grid_points  # noqa: E402
+from kdflow.workflow.job_settings import grid_points  # noqa: E402
 
 EXPERIMENTS = ("claims_alp", "claims_universal", "claims_universal_ca")
 INVESTIGATIONS = ("claims_universal_long",)  # every point and seed of these runs in phase `long`

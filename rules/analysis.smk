@@ -1,7 +1,10 @@
 # Stage analysis (kdflow.analysis): prediction analysis (thesis §6.2, Tables 6.1-6.2, Figs. 6.5, 6.6 and
 # C.2): per task, the teacher and its students on dev: confidences, extreme hits and mistakes, the examples
-# of P4, P5, P7 and P8, mistake overlap, confidence correlations; the sentence probes of Table C.1. The model
-# sizes and CPU speeds of thesis Table 5.2 are export's (rules/export.smk): ONNX Runtime's beside PyTorch's.
+# of P4, P5, P7 and P8, mistake overlap, confidence correlations; the sentence probes of Table C.1; the
+# students recomputed for the papers' figures: their attention over the teacher's layers (Universal-KD Fig. 3,
+# ALP-KD Fig. 3) and their layers' outputs beside the teacher's (ALP-KD Fig. 4), which
+# rules/reporting_figures.smk draws. The model sizes and CPU speeds of thesis Table 5.2 are export's
+# (rules/export.smk): ONNX Runtime's beside PyTorch's.
 
 
 rule analyse_predictions:
@@ -103,3 +106,79 @@ rule classify_sentences:
         code=code_of("classify_sentences.py"),
     script:
         "../scripts/classify_sentences.py"
+
+
+rule compute_attention_maps:
+    """Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3's numbers: one student layer's attention over the
+    teacher's layers on random dev examples, recomputed for each of the figure's students (e.g. Universal-KD(IL)
+    and ALP, or ALP students of 2, 4 and 6 layers), with the pseudo-heads' distance to the gold label on the same
+    examples (Universal-KD Fig. 3, left). Rule attention_maps draws them."""
+    input:
+        unpack(
+            lambda w: recomputed_student_inputs(
+                config,
+                config["attention_maps"][w.figure]["task"],
+                config["attention_maps"][w.figure]["models"],
+            )
+        ),
+    output:
+        paths.ATTENTION_JSON,
+    log:
+        "logs/compute_attention_maps/{figure}.log",
+    benchmark:
+        paths.benchmark("compute_attention_maps/{figure}")
+    wildcard_constraints:
+        figure="|".join(config.get("attention_maps", {})) or "no-figures",
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    params:
+        spec=lambda w: canonical(config["attention_maps"][w.figure]),
+        models=lambda w: {
+            name: model_params(config, name)
+            for name in config["attention_maps"][w.figure]["models"]
+        },
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("compute_attention_maps.py"),
+    script:
+        "../scripts/compute_attention_maps.py"
+
+
+rule compute_layer_outputs:
+    """ALP-KD Fig. 4's numbers: the first two principal components of student layers' outputs, recomputed and
+    fitted jointly with the teacher layer each is compared with, and every example's cosine distance to it. Rule
+    layer_outputs draws them."""
+    input:
+        unpack(
+            lambda w: recomputed_student_inputs(
+                config, w.task, config["layer_outputs"][w.task]["models"]
+            )
+        ),
+    output:
+        json=paths.LAYER_OUTPUTS_JSON,
+        csv=paths.LAYER_OUTPUTS_CSV,
+    log:
+        "logs/compute_layer_outputs/{task}.log",
+    benchmark:
+        paths.benchmark("compute_layer_outputs/{task}")
+    conda:
+        "../envs/kdflow.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    params:
+        spec=lambda w: canonical(config["layer_outputs"][w.task]),
+        models=lambda w: {
+            name: model_params(config, name)
+            for name in config["layer_outputs"][w.task]["models"]
+        },
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of("compute_layer_outputs.py"),
+    script:
+        "../scripts/compute_layer_outputs.py"

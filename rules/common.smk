@@ -22,32 +22,39 @@ from kdflow.reporting.report_menu import (
     paper_table_place,
 )
 from kdflow.reporting.status import status_inputs
-from kdflow.workflow.config import (
+from kdflow.workflow.job_inputs import (
+    experiment_run_files,
+    raw_task_files,
+    selection_inputs,
+    student_inputs,
+    student_run_file,
+    task_source_dir,
+    teacher_signal_inputs,
+    transfer_set_file,
+    transfer_set_inputs,
+)
+from kdflow.workflow.job_settings import (
     canonical,
     class_distribution_tasks,
-    experiment_run_files,
     generator_settings,
     hygiene_settings,
     probing_settings,
     pseudo_head_job_settings,
-    raw_task_files,
     sampling_settings,
-    selection_inputs,
     selection_params,
-    signal_needs,
-    student_inputs,
-    student_run_file,
+    signals_include_layers,
     student_settings,
-    task_source_dir,
     teacher_jobs,
     teacher_settings,
-    teacher_signal_inputs,
     transfer_of,
-    transfer_set_file,
-    transfer_set_inputs,
 )
 from kdflow.workflow.cost_plan import config_digest, paper_table_experiments
-from kdflow.workflow.export_inputs import export_inputs, export_params
+from kdflow.workflow.export_inputs import (
+    export_inputs,
+    export_params,
+    exported_cards,
+    exported_students,
+)
 from kdflow.workflow.exploration import (
     drawn_runs,
     figure_constraint,

@@ -6,7 +6,7 @@ import sys
 # scripts find it without PYTHONPATH, which Snakemake clears in conda environments (`--sdm conda`).
 sys.path.insert(0, workflow.basedir)
 
-from kdflow.workflow.config import check_references
+from kdflow.workflow.config_checks import check_references
 from kdflow.workflow.config_files import (
     SCHEMA,
     ConfigError,

@@ -1,7 +1,7 @@
 # Stage export (kdflow.export): models as people run them. A selected student as a folder that transformers loads
-# without kdflow, with its tokenizer and model card (docs/export.md), asked for by path, never in the default
-# target: results/export/{experiment}/{task}/{student}/{method}. And a model's inference cost in PyTorch and ONNX
-# Runtime (thesis Table 5.2), which the paper tables read.
+# without kdflow, with its tokenizer and model card (docs/export.md): those the config's `export` lists are default
+# targets, any other is asked for by path, results/export/{experiment}/{task}/{student}/{method}. And a model's
+# inference cost in PyTorch and ONNX Runtime (thesis Table 5.2), which the paper tables read.
 
 
 rule export_student:
@@ -14,7 +14,18 @@ rule export_student:
             lambda w: export_inputs(config, w.experiment, w.task, w.student, w.method)
         ),
     output:
-        directory(paths.EXPORT),
+        folder=directory(paths.EXPORT),
+        card=report(
+            paths.EXPORT_CARD,
+            caption="../report/model_card.rst",
+            category=category("Experiments"),
+            subcategory="{experiment}",
+            labels={
+                "experiment": "{experiment}",
+                "result": "model card: {student} {method} on {task}",
+                "format": "Markdown",
+            },
+        ),
     log:
         "logs/export_student/{experiment}/{task}/{student}/{method}.log",
     benchmark:

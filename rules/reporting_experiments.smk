@@ -5,10 +5,12 @@
 
 rule experiment_table:
     """The experiment's table of the selected students (mean ± sample std over seeds, and the tests against the
-    experiment's ``compare_to``) and of every grid point and seed, from its dev selection.
+    experiment's ``compare_to``) and of every grid point and seed, from its dev selection; and the model cards of
+    the students the config exports.
     """
     input:
         selection=paths.SELECTION,
+        cards=lambda w: exported_cards(config, w.experiment),
     output:
         csv=report(
             paths.EXPERIMENT_TABLE_CSV,
@@ -55,6 +57,7 @@ rule experiment_table:
         mem_mb=1000,
         runtime=5,
     params:
+        exported=lambda w: exported_students(config, w.experiment),
         code=code_of("experiment_table.py"),
     script:
         "../scripts/experiment_table.py"

@@ -1,7 +1,8 @@
 # Stage reporting (kdflow.reporting), the papers' figures: Universal-KD Fig. 3 (pseudo-head distance to the gold
 # label per teacher layer; a student layer's attention over the teacher's layers), ALP-KD Figs. 3-4 (the first student
-# layer's attention; layer outputs' principal components and cosine distances), thesis Fig. 4.2 (teachers'
-# fine-tuning), 6.5, 6.6, C.2 and A.1 (class distribution). Probing's figures: rules/reporting_probing.smk.
+# layer's attention; layer outputs' principal components and cosine distances; the students' attention and layer
+# outputs recomputed by rules/analysis.smk), thesis Fig. 4.2 (teachers' fine-tuning), 6.5, 6.6, C.2 and A.1 (class
+# distribution). Probing's figures: rules/reporting_probing.smk.
 
 
 rule figure_teacher_curves:
@@ -140,21 +141,14 @@ rule figure_analysis:
 
 
 rule attention_maps:
-    """Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3: one student layer's attention over the teacher's
-    layers on random dev examples, for each of the figure's students (e.g. Universal-KD(IL) and ALP, or ALP
-    students of 2, 4 and 6 layers), optionally beside the pseudo-heads' distance to the gold label on the same
-    examples (Universal-KD Fig. 3, left)."""
+    """Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3, drawn from rule compute_attention_maps' numbers: one
+    student layer's attention over the teacher's layers on random dev examples, for each of the figure's students,
+    optionally beside the pseudo-heads' distance to the gold label on the same examples (Universal-KD Fig. 3,
+    left)."""
     input:
-        unpack(
-            lambda w: recomputed_student_inputs(
-                config,
-                config["attention_maps"][w.figure]["task"],
-                config["attention_maps"][w.figure]["models"],
-            )
-        ),
+        paths.ATTENTION_JSON,
     output:
-        json=paths.ATTENTION_JSON,
-        figure=report(
+        report(
             paths.ATTENTION_PNG,
             caption="../report/figure_attention.rst",
             category=lambda w: attention_report_entry(config, w.figure)["category"],
@@ -173,35 +167,23 @@ rule attention_maps:
         "../envs/kdflow.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=15,
+        mem_mb=2000,
+        runtime=10,
     params:
         spec=lambda w: canonical(config["attention_maps"][w.figure]),
-        models=lambda w: {
-            name: model_params(config, name)
-            for name in config["attention_maps"][w.figure]["models"]
-        },
-        device=config["device"],
-        precision=config["precision"],
         code=code_of("attention_maps.py"),
     script:
         "../scripts/attention_maps.py"
 
 
 rule layer_outputs:
-    """ALP-KD Fig. 4: the first two principal components of student layers' outputs fitted jointly with the
-    teacher layer each is compared with (4a, 4b), and every example's cosine distance to it (4c, 4d).
-    """
+    """ALP-KD Fig. 4, drawn from rule compute_layer_outputs' numbers: the first two principal components of student
+    layers' outputs fitted jointly with the teacher layer each is compared with (4a, 4b), and every example's
+    cosine distance to it (4c, 4d)."""
     input:
-        unpack(
-            lambda w: recomputed_student_inputs(
-                config, w.task, config["layer_outputs"][w.task]["models"]
-            )
-        ),
+        paths.LAYER_OUTPUTS_JSON,
     output:
-        json=paths.LAYER_OUTPUTS_JSON,
-        csv=paths.LAYER_OUTPUTS_CSV,
-        figure=report(
+        report(
             paths.LAYER_OUTPUTS_PNG,
             caption="../report/figure_layer_outputs.rst",
             **paper_place("alp_kd_passban2021", "Figure 4"),
@@ -218,16 +200,10 @@ rule layer_outputs:
         "../envs/kdflow.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=15,
+        mem_mb=2000,
+        runtime=10,
     params:
         spec=lambda w: canonical(config["layer_outputs"][w.task]),
-        models=lambda w: {
-            name: model_params(config, name)
-            for name in config["layer_outputs"][w.task]["models"]
-        },
-        device=config["device"],
-        precision=config["precision"],
         code=code_of("layer_outputs.py"),
     script:
         "../scripts/layer_outputs.py"

@@ -174,7 +174,7 @@ rule compute_teacher_signals:
         mem_mb=configured_resource("mem_mb", "teachers.{teacher}"),
         runtime=configured_resource("runtime", "teachers.{teacher}"),
     params:
-        include_layers=lambda w: signal_needs(config, w.teacher, w.task),
+        include_layers=lambda w: signals_include_layers(config, w.teacher, w.task),
         settings=teacher_params,
         device=config["device"],
         precision=config["precision"],

@@ -1,29 +1,14 @@
-"""Rule attention_maps: one student layer's attention over the teacher's layers for each of a figure's students
-(names in `models`), on the same random dev examples, as JSON and as one figure (Universal-KD Fig. 3, ALP-KD
-Fig. 3)."""
+"""Rule attention_maps: Universal-KD Fig. 3 or ALP-KD Fig. 3 as one figure, drawn from the attention records rule
+compute_attention_maps wrote (one per student of the figure)."""
 
 import json
 from pathlib import Path
 
-from kdflow.analysis.attention_maps import attention_weights
-from kdflow.core.devices import select_device
-from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job
-from kdflow.distillation.selection import selected_run_dir
 from kdflow.reporting.figures.universal_kd import attention_figure
 
 with rule_job(snakemake):
-    params = snakemake.params
-    spec = params.spec
-    device = select_device(params.device)
-    precision = resolve_precision(params.precision, device)
-    records = []
-    for name, model in params.models.items():
-        run_dir = selected_run_dir(model["reference"], snakemake.input[f"{name}_selection"], model["runs_dir"])
-        record = attention_weights(run_dir, Path(snakemake.input.teacher).parent, snakemake.input.heads,
-                                   snakemake.input.data, spec["examples"], spec["student_layer"], "dev", spec["seed"],
-                                   device, precision)
-        records.append({"model": name, **record})
-    Path(snakemake.output.json).write_text(json.dumps(records, indent=1) + "\n")
+    spec = snakemake.params.spec
+    records = json.loads(Path(snakemake.input[0]).read_text())
     title = f"Attention over the teacher's layers ({spec['task']}, {snakemake.wildcards.figure})"
-    attention_figure(records, snakemake.output.figure, title, spec["gold_distance"])
+    attention_figure(records, snakemake.output[0], title, spec["gold_distance"])

@@ -1,11 +1,12 @@
 """Rule experiment_table: the experiment's table of the students selected on dev, with their tests against the
-experiment's baseline, and of its whole grid."""
+experiment's baseline, of its whole grid, and its exported students."""
 
 import json
 from pathlib import Path
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.tables import experiment_document, experiment_table, grid_table
+from kdflow.reporting.tables import experiment_document, experiment_table, exports_table, grid_table
+from kdflow.workflow.results_paths import EXPORT
 
 with rule_job(snakemake):
     selection = json.loads(Path(snakemake.input.selection).read_text())
@@ -13,5 +14,9 @@ with rule_job(snakemake):
     table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")
     grid = grid_table(selection)
     grid.to_csv(snakemake.output.grid, index=False, float_format="%.4f")
-    experiment_document(snakemake.wildcards.experiment, table, grid).write(snakemake.output.markdown,
-                                                                           snakemake.output.html)
+    exported = snakemake.params.exported
+    keys = [(student["task"], student["student"], student["method"]) for student in exported]
+    exports = exports_table(dict(zip(keys, snakemake.input.cards)),
+                            {key: EXPORT.format(**student) for key, student in zip(keys, exported)})
+    experiment_document(snakemake.wildcards.experiment, table, grid, exports).write(snakemake.output.markdown,
+                                                                                    snakemake.output.html)

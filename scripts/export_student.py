@@ -1,6 +1,8 @@
 """Rule export_student: an experiment's selected student as a folder that transformers loads without kdflow."""
 
 import logging
+import shutil
+from pathlib import Path
 
 from kdflow.core.runtime import rule_job
 from kdflow.export.onnx_export import onnx_available
@@ -11,11 +13,13 @@ with rule_job(snakemake):
     request = export["request"]
     deviations = applicable_deviations(snakemake.input.get("deviations"), export["paper_tables"],
                                        **request, teacher=export["teacher"]["name"])
-    context = {"teacher": export["teacher"], "paper": export["paper"], "deviations": deviations,
+    context = {"teacher": export["teacher"], "paper": export["paper"], "license": export.get("license"),
+               "deviations": deviations,
                "config_files": snakemake.params.config_files, "config_overrides": snakemake.params.config_overrides,
-               "rebuild": rebuild_command(snakemake.output[0], snakemake.params.config_files,
+               "rebuild": rebuild_command(snakemake.output.folder, snakemake.params.config_files,
                                           snakemake.params.replace_config, snakemake.params.config_overrides)}
     record = export_student(request, snakemake.input.selection, export["runs_dir"], snakemake.input.data,
-                            snakemake.input.teacher, snakemake.output[0], context, onnx=onnx_available())
+                            snakemake.input.teacher, snakemake.output.folder, context, onnx=onnx_available())
+    shutil.copyfile(Path(snakemake.output.folder) / "README.md", snakemake.output.card)  # the card, in the report
     logging.getLogger("kdflow").info("exported %s (point %s, seed %s) to %s", record["model_class"],
-                                     record["run"]["point"], record["run"]["seed"], snakemake.output[0])
+                                     record["run"]["point"], record["run"]["seed"], snakemake.output.folder)

@@ -9,7 +9,7 @@ import pandas as pd
 from kdflow.core.runtime import rule_job
 from kdflow.reporting.pilot import pilot_jobs, pilot_summary
 from kdflow.reporting.plan_pages import plan_jobs, write_plan
-from kdflow.workflow.catalog import load_catalog
+from kdflow.workflow.catalog_cache import load_catalog
 from kdflow.workflow.cost_plan import (
     cost_plan,
     paper_table_hours,

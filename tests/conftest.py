@@ -20,7 +20,7 @@ from kdflow.core.tasks import get_task
 from kdflow.teachers.finetune import evaluate_teacher, finetune
 from kdflow.training import loop
 from kdflow.workflow import provenance
-from kdflow.workflow.catalog import CACHE_DIR, catalog_file, load_catalog
+from kdflow.workflow.catalog_cache import CACHE_DIR, catalog_file, load_catalog
 from kdflow.workflow.config_files import load_config_file, validate_config
 from kdflow.workflow.exploration import with_exploration
 
@@ -236,7 +236,7 @@ def planned_outputs(*args, cwd=REPO) -> dict[str, list[list[str]]]:
 def copy_repo(destination: Path) -> Path:
     """A scratch copy of the repository without its runs. It keeps what each copy's first `snakemake` would
     otherwise compute again: the compiled modules (valid: copytree keeps the sources' modification times) and the
-    catalog of methods and students (kdflow.workflow.catalog: 4.5 CPU-s, importing torch; an edited method or
+    catalog of methods and students (kdflow.workflow.catalog_cache: 4.5 CPU-s, importing torch; an edited method or
     student changes its name, so the copy then computes its own)."""
     ignore = shutil.ignore_patterns(".git", ".venv", ".snakemake", "results", "logs", "*.egg-info")
     shutil.copytree(REPO, destination, ignore=ignore)

@@ -11,23 +11,20 @@ from conftest import REPO
 
 from kdflow.core.errors import UserError
 from kdflow.reporting.report_menu import attention_report_entry
-from kdflow.workflow.config import (
+from kdflow.workflow.config_checks import check_references
+from kdflow.workflow.job_inputs import raw_task_files, selection_inputs, student_inputs, transfer_set_inputs
+from kdflow.workflow.job_settings import (
     assistant_run,
-    check_references,
     grid_points,
     hygiene_settings,
-    pseudo_head_settings,
     pseudo_head_job_settings,
-    raw_task_files,
+    pseudo_head_settings,
     run_values,
-    selection_inputs,
     selection_params,
-    student_inputs,
     student_jobs,
     student_settings,
     teacher_jobs,
     teacher_settings,
-    transfer_set_inputs,
 )
 from kdflow.workflow.config_files import validate_config
 from kdflow.workflow.split_sizes import counted_files
@@ -373,10 +370,10 @@ def test_the_full_config_passes_its_checks():
 
 def test_planning_imports_neither_torch_nor_transformers():
     code = ("import sys, yaml\n"
-            "from kdflow.workflow import config\n"
+            "from kdflow.workflow import config_checks, job_inputs, job_settings\n"
             "c = yaml.safe_load(open('config.yaml'))\n"
-            "config.check_references(c)\n"
-            "print(len(config.student_jobs(c)), 'torch' in sys.modules, 'transformers' in sys.modules)")
+            "config_checks.check_references(c)\n"
+            "print(len(job_settings.student_jobs(c)), 'torch' in sys.modules, 'transformers' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     jobs, torch, transformers = result.stdout.split()
     assert int(jobs) > 10_000 and (torch, transformers) == ("False", "False")
@@ -385,19 +382,19 @@ def test_planning_imports_neither_torch_nor_transformers():
 @pytest.mark.slow
 def test_catalog_is_rebuilt_when_a_method_changes(tmp_path, monkeypatch):
     """The cached catalog is keyed by the code behind it: an edit to a method file gives a new key."""
-    from kdflow.workflow import catalog, provenance
+    from kdflow.workflow import catalog_cache, provenance
 
     copy = tmp_path / "kdflow"
     shutil.copytree(REPO / "kdflow", copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(provenance, "PACKAGE_ROOT", copy)
-    monkeypatch.setattr(catalog, "PACKAGE_ROOT", copy)
-    catalog.load_catalog.cache_clear()
-    first = catalog.load_catalog(tmp_path / "cache")
+    monkeypatch.setattr(catalog_cache, "PACKAGE_ROOT", copy)
+    catalog_cache.load_catalog.cache_clear()
+    first = catalog_cache.load_catalog(tmp_path / "cache")
     with open(copy / "distillation" / "methods" / "logit_methods.py", "a") as file:
         file.write('\n\n@register("kd_copy")\nclass KDCopy(KD):\n    defaults = {**KD.defaults, "extra": 1}\n')
-    catalog.load_catalog.cache_clear()
-    second = catalog.load_catalog(tmp_path / "cache")
-    catalog.load_catalog.cache_clear()
+    catalog_cache.load_catalog.cache_clear()
+    second = catalog_cache.load_catalog(tmp_path / "cache")
+    catalog_cache.load_catalog.cache_clear()
     assert "kd_copy" not in first["methods"] and second["methods"]["kd_copy"]["defaults"]["extra"] == 1
     assert len(list((tmp_path / "cache").glob("catalog-*.json"))) == 2
 

@@ -159,7 +159,7 @@ def check_demo_evidence(workdir, config):
     for (task, split), rows in classes.groupby(["task", "split"]):
         meta = json.loads((workdir / f"results/data/{task}/meta.json").read_text())
         assert rows["count"].sum() == meta["splits"][split] and split in meta["labelled_splits"]
-    attention = json.loads((workdir / "results/figures/attention_universal_kd_figure3.json").read_text())
+    attention = json.loads((workdir / "results/analysis/attention/universal_kd_figure3.json").read_text())
     assert [record["method"] for record in attention] == ["universal_kd_il", "alp"]
     assert {record["student_layer"] for record in attention} == {2}  # the penultimate of 3 layers
     check_demo_exploration(workdir, config)
@@ -506,7 +506,7 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # alp_kd_table3's, and ALP-KD Fig. 3 of its ALP student
         distill_student=1 + 2, select_students=2, experiment_table=2, figure_experiment_curves=2, glue_submission=2,
         paper_table=1,
-        attention_maps=1, plan=1, all=1, status_page=1, plan_measured=1,
+        compute_attention_maps=1, attention_maps=1, plan=1, all=1, status_page=1, plan_measured=1,
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM)
 
 
@@ -639,20 +639,20 @@ def test_demo_alp_kd_figures_cover_its_alp_and_pkd_students(demo_run):
                         for entry, spec in experiment["methods"].items() if (spec or {}).get("method", entry) == "alp"
                         for student in experiment["students"])
     assert alp_depths == [2, 3]
-    attention = json.loads((workdir / "results/figures/attention_alp_kd_figure3.json").read_text())
+    attention = json.loads((workdir / "results/analysis/attention/alp_kd_figure3.json").read_text())
     assert sorted(record["student_layers"] for record in attention) == alp_depths  # every ALP student of the demo
     for record in attention:
         assert (record["method"], record["student_layer"], record["idx"]) == ("alp", 1, attention[0]["idx"])
         weights = np.array(record["weights"])
         assert weights.shape == (10, 4) and np.allclose(weights.sum(1), 1)
 
-    outputs = json.loads((workdir / "results/figures/layer_outputs_sst2.json").read_text())
+    outputs = json.loads((workdir / "results/analysis/layer_outputs/sst2.json").read_text())
     # the ALP and PKD students of alp_kd_table2, the demo's stand-in for ALP-KD Table 1's 4-layer students
     assert sorted(model["method"] for model in outputs["models"].values()) == ["alp", "pkd"]
     assert {model["student_layers"] for model in outputs["models"].values()} == {3}
     assert len(outputs["idx"]) == len(set(outputs["idx"])) == 40 and outputs["teacher_layers"] == 4
     assert [(entry["student_layer"], entry["teacher_layer"]) for entry in outputs["panels"]] == [(1, 1), (2, 2)]
-    table = pd.read_csv(workdir / "results/figures/layer_outputs_sst2.csv")
+    table = pd.read_csv(workdir / "results/analysis/layer_outputs/sst2.csv")
     assert len(table) == 2 * 3 * 40 and set(table.model) == {"teacher", *outputs["models"]}
     for entry in outputs["panels"]:
         assert 0 < sum(entry["explained_variance_ratio"]) <= 1 + 1e-9

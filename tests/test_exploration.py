@@ -24,7 +24,7 @@ from kdflow.reporting.exploration_curves import (
     warmup_stretch,
 )
 from kdflow.reporting.figures import thesis
-from kdflow.workflow.config import check_references, selection_params, student_jobs, student_settings
+from kdflow.workflow.config_checks import check_references
 from kdflow.workflow.exploration import (
     drawn_runs,
     figure_constraint,
@@ -34,6 +34,7 @@ from kdflow.workflow.exploration import (
     study_points,
     with_exploration,
 )
+from kdflow.workflow.job_settings import selection_params, student_jobs, student_settings
 
 GOOGLE_NEWS = "resources/GoogleNews-vectors-negative300.bin.gz"
 

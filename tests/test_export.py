@@ -19,17 +19,19 @@ from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.distillation.distill import distill
 from kdflow.distillation.selection import best_seed, select_experiment
 from kdflow.export.conversion import TOLERANCE, agreement, kdflow_logits, needs_remote_code
+from kdflow.export.model_card import metadata
 from kdflow.export.student_export import (
     EXPORT_RECORD,
     applicable_deviations,
     export_student,
     rebuild_command,
 )
+from kdflow.reporting.tables import exports_table
 from kdflow.students.loading import load_distilled
 from kdflow.teachers.pseudo_heads import train_pseudo_heads
 from kdflow.transfer.frames import transfer_frame
 from kdflow.transfer.labelling import compute_signals
-from kdflow.workflow.export_inputs import export_inputs
+from kdflow.workflow.export_inputs import export_inputs, exported_cards, exported_students
 
 CPU = torch.device("cpu")
 HEADS = {"learning_rate": 1e-2, "batch_size": 32, "epochs": 1, "warmup_ratio": 0.0, "weight_decay": 0.0, "seed": 0,
@@ -254,6 +256,42 @@ def test_the_rule_asks_only_for_students_the_experiment_trains():
               "students": {"a": {"type": "bilstm"}}, "teachers": {"t": {"tasks": ["sst2"]}}}
     with pytest.raises(UserError, match="experiment 'e' trains no student 'b' with method 'kd' on 'sst2'"):
         export_inputs(config, "e", "sst2", "b", "kd")
+
+
+def test_the_config_exports_an_experiments_students_or_those_it_lists_and_names_a_wrong_one():
+    config = {"experiments": {"e": {"teacher": "t", "tasks": ["sst2", "cola"], "students": ["a", "b"],
+                                    "methods": {"kd": None, "pkd_6": {"method": "pkd"}}, "seeds": [0]}}}
+    config["export"] = {"students": [{"experiment": "e", "tasks": ["cola"], "methods": ["pkd_6"]}]}
+    assert exported_students(config) == [{"experiment": "e", "task": "cola", "student": student, "method": "pkd_6"}
+                                         for student in ("a", "b")]
+    assert exported_cards(config, "e") == ["results/model_cards/e/cola/a/pkd_6.md", "results/model_cards/e/cola/b/pkd_6.md"]
+    assert exported_cards(config, "other") == []
+    config["export"] = {"students": [{"experiment": "e"}]}
+    assert len(exported_students(config)) == 2 * 2 * 2
+    config["export"] = {"students": [{"experiment": "e", "methods": ["pkd"]}]}
+    with pytest.raises(UserError, match=r"export.students\[1\].methods: \['pkd'\] not in experiment 'e' \(its "
+                                        r"methods: kd, pkd_6\)"):
+        exported_students(config)
+    config["export"] = {"students": [{"experiment": "f"}]}
+    with pytest.raises(UserError, match=r"export.students\[1\].experiment: unknown experiment 'f'"):
+        exported_students(config)
+
+
+def test_the_card_names_the_licence_the_config_gives_and_none_otherwise(exported):
+    record = exported["sst2_bert_k"][3]
+    assert "license" not in metadata(record)
+    assert metadata({**record, "license": "apache-2.0"})["license"] == "apache-2.0"
+
+
+def test_the_experiment_page_lists_its_exported_students_with_the_cards_scores(exported, tmp_path):
+    _, _, folder, record, *_ = exported["sst2_bert_k"]
+    key = ("sst2", "bert_k", METHOD)
+    exports = exports_table({key: folder / "README.md"}, {key: "results/export/e/sst2/bert_k/kd"})
+    dev = record["run"]["scores"]["dev"]
+    assert exports.to_dict("records") == [{
+        "task": "sst2", "student": "bert_k", "method": METHOD, "folder": "results/export/e/sst2/bert_k/kd",
+        "dev (the card's)": ", ".join(f"dev {name} (seed {record['run']['seed']}): {100 * value:.2f}"
+                                      for name, value in dev.items())}]
 
 
 def test_the_card_lists_the_ledger_entries_of_its_experiments_tables(tmp_path):

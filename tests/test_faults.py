@@ -34,7 +34,7 @@ from kdflow.students.embeddings import read_word_vectors
 from kdflow.training.checkpoint import Checkpoint, resumable_chunks
 from kdflow.training.hf_models import build_tokenizer
 from kdflow.transfer.signals import SignalCache
-from kdflow.workflow.config import check_references
+from kdflow.workflow.config_checks import check_references
 from kdflow.workflow.config_files import (
     FastStrictLoader,
     StrictConstructor,

@@ -4,9 +4,15 @@ to ``save`` is kept, and its axes are read back through matplotlib's artists: th
 the reference lines, the bars, the heatmaps' cells and texts, the titles, axis and tick labels, and the legends. The
 expected values are the input's numbers, worked out by hand."""
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
 from matplotlib.colors import to_hex
 
 from kdflow.reporting import experiment_curves
@@ -237,6 +243,54 @@ def test_layer_outputs_draw_each_models_components_and_each_students_cosine_dist
                                                                    ["alp_s: mean 0.1", "pkd_s: mean 0.3"]]
     assert entries(figure.legends[0]) == ["teacher", "alp_s (alp)", "pkd_s (pkd)"]
     assert figure.get_suptitle() == "Layer outputs of students and teacher (rte, dev, 3 examples)"
+
+
+# --- the figures of recomputed students: computed by the analysis stage, drawn from its file alone ---------------
+
+
+def replayed_figure(tmp_path, rule, script, analysis, params, wildcards) -> bytes:
+    """Run a reporting rule's ``script`` as Snakemake would (kdflow.workflow.replay, in its own process) on the
+    analysis rule's JSON ``analysis`` written as its rule writes it, in a directory that holds nothing else; the PNG
+    it draws."""
+    work = tmp_path / rule
+    (work / "analysis").mkdir(parents=True)
+    (work / "analysis/data.json").write_text(json.dumps(analysis, indent=1) + "\n")
+    job = {"rule": rule, "script": script, "threads": 1, "input": {"items": ["analysis/data.json"], "names": {}},
+           "output": {"items": ["figure.png"], "names": {}}, "log": {"items": [f"{rule}.log"], "names": {}},
+           "params": {"items": list(params.values()), "names": {name: [i, None] for i, name in enumerate(params)}},
+           "wildcards": {"items": list(wildcards.values()),
+                         "names": {name: [i, None] for i, name in enumerate(wildcards)}},
+           "resources": {"items": [], "names": {}}}
+    (work / "jobs.json").write_text(json.dumps({"config": {}, "jobs": [job]}))
+    subprocess.run([sys.executable, "-c", "from pathlib import Path; from kdflow.workflow.replay import run_job; "
+                    "run_job(Path('jobs.json'), 0)"], cwd=work, check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return (work / "figure.png").read_bytes()
+
+
+def test_the_figures_of_recomputed_students_are_drawn_from_the_analysis_rules_json_alone(tmp_path):
+    """Issue 54: rules compute_attention_maps and compute_layer_outputs (stage analysis) recompute the students and
+    write JSON; rules attention_maps and layer_outputs (reporting) read it and draw, loading no model. The PNG the
+    reporting script draws from the file is the one drawn from the computed data itself, byte for byte: the JSON
+    holds every number exactly (floats such as 1/3 included)."""
+    third = 1 / 3
+    records = [attention_record("alp", [[third, third, third], [0.6, 0.3, 0.1]], model="alp_6"),
+               attention_record("universal_kd_il", [[0.1, 0.1, 0.8], [0.1 + 0.2, 0.2, 0.5]], model="ukd_il")]
+    spec = {"task": "rte", "gold_distance": True}
+    drawn = replayed_figure(tmp_path, "attention_maps", "attention_maps.py", records, {"spec": spec},
+                            {"figure": "universal_kd_figure3"})
+    direct = universal_kd.attention_figure(records, tmp_path / "attention.png",
+                                           "Attention over the teacher's layers (rte, universal_kd_figure3)", True)
+    assert drawn == direct.read_bytes()
+
+    panel = {"student_layer": 1, "teacher_layer": 2, "explained_variance_ratio": [2 / 3, 0.1 + 0.2],
+             "teacher": {"pc": [[1.0, 0.0], [third, 1.0], [-1.0, -1.0]]},
+             "students": {"alp_s": student_outputs([[1.1, 0.1], [0.2, 0.9], [-1.0, -0.8]], [third, 0.2, 0.3]),
+                          "pkd_s": student_outputs([[2.0, 0.0], [0.0, 2.0], [-2.0, -2.0]], [0.5, 0.4, 0.6])}}
+    data = {"task": "rte", "split": "dev", "idx": [7, 3, 5], "panels": [panel],
+            "models": {"alp_s": {"method": "alp"}, "pkd_s": {"method": "pkd"}}}
+    drawn = replayed_figure(tmp_path, "layer_outputs", "layer_outputs.py", data, {"spec": {"examples": 3}},
+                            {"task": "rte"})
+    assert drawn == alp_kd.layer_outputs_figure(data, tmp_path / "layer_outputs.png").read_bytes()
 
 
 # --- thesis Figs. 6.1, 6.2, 6.3 and C.1 -------------------------------------------------------------------------

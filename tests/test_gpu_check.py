@@ -119,7 +119,7 @@ def test_the_evidence_takes_kd_and_no_kd_first_then_every_other_claims_method_on
     import gpu_carry
     from quality_claims import EXPERIMENTS
 
-    from kdflow.workflow.config import grid_points
+    from kdflow.workflow.job_settings import grid_points
 
     config = gpu_carry.evidence_config()
     groups = gpu_carry.evidence_groups(config)

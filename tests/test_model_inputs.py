@@ -4,7 +4,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from kdflow.workflow.config import experiment_runs
+from kdflow.workflow.job_settings import experiment_runs
 from kdflow.workflow.model_inputs import analysis_inputs, model_files, model_params, recomputed_student_inputs
 
 

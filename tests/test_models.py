@@ -21,7 +21,7 @@ from kdflow.probing.senteval import ProbingData, ProbingSplit
 from kdflow.students.registry import StudentContext, build_student
 from kdflow.students.tokens import WordTokenizer
 from kdflow.teachers.pseudo_heads import pool_layers
-from kdflow.workflow.config import check_references
+from kdflow.workflow.config_checks import check_references
 
 SENTENCES = ["good movie", "a bad , bad film with a long and winding plot", "story", "good music scene ending"]
 

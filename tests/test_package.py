@@ -119,8 +119,9 @@ def test_every_rule_fingerprints_the_script_it_runs():
 @pytest.mark.parametrize(
     "script, registries",
     [("distill_student.py", ["students", "distillation/methods"]), ("compute_assistant_signals.py", ["students"]),
-     ("encode_probing_tasks.py", ["students"]), ("attention_maps.py", ["students", "distillation/methods"]),
-     ("layer_outputs.py", ["students", "distillation/methods"])],
+     ("encode_probing_tasks.py", ["students"]),
+     ("compute_attention_maps.py", ["students", "distillation/methods"]),
+     ("compute_layer_outputs.py", ["students", "distillation/methods"])],
 )
 def test_every_registered_method_and_student_is_in_the_code_of_the_jobs_using_the_registry(script, registries):
     registered = set()
@@ -156,6 +157,13 @@ def test_figure_jobs_hash_only_what_they_run():
                                             "kdflow/probing/__init__.py", "kdflow/probing/senteval.py",
                                             "kdflow/reporting/__init__.py", "kdflow/reporting/figures/__init__.py",
                                             "kdflow/reporting/figures/style.py", "kdflow/reporting/figures/thesis.py"}
+
+
+@pytest.mark.parametrize("script", ["attention_maps.py", "layer_outputs.py"])
+def test_the_figures_of_recomputed_students_only_draw(script):
+    """Issue 54: the analysis stage's rules (compute_attention_maps, compute_layer_outputs) recompute the students;
+    the figure jobs read their JSON and draw, with no model, method or analysis code in what they run."""
+    assert {path.split("/")[1] for path in closure(script) if path.count("/") > 1} == {"core", "reporting"}
 
 
 def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, monkeypatch):

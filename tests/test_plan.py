@@ -18,11 +18,11 @@ from kdflow.core.errors import UserError
 from kdflow.core.tasks import TASKS
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.workflow import cost_plan, job_work, model_sizes, split_sizes
-from kdflow.workflow.catalog import load_catalog
-from kdflow.workflow.config import class_distribution_tasks
+from kdflow.workflow.catalog_cache import load_catalog
 from kdflow.workflow.config_files import validate_config
 from kdflow.workflow.dag_jobs import workflow_jobs
 from kdflow.workflow.exploration import with_exploration
+from kdflow.workflow.job_settings import class_distribution_tasks
 
 TOY = {
     "data": {"glue_dir": None, "sara_dir": "nowhere"},
@@ -236,14 +236,14 @@ def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):
                              f"PLAN_ARGS={options}"], cwd=workdir, capture_output=True, text=True)
     assert result.returncode == 0 and "2 of 2 steps (100%) done" in result.stderr, result.stdout + result.stderr
     table = pd.read_csv(workdir / "results/plan.csv")
-    assert table.jobs.sum() == 179 - 1  # every job of the demo's DAG but `all`
+    assert table.jobs.sum() == 183 - 1  # every job of the demo's DAG but `all`
     assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
     students = table[table.rule == "distill_student"]
     assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])
     page = (workdir / "results/plan.md").read_text()
     assert "GPU-hours" in page and "measured-cpu" in page and "# Cost plan" in page
     # Nothing has run: the calibrated page, which make prints, is the plan's figures and says so.
-    assert "No job of the plan has run yet: the 178 jobs are priced by the plan's figures" in result.stdout
+    assert "No job of the plan has run yet: the 182 jobs are priced by the plan's figures" in result.stdout
     assert (pd.read_csv(workdir / "results/plan_figures.csv").figures == "plan").all()
 
 

@@ -138,7 +138,7 @@ def test_a_new_student_is_two_code_files_config_entries_and_a_doc_line(scratch):
 import torch
 from kdflow.students.registry import StudentContext, build_student
 from kdflow.workflow import model_sizes
-from kdflow.workflow.catalog import load_catalog
+from kdflow.workflow.catalog_cache import load_catalog
 print(model_sizes.student_model({"type": "recipe_cnn"}, model_sizes.transformer(2, 32, 64), load_catalog())["layers"])
 class Vocabulary:
     pad_token_id = 0

@@ -9,7 +9,7 @@ import yaml
 from conftest import REPO
 
 from kdflow.reporting.runtime_table import read_benchmark, runtime_table, write_runtime_table
-from kdflow.workflow.config import check_references
+from kdflow.workflow.config_checks import check_references
 from kdflow.workflow.runtime_jobs import runtime_jobs
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"

@@ -42,6 +42,7 @@ def metadata(record: dict) -> dict:
                 "name": f"dev {name} (seed {run['seed']})"} for name, value in dev.items()]
     student_type = record["student_spec"]["type"]
     return {
+        **({"license": record["license"]} if record.get("license") else {}),
         "library_name": "transformers",
         "pipeline_tag": "text-classification",
         "tags": ["knowledge-distillation", "kdflow", student_type, record["method"]],

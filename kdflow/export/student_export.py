@@ -166,6 +166,7 @@ def export_record(request: dict, entry: dict, point: str, seed: str, run: dict, 
     return {
         **{key: request[key] for key in ("experiment", "task", "student", "method")},
         "paper": context.get("paper"),
+        "license": context.get("license"),
         "student_spec": run["student"],
         "model_class": model_class,
         "trust_remote_code": remote_code,

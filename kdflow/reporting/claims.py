@@ -36,7 +36,7 @@ import pandas as pd
 from kdflow.core import metrics, statistics
 from kdflow.core.documents import Document, Heading, Paragraph, Table, number
 from kdflow.distillation.selection import select
-from kdflow.workflow.config import grid_points
+from kdflow.workflow.job_settings import grid_points
 
 # The experiments of benchmarks/quality/config.yaml. A link's side is (experiment, method), or a tuple of them of
 # which the one best on the first seed counts (ALP-KD's CKD is the better of its NO and PO bucketings). Each claim

@@ -40,7 +40,7 @@ from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Paragrap
 from kdflow.core.tasks import GLUE_FILES
 from kdflow.reporting.ledger import read_ledger
 from kdflow.reporting.works import SHORT_NAMES
-from kdflow.workflow.config import canonical, run_values
+from kdflow.workflow.job_settings import canonical, run_values
 from kdflow.workflow.results_paths import EXPERIMENT_TABLE_CSV, GLUE_SUBMISSION, INFERENCE, SELECTION, TEACHER_METRICS
 
 TEACHER_METHOD = "teacher"
@@ -507,7 +507,7 @@ def title_of(spec: dict) -> str:
 
 def hyperparameter_runs(reference: pd.DataFrame, spec: dict) -> list[dict]:
     """Each (task, kdflow student, kdflow method) of the spec's table with the hyperparameters the paper gives for
-    it: what the workflow resolves every grid point's values of (:func:`kdflow.workflow.config.run_values`)."""
+    it: what the workflow resolves every grid point's values of (:func:`kdflow.workflow.job_settings.run_values`)."""
     runs: dict[tuple, dict] = {}
     for row in table_rows(reference, spec).itertuples():
         student, method = kdflow_names(row, spec)

@@ -2,7 +2,7 @@
 
 ``reference/protocols.yaml`` says, per paper result (a key of the config's ``paper_tables.tables``, or one of the
 thesis's :data:`OTHER_RESULTS`), what its paper ran, in the terms of kdflow's resolved job settings
-(:mod:`kdflow.workflow.config`). Each setting is the paper's value (cited by the section's ``source``, or written
+(:mod:`kdflow.workflow.job_settings`). Each setting is the paper's value (cited by the section's ``source``, or written
 ``{paper: value, cite: where}``) or ``silent``:
 
 * ``precision``: the number format of the jobs' forward passes;
@@ -41,8 +41,10 @@ from fnmatch import fnmatchcase
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.distillation.selection import SELECTION_RULE
 from kdflow.probing.probe import ProbeSettings
-from kdflow.workflow.catalog import load_catalog
-from kdflow.workflow.config import (
+from kdflow.reporting.conventions import code_conventions, convention_values, derived_conventions
+from kdflow.workflow.catalog_cache import load_catalog
+from kdflow.workflow.exploration import with_exploration
+from kdflow.workflow.job_settings import (
     canonical,
     generator_settings,
     grid_points,
@@ -55,7 +57,6 @@ from kdflow.workflow.config import (
     teacher_settings,
     transfer_of,
 )
-from kdflow.workflow.exploration import with_exploration
 
 # What a run uses for a hyperparameter the config leaves out: a paper's value is compared with this.
 HYPERPARAMETER_DEFAULTS = {f.name: f.default for f in fields(Hyperparameters) if f.default is not MISSING}
@@ -85,9 +86,11 @@ def account(config: dict, protocols: dict) -> dict[str, list[tuple[str, str, obj
     inert = set(protocols.get("without_effect", {}))
     config = with_exploration(config)  # the thesis's exploration studies are experiments too
     catalog = load_catalog()
+    conventions = protocols.get("conventions", {})
+    values = convention_values(conventions, {**code_conventions(), **derived_conventions()}) if conventions else {}
     found = {}
     for table, protocol in protocols["tables"].items():
-        rows = list(_table_rows(config, protocol, catalog))
+        rows = list(_table_rows(config, protocol, catalog)) + list(_convention_rows(conventions, values, table))
         unique = {path: (path, status, paper, actual) for path, status, paper, actual in rows
                   if path.rsplit(".", 1)[-1] not in inert}
         found[table] = list(unique.values())
@@ -130,6 +133,23 @@ def _table_rows(config: dict, protocol: dict, catalog: dict):
                     yield f"experiments.{name}.{kind}.{axis}", DIFFERS, stated.get(axis), axes.get(axis)
         for task in experiment["tasks"]:
             yield from _job_rows(config, name, task, _with_task(expected, task), searched, catalog)
+
+
+def _convention_rows(conventions: dict, values: dict, table: str):
+    """The conventions of the code (:mod:`kdflow.reporting.conventions`) that change ``table``'s result, as settings
+    ``conventions.<name>``: kdflow's value is its code's, the paper's ``same`` (kdflow's), ``silent`` or a value of
+    its own (``{paper: ..., cite: ...}``)."""
+    for name, spec in conventions.items():
+        if table not in spec.get("tables", []):
+            continue
+        paper = spec["paper"]
+        path, actual = f"conventions.{name}", values[name]
+        if paper == "same":
+            yield path, EQUAL, actual, actual
+        elif paper == SILENT:
+            yield path, SILENT_SETTING, SILENT, actual
+        else:
+            yield path, DIFFERS, paper["paper"], actual
 
 
 def _as_set(values: list) -> list[str]:

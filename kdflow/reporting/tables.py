@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from kdflow.core import statistics
 from kdflow.core.documents import Document, Heading, Paragraph, Table, number
@@ -145,7 +146,9 @@ def grid_blocks(grid: pd.DataFrame) -> list:
             Table(frame, digits=1)]
 
 
-def experiment_document(name: str, table: pd.DataFrame, grid: pd.DataFrame) -> Document:
+def experiment_document(name: str, table: pd.DataFrame, grid: pd.DataFrame,
+                        exports: pd.DataFrame | None = None) -> Document:
+    """The experiment's page; ``exports``: its exported students (:func:`exports_table`), listed after the grid."""
     tested = table[table["compare_to"].notna()]
     table = table.assign(score=[(_score(m, s) + (statistics.marks(p) if isinstance(b, str) else "")) if n else "—"
                                 for m, s, n, b, p in zip(table["mean"], table["std"], table["seeds"],
@@ -199,7 +202,25 @@ def experiment_document(name: str, table: pd.DataFrame, grid: pd.DataFrame) -> D
                                       "seeds)."),
                             Table(counts)]
     document.blocks += grid_blocks(grid)
+    if exports is not None and len(exports):
+        document.blocks += [Heading("Exported students"), Paragraph(
+            "Each as a folder that transformers loads without kdflow (docs/export.md), the run the selection stands "
+            "for: the selected point's seed with the best dev score. Its model card is this experiment's \"model "
+            "card\" entry of the report."), Table(exports)]
     return document
+
+
+def exports_table(cards: dict[tuple[str, str, str], Path], folders: dict[tuple[str, str, str], str]) -> pd.DataFrame:
+    """One row per exported (task, student, method): the folder, and the dev scores its model card's Hub metadata
+    states (``model-index``), read from ``cards`` (each card's path)."""
+    rows = []
+    for key, card in cards.items():
+        front = Path(card).read_text().split("---\n")[1]
+        metrics = yaml.safe_load(front)["model-index"][0]["results"][0]["metrics"]
+        rows.append({"task": key[0], "student": key[1], "method": key[2], "folder": folders[key],
+                     "dev (the card's)": ", ".join(f"{metric['name']}: {100 * metric['value']:.2f}"
+                                                  for metric in metrics)})
+    return pd.DataFrame(rows, columns=["task", "student", "method", "folder", "dev (the card's)"])
 
 
 # Probing (thesis §6.1).

@@ -25,8 +25,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from kdflow.workflow.config import teacher_jobs
 from kdflow.workflow.exploration import exploration_experiments
+from kdflow.workflow.job_settings import teacher_jobs
 from kdflow.workflow.job_work import KINDS, SECTIONS, WORK, planned_jobs
 from kdflow.workflow.split_sizes import TASK_SIZES, task_sizes
 

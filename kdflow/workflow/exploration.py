@@ -35,7 +35,8 @@ from __future__ import annotations
 import itertools
 import re
 
-from kdflow.workflow.config import canonical, grid_point, student_run_file, student_settings
+from kdflow.workflow.job_inputs import student_run_file
+from kdflow.workflow.job_settings import canonical, grid_point, student_settings
 
 PREFIX = "exploration_"
 SIZE_AXES = ("width", "depth")

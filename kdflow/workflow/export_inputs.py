@@ -5,9 +5,10 @@ while it plans."""
 from __future__ import annotations
 
 from kdflow.core.errors import UserError
-from kdflow.workflow.config import canonical, experiment_runs, student_run_file, teacher_settings
 from kdflow.workflow.cost_plan import paper_table_experiments
-from kdflow.workflow.results_paths import DATA, SELECTION, STUDENT_METHOD_DIR, TEACHER_MODEL
+from kdflow.workflow.job_inputs import student_run_file
+from kdflow.workflow.job_settings import canonical, experiment_runs, teacher_settings
+from kdflow.workflow.results_paths import DATA, EXPORT_CARD, SELECTION, STUDENT_METHOD_DIR, TEACHER_MODEL
 
 RUN_FILES = {"metrics": "metrics.json", "model": "model.safetensors", "predictions": "predictions.parquet"}
 
@@ -47,5 +48,33 @@ def export_params(config: dict, experiment: str, task: str, student: str, method
     request = {"experiment": experiment, "task": task, "student": student, "method": method}
     tables = sorted(name for name, experiments in paper_table_experiments(config).items() if experiment in experiments)
     return canonical({"request": request, "runs_dir": STUDENT_METHOD_DIR.format(**request),
+                      **({"license": config["export"]["license"]} if config.get("export", {}).get("license") else {}),
                       "teacher": {"name": teacher, **teacher_settings(config, teacher, task)},
                       "paper": config["experiments"][experiment].get("paper"), "paper_tables": tables})
+
+
+def exported_students(config: dict, experiment: str | None = None) -> list[dict]:
+    """The selected students the config's ``export`` asks the default target for (of ``experiment`` only, if given):
+    each (experiment, task, student, method) of each listed experiment, or of its listed tasks, students and methods;
+    a clear error for a name the experiment does not have."""
+    found = []
+    for number, request in enumerate(config.get("export", {}).get("students", []), 1):
+        name = request["experiment"]
+        if name not in config.get("experiments", {}):
+            raise UserError(f"export.students[{number}].experiment: unknown experiment {name!r}")
+        spec = config["experiments"][name]
+        chosen = {}
+        for key, known in (("tasks", spec["tasks"]), ("students", spec["students"]), ("methods", list(spec["methods"]))):
+            unknown = sorted(set(request.get(key, known)) - set(known))
+            if unknown:
+                raise UserError(f"export.students[{number}].{key}: {unknown} not in experiment {name!r} "
+                                f"(its {key}: {', '.join(known)})")
+            chosen[key] = [item for item in known if item in request.get(key, known)]
+        found += [{"experiment": name, "task": task, "student": student, "method": method}
+                  for task in chosen["tasks"] for student in chosen["students"] for method in chosen["methods"]]
+    return [exported for exported in found if experiment in (None, exported["experiment"])]
+
+
+def exported_cards(config: dict, experiment: str) -> list[str]:
+    """The model cards of the experiment's students the config exports, which its report page lists."""
+    return [EXPORT_CARD.format(**exported) for exported in exported_students(config, experiment)]

@@ -30,7 +30,7 @@ from pathlib import Path
 import yaml
 
 from kdflow.core.errors import UserError
-from kdflow.workflow.catalog import load_catalog
+from kdflow.workflow.catalog_cache import load_catalog
 from kdflow.workflow.config_files import load_config_file, merge
 from kdflow.workflow.dag_jobs import workflow_jobs
 

@@ -22,7 +22,7 @@ import math
 from functools import partial
 
 from kdflow.core.errors import UserError
-from kdflow.workflow.config import generator_settings, teacher_settings, transfer_of
+from kdflow.workflow.job_settings import generator_settings, teacher_settings, transfer_of
 from kdflow.workflow.gpu_packs import PACKED_RULE, sharing
 from kdflow.workflow.model_sizes import language_model, model, named_model, student_model, teacher_model
 from kdflow.workflow.split_sizes import probing_split_sizes, transfer_size
@@ -52,8 +52,9 @@ SECTIONS = {
     **dict.fromkeys(["download_probing_task", "encode_probing_tasks", "probe_model", "probing_table", "figure_probing",
                      "probing_thesis_table", "figure_probing_thesis"], "probing"),
     **dict.fromkeys(["analyse_predictions", "figure_analysis", "classify_sentences"], "prediction analysis"),
-    **dict.fromkeys(["measure_inference", "paper_table", "runtime_table", "attention_maps", "layer_outputs",
-                     "claims_table", "ledger_table", "status_page"], TABLES_AND_FIGURES),
+    **dict.fromkeys(["measure_inference", "paper_table", "runtime_table", "compute_attention_maps", "attention_maps",
+                     "compute_layer_outputs", "layer_outputs", "claims_table", "ledger_table", "status_page"],
+                    TABLES_AND_FIGURES),
     **dict.fromkeys(["exploration_table", "figure_exploration_curves", "figure_gradient_explosion",
                      "figure_student_sizes"], "exploration figures"),
     **dict.fromkeys(["plan", "plan_measured", "plan_calibrated"], "plan"),
@@ -102,7 +103,7 @@ def planned_jobs(dag: list[dict], config: dict, sizes: dict, catalog: dict, prob
     """Every job of the DAG that runs code, with its work and its benchmark file. ``dag``: the jobs Snakemake lists
     (:func:`kdflow.workflow.dag_jobs.workflow_jobs`; the target rule ``all``, which runs nothing, has no benchmark and
     is left out); ``sizes``: :func:`kdflow.workflow.split_sizes.task_sizes`; ``catalog``: the registered students
-    (:func:`kdflow.workflow.catalog.load_catalog`); ``probing_files``: the SentEval file of each probing task (counted
+    (:func:`kdflow.workflow.catalog_cache.load_catalog`); ``probing_files``: the SentEval file of each probing task (counted
     where it exists). A job's work is read from its params (settings, sampling, probe grid) where it has them, else from
     the config by its wildcards."""
     # The files behind split sizes are counted once, not per job: every probe and encoding job reads the probing

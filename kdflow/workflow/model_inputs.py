@@ -5,14 +5,13 @@ rules call with their wildcards (rules/analysis.smk, probing.smk, reporting_figu
 from __future__ import annotations
 
 from kdflow.core.model_references import embeddings_source, reference_kind
-from kdflow.workflow.config import (
+from kdflow.workflow.job_inputs import student_run_file, transfer_set_file
+from kdflow.workflow.job_settings import (
     canonical,
     embedding_settings,
     experiment_runs,
     model_reference,
     pretrained_settings,
-    student_run_file,
-    transfer_set_file,
 )
 from kdflow.workflow.results_paths import (
     DATA,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kdflow.core.errors import UserError
 from kdflow.core.model_references import embeddings_source, reference_kind
-from kdflow.workflow.config import embedding_settings, grid_points, student_settings
+from kdflow.workflow.job_settings import embedding_settings, grid_points, student_settings
 
 # Hub checkpoints the configs name: (layers, hidden size, intermediate size) of their transformer blocks.
 HUB_ARCHITECTURES = {

@@ -60,12 +60,16 @@ PROBING_SCORES = f"{RESULTS}/probing/scores/{{model}}/{{probing_task}}.json"
 ANALYSIS_JSON = f"{RESULTS}/analysis/{{task}}.json"  # the prediction analysis of a task's teacher and students
 ANALYSIS_CSV = f"{RESULTS}/analysis/{{task}}.csv"
 ANALYSIS_MD = f"{RESULTS}/analysis/{{task}}.md"
+ATTENTION_JSON = f"{RESULTS}/analysis/attention/{{figure}}.json"  # a student layer's attention over teacher layers
+LAYER_OUTPUTS_JSON = f"{RESULTS}/analysis/layer_outputs/{{task}}.json"  # ALP-KD Fig. 4: principal components, distances
+LAYER_OUTPUTS_CSV = f"{RESULTS}/analysis/layer_outputs/{{task}}.csv"  # the same, one row per panel, model and example
 SENTENCE_PROBES_CSV = f"{RESULTS}/sentence_probes/{{task}}.csv"  # the models' predictions on listed sentences
 SENTENCE_PROBES_MD = f"{RESULTS}/sentence_probes/{{task}}.md"
 INFERENCE = f"{RESULTS}/inference/{{model}}.json"  # a model's size and CPU speed
 
 # Stage export
 EXPORT = f"{RESULTS}/export/{{experiment}}/{{task}}/{{student}}/{{method}}"  # a selected student, for transformers
+EXPORT_CARD = f"{RESULTS}/model_cards/{{experiment}}/{{task}}/{{student}}/{{method}}.md"  # its model card, in the report
 
 # Stage reporting: tables, figures and the report's pages
 TABLES = f"{RESULTS}/tables"
@@ -109,11 +113,8 @@ CONFIDENCE_CORRELATION_PNG = f"{FIGURES}/confidence_correlation_{{task}}.png"  #
 MISTAKE_OVERLAP_PNG = f"{FIGURES}/mistake_overlap_{{task}}.png"  # thesis Fig. C.2
 AVERAGE_CONFIDENCE_PNG = f"{FIGURES}/average_confidence_{{task}}.png"  # thesis Fig. 6.6
 AVERAGE_CONFIDENCE_CSV = f"{FIGURES}/average_confidence_{{task}}.csv"
-ATTENTION_JSON = f"{FIGURES}/attention_{{figure}}.json"  # a student layer's attention over the teacher's layers
-ATTENTION_PNG = f"{FIGURES}/attention_{{figure}}.png"
-LAYER_OUTPUTS_JSON = f"{FIGURES}/layer_outputs_{{task}}.json"  # ALP-KD Fig. 4
-LAYER_OUTPUTS_CSV = f"{FIGURES}/layer_outputs_{{task}}.csv"
-LAYER_OUTPUTS_PNG = f"{FIGURES}/layer_outputs_{{task}}.png"
+ATTENTION_PNG = f"{FIGURES}/attention_{{figure}}.png"  # Universal-KD Fig. 3, ALP-KD Fig. 3 (from ATTENTION_JSON)
+LAYER_OUTPUTS_PNG = f"{FIGURES}/layer_outputs_{{task}}.png"  # ALP-KD Fig. 4 (from LAYER_OUTPUTS_JSON)
 PROBING_PNG = f"{FIGURES}/probing.png"  # thesis Fig. 6.1-6.2 by layer index
 PROBING_DEPTH_PNG = f"{FIGURES}/probing_relative_depth.png"  # and by relative depth
 PROBING_THESIS_PNG = f"{FIGURES}/probing_thesis_{{figure}}.png"  # figure: 6_1, 6_2, 6_3, C_1 (thesis numbering)

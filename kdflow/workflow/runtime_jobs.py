@@ -10,7 +10,7 @@ lists every job of the pipeline that leads to those students, each with the step
 
 from __future__ import annotations
 
-from kdflow.workflow.config import augmented_jobs, student_jobs, transfer_of
+from kdflow.workflow.job_settings import augmented_jobs, student_jobs, transfer_of
 from kdflow.workflow.results_paths import benchmark
 
 # Steps in the order data flows, named as reference/thesis_runtimes.csv names the thesis's; kdflow's own steps (data

@@ -14,14 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from kdflow.core.tasks import TASKS
-from kdflow.workflow.config import (
-    TRANSFER_SOURCES,
-    raw_task_files,
-    task_source_dir,
-    teacher_jobs,
-    transfer_sets,
-    unlabelled_files,
-)
+from kdflow.workflow.job_inputs import raw_task_files, task_source_dir, unlabelled_files
+from kdflow.workflow.job_settings import TRANSFER_SOURCES, teacher_jobs, transfer_sets
 
 TASK_SIZES = "reference/task_sizes.csv"
 SENTEVAL_SENTENCES = {"train": 100_000, "dev": 10_000, "test": 10_000}  # every SentEval probing task (Conneau 2018)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from kdflow.core.tasks import GLUE_FILES
 from kdflow.workflow import results_paths as paths
-from kdflow.workflow.config import augmented_jobs, class_distribution_tasks, generator_tasks, teacher_jobs
+from kdflow.workflow.export_inputs import exported_students
+from kdflow.workflow.job_settings import augmented_jobs, class_distribution_tasks, generator_tasks, teacher_jobs
 
 GLUE_TASKS = {task for task, _ in GLUE_FILES}
 THESIS_PROBING_FIGURES = [paths.PROBING_THESIS_PNG.format(figure=name) for name in ("6_1", "6_2", "6_3", "C_1")]
@@ -51,6 +52,7 @@ def default_targets(config: dict, exploration_experiments: set[str]) -> list[str
         *[paths.PAPER_TABLE_MD.format(paper_table=name) for name in paper_tables.get("tables", {})],
         *[paths.GLUE_SUBMISSION.format(experiment=name) for name in own_table
           if any(task in GLUE_TASKS for task in experiments[name]["tasks"])],
+        *[paths.EXPORT.format(**exported) for exported in exported_students(config)],
     ]
 
 

@@ -1,6 +1,6 @@
-"""The registered methods and students as the workflow sees them, without importing torch.
+"""The catalog of registered methods and students, as the workflow reads it without importing torch: cached.
 
-:mod:`kdflow.distillation.registry_catalog` imports the registries (and so torch) and prints what planning needs.
+:mod:`kdflow.distillation.catalog` imports the registries (and so torch) and prints what planning needs.
 Here it is run in a subprocess once per version of the code behind it and cached under ``.snakemake/kdflow/``, keyed by
 that code's fingerprint: after an edit to a method or a student the next plan reads the new catalog, otherwise
 loading the workflow costs no torch import (seconds on every cluster job, which parses the workflow again).
@@ -18,7 +18,7 @@ from kdflow.core.errors import UserError
 from kdflow.core.io import atomic_output
 from kdflow.workflow.provenance import PACKAGE_ROOT, fingerprint, module_closure
 
-CATALOG_MODULE = "kdflow.distillation.registry_catalog"
+CATALOG_MODULE = "kdflow.distillation.catalog"
 CACHE_DIR = Path(".snakemake") / "kdflow"  # relative to the working directory, beside Snakemake's own state
 
 

@@ -1,8 +1,8 @@
 """What the workflow needs to know about the registered methods and students, as JSON: each method's options
 (with defaults, and the weights that default to another's complement), the teacher signals it needs and whether it learns from a TAKD assistant; each student's options;
-the embedding options. ``python -m kdflow.distillation.registry_catalog`` prints it.
+the embedding options. ``python -m kdflow.distillation.catalog`` prints it.
 
-The workflow plans without importing torch (:mod:`kdflow.workflow.catalog` runs this module in a subprocess when
+The workflow plans without importing torch (:mod:`kdflow.workflow.catalog_cache` runs this module in a subprocess when
 the code behind it changed, and reads a cached copy otherwise), so that planning 10,000 jobs stays fast, yet every
 option is checked against the code that will run it.
 """
