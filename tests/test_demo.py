@@ -685,20 +685,30 @@ def test_a_job_replayed_without_snakemake_writes_the_bytes_snakemake_wrote(demo_
 
 EXPORT_CHECK = """
 import json, sys
+import numpy as np
+import onnxruntime
 import pandas as pd
-from transformers import pipeline
+from transformers import AutoTokenizer, pipeline
 folder, data, predictions, out = sys.argv[1:]
 classify = pipeline("text-classification", model=folder, truncation=True)
 dev = pd.read_parquet(data)
 labels = [found["label"] for found in classify(list(dev["text_a"]), batch_size=16)]
-json.dump({"labels": labels, "kdflow_imported": "kdflow" in sys.modules}, open(out, "w"))
+session = onnxruntime.InferenceSession(folder + "/model.onnx", providers=["CPUExecutionProvider"])
+tokenizer = AutoTokenizer.from_pretrained(folder)
+names = [given.name for given in session.get_inputs()]
+onnx = []
+for start in range(0, len(dev), 16):
+    encoded = tokenizer(list(dev["text_a"][start:start + 16]), truncation=True, padding=True, return_tensors="np")
+    onnx += session.run(None, {name: encoded[name].astype(np.int64) for name in names})[0].argmax(-1).tolist()
+json.dump({"labels": labels, "onnx_predictions": onnx, "kdflow_imported": "kdflow" in sys.modules}, open(out, "w"))
 """
 
 
 @pytest.mark.slow
 def test_a_demo_student_exported_by_its_rule_predicts_in_a_pipeline_what_kdflow_recorded(demo_run, tmp_path):
-    """Issue 55: `snakemake results/export/...` on the demo, and a fresh Python process that has only transformers'
-    pipeline gives the recorded dev predictions of the run the export took."""
+    """Issue 55: `snakemake results/export/...` on the demo (also a default target of the demo's `export`), and a fresh
+    Python process that has only transformers' pipeline, and onnxruntime on the folder's model.onnx, gives the
+    recorded dev predictions of the run the export took."""
     workdir, _ = demo_run
     target = "results/export/alp_kd_table2/sst2/bert_3/alp"
     snakemake(*DEMO, "--cores", "1", target, cwd=workdir)
@@ -716,3 +726,4 @@ def test_a_demo_student_exported_by_its_rule_predicts_in_a_pipeline_what_kdflow_
     names = json.loads((folder / "config.json").read_text())["id2label"]
     assert loaded["kdflow_imported"] is False
     assert loaded["labels"] == [names[str(prediction)] for prediction in recorded["prediction"]]
+    assert loaded["onnx_predictions"] == recorded["prediction"].tolist()  # model.onnx under onnxruntime, the same
