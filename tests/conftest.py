@@ -17,7 +17,7 @@ from kdflow.core.data import TaskData, prepare_task
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.precision import FP32
 from kdflow.core.tasks import get_task
-from kdflow.teachers.finetune import evaluate_teacher, finetune
+from kdflow.teachers.finetune import build_teacher, evaluate_teacher, finetune
 from kdflow.training import loop
 from kdflow.workflow import provenance
 from kdflow.workflow.catalog_cache import CACHE_DIR, catalog_file, load_catalog
@@ -127,6 +127,18 @@ def finetuned(task, spec, hp, out_dir, device, checkpoint=None, precision=FP32) 
     """A teacher fine-tuned and evaluated, as rules finetune_teacher and evaluate_teacher do: its metrics."""
     finetune(task, spec, hp, out_dir, device, checkpoint, precision=precision)
     return evaluate_teacher(task, Path(out_dir) / "model", out_dir, device, precision)
+
+
+@pytest.fixture(scope="session")
+def untrained_teacher(tmp_path_factory):
+    """An untrained tiny BERT teacher saved as a fine-tuned one is (``<directory>/model``): what bert_k copies and
+    every wordpiece student tokenises with. -> (directory, model, tokenizer)"""
+    torch.manual_seed(0)
+    directory = tmp_path_factory.mktemp("untrained_teacher")
+    model, tokenizer = build_teacher(TINY_BERT, 2)
+    model.save_pretrained(directory / "model")
+    tokenizer.save_pretrained(directory / "model")
+    return directory, model, tokenizer
 
 
 @pytest.fixture(scope="session")

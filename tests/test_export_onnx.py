@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import TINY_BERT
 from test_export import EXTRA, STUDENTS
 
 for package in ("onnx", "onnxruntime", "onnxscript"):
@@ -23,7 +22,6 @@ from kdflow.export.onnx_export import (
     onnx_session,
 )
 from kdflow.students.registry import StudentContext, build_student
-from kdflow.teachers.finetune import build_teacher
 
 MAX_LENGTH = 32
 WORDS = ["good", "bad", "movie", "film", "plot", "actor", "story", "music", "scene", "ending", "the", "a", "and"]
@@ -33,13 +31,9 @@ CASES = [(name, False, False) for name in STUDENTS] + [("lstm_s", True, True), (
 
 
 @pytest.fixture(scope="module")
-def teacher(tmp_path_factory):
+def teacher(untrained_teacher):
     """An untrained tiny BERT teacher's folder: what bert_k copies and every wordpiece student tokenises with."""
-    torch.manual_seed(0)
-    directory = tmp_path_factory.mktemp("teacher")
-    model, tokenizer = build_teacher(TINY_BERT, 2)
-    model.save_pretrained(directory / "model")
-    tokenizer.save_pretrained(directory / "model")
+    directory, _, tokenizer = untrained_teacher
     return directory, tokenizer
 
 

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import TINY_BERT
 from test_export import STUDENTS
 from torch import nn
 
@@ -20,7 +19,6 @@ from kdflow.export.conversion import TOLERANCE
 from kdflow.export.onnx_inference import ONNXRUNTIME_MS, measure_onnxruntime
 from kdflow.reporting.paper_tables import NOT_IN_PAPER, paper_document, paper_table, read_reference
 from kdflow.students.registry import StudentContext, build_student
-from kdflow.teachers.finetune import build_teacher
 from kdflow.training.batching import batches, tokenize
 
 ONNX = all(__import__("importlib").util.find_spec(name) for name in ("onnx", "onnxruntime", "onnxscript"))
@@ -30,17 +28,6 @@ WORDS = ["good", "bad", "movie", "film", "plot", "actor", "story", "music", "sce
 TEXTS = ["good movie", "a bad plot and a sad ending of the film", "the actor", "", "GOOD Movie, café!",
          "music", "the story and the scene", "a film", "bad ending", "the the the actor and a plot"]
 THREADS = 1
-
-
-@pytest.fixture(scope="module")
-def teacher(tmp_path_factory):
-    """An untrained tiny BERT teacher's folder, which the wordpiece students tokenise with."""
-    torch.manual_seed(0)
-    directory = tmp_path_factory.mktemp("teacher")
-    model, tokenizer = build_teacher(TINY_BERT, 2)
-    model.save_pretrained(directory / "model")
-    tokenizer.save_pretrained(directory / "model")
-    return directory, model, tokenizer
 
 
 def loaded(name, teacher):
@@ -63,9 +50,9 @@ def measured(model, inputs) -> dict:
     return result | measure_onnxruntime(model.module, model.tokenizer, inputs, torch.cat(logits), result["threads"])
 
 
-def test_without_onnxruntime_the_time_is_null_with_its_reason(teacher, monkeypatch):
+def test_without_onnxruntime_the_time_is_null_with_its_reason(untrained_teacher, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` fails, find_spec finds nothing
-    model, inputs = loaded("lstm_s", teacher)
+    model, inputs = loaded("lstm_s", untrained_teacher)
     result = measured(model, inputs)
     assert result["ms_per_example_cpu"] > 0 and result["examples"] == len(TEXTS)
     assert result[ONNXRUNTIME_MS] is None and result["onnxruntime"] is None
@@ -84,10 +71,10 @@ def test_a_model_without_an_onnx_route_is_said_to_be_one():
 
 
 @pytest.fixture(scope="module")
-def gated_cnn(teacher, tmp_path_factory):
+def gated_cnn(untrained_teacher, tmp_path_factory):
     """A Gated CNN measured both ways (the custom students' route; the quickest to export: about 3.5 s), and its
     ONNX file."""
-    model, inputs = loaded("gated_cnn", teacher)
+    model, inputs = loaded("gated_cnn", untrained_teacher)
     kept = tmp_path_factory.mktemp("onnx") / "model.onnx"
     export = onnx_inference.export_onnx
 
@@ -128,8 +115,8 @@ def test_onnxruntime_times_the_same_batches_on_the_same_threads_and_computes_pyt
 @pytest.mark.slow  # an export through torch's dynamo exporter each, 2.5 to 6.5 s: about 25 s
 @needs_onnx
 @pytest.mark.parametrize("name", ["teacher", *(name for name in STUDENTS if name != "gated_cnn")])
-def test_every_student_type_and_the_teacher_are_measured_in_onnxruntime(teacher, name):
-    model, inputs = loaded(name, teacher)
+def test_every_student_type_and_the_teacher_are_measured_in_onnxruntime(untrained_teacher, name):
+    model, inputs = loaded(name, untrained_teacher)
     result = measured(model, inputs)
     assert result[ONNXRUNTIME_MS] > 0, result["onnxruntime_reason"]
     assert result["onnxruntime_check"]["max_abs_logit_difference"] <= TOLERANCE
