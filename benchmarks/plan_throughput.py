@@ -25,7 +25,8 @@ measures them on a GPU, with the measurement code here (Workload, measurements) 
 
 Start-up: per rule, a fresh interpreter importing what its script imports (and Snakemake's script module, which
 the script's preamble loads) and, for a rule that runs a model, loading the demo's teacher from disk; the fastest of
-``--repeats`` runs. A rule that trains also builds its first optimizer (see TRAINING_RULES).
+``--repeats`` runs. A rule that trains also builds its first optimizer (see TRAINING_RULES), and one that exports
+to ONNX exports the demo teacher (ONNX_RULES).
 """
 
 from __future__ import annotations
@@ -82,12 +83,15 @@ GPU_FLOOR = {("transformer", "train"): 1e-3, ("transformer", "infer"): 3e-4, ("g
 MODEL_RULES = {"finetune_teacher", "evaluate_teacher", "train_pseudo_heads", "evaluate_pseudo_heads",
                "compute_teacher_signals", "finetune_generator", "evaluate_generator", "sample_transfer_shard", "distill_student",
                "compute_assistant_signals", "encode_probing_tasks", "measure_inference", "classify_sentences",
-               "compute_attention_maps", "compute_layer_outputs"}
+               "compute_attention_maps", "compute_layer_outputs", "export_student"}
 # Rules that train: their first optimizer imports torch._dynamo (torch wraps Optimizer.add_param_group in
 # torch._disable_dynamo), about 1.7 CPU s here that a rule whose imports do not already pull it pays before its
 # first batch.
 TRAINING_RULES = {"finetune_teacher", "train_pseudo_heads", "finetune_generator", "distill_student", "probe_model"}
 FIRST_OPTIMIZER = "import torch\ntorch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))])"
+# Rules that export a model to ONNX (torch's dynamo exporter traces it: seconds, whatever the model's size here), once a
+# job: measure_inference times ONNX Runtime beside PyTorch, export_student writes model.onnx.
+ONNX_RULES = {"measure_inference", "export_student"}
 TINY_BERT = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 2, "intermediate_size": 128}
 WIDE_BERT = {"num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024}
 # The times a run of a workload takes: the fastest of its repeats (a callable, e.g. fastest with its repeats bound).
@@ -345,6 +349,10 @@ def startup_rows(repeats: int, command: str, only: set[str] | None = None) -> li
         load = ("from transformers import AutoModelForSequenceClassification, AutoTokenizer\n"
                 f"AutoTokenizer.from_pretrained({directory!r})\n"
                 f"AutoModelForSequenceClassification.from_pretrained({directory!r})")
+        onnx_export = ("import tempfile\nfrom transformers import AutoModelForSequenceClassification, AutoTokenizer\n"
+                       "from kdflow.export.onnx_export import export_onnx\n"
+                       f"export_onnx(AutoModelForSequenceClassification.from_pretrained({directory!r}), "
+                       f"AutoTokenizer.from_pretrained({directory!r}), tempfile.mkdtemp())")
         for rule, (script, _) in rule_scripts(REPO / "rules").items():
             if only is not None and rule not in only:
                 continue
@@ -352,6 +360,7 @@ def startup_rows(repeats: int, command: str, only: set[str] | None = None) -> li
             imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
             steps = [("loading the demo teacher", load)] if rule in MODEL_RULES else []
             steps += [("the first optimizer", FIRST_OPTIMIZER)] if rule in TRAINING_RULES else []
+            steps += [("exporting the demo teacher to ONNX", onnx_export)] if rule in ONNX_RULES else []
             code = "\n".join(["import snakemake.script", *imports, *(step for _, step in steps)])
             seconds = fastest(lambda: subprocess.run([sys.executable, "-c", code], check=True, cwd=directory,
                                                      env=environment), repeats)

@@ -9,6 +9,7 @@ from conftest import REPO, rule_blocks, snakemake_config
 
 from kdflow.reporting.paper_tables import read_reference
 from kdflow.reporting.report_menu import category, paper_items, paper_place, paper_table_place
+from kdflow.reporting.paper_tables import NOT_IN_PAPER
 from kdflow.reporting.status import (
     MADE,
     NO_OWN_ENTRY,
@@ -93,6 +94,17 @@ def test_a_paper_tables_cells_are_laid_out_as_the_paper_lays_them_out_each_fille
     assert matrix.values.tolist() == [["teacher", "teacher", "✓", "a", "a"], ["bert-4", "kd", "✓", "b", "c"]]
     assert legend == {"a": (NOT_IN_TASKS, 2), "b": ("not in the tables of experiments t2", 1),
                       "c": ("no reason given", 1)}
+
+
+def test_the_rows_kdflow_adds_to_a_paper_table_are_not_its_cells(tmp_path):
+    """Thesis Table 5.2's ONNX Runtime rows (issue 55) are kdflow's own: the status counts the paper's cells only."""
+    write_cells(str(tmp_path / "t.csv"), student=["bert_s"] * 3, method=["kd"] * 3, task=["sst2"] * 3,
+                metric=["params_millions_non_embedding", "ms_per_example_cpu", "ms_per_example_onnxruntime_cpu"],
+                split=["dev"] * 3, kdflow=[2.4, None, 1.5], kdflow_note=[None, "not measured", None],
+                note=["", "", NOT_IN_PAPER])
+    cells = read_cells(tmp_path / "t.csv")
+    assert cells.metric.tolist() == ["params_millions_non_embedding", "ms_per_example_cpu"]
+    assert (int(cells.kdflow.notna().sum()), len(cells)) == (1, 2)
 
 
 def test_a_table_of_hyperparameters_has_a_row_per_hyperparameter_and_a_column_per_task(tmp_path):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from kdflow.core.documents import Bullets, Code, Document, Heading, Paragraph, Span, Table
-from kdflow.reporting.paper_tables import column_namer
+from kdflow.reporting.paper_tables import NOT_IN_PAPER, column_namer
 from kdflow.reporting.report_menu import paper_place
 from kdflow.reporting.works import ARTIFACTS, PAPERS, produced_files, read_artifacts
 from kdflow.workflow import results_paths
@@ -61,8 +61,11 @@ def sidebar_path(paper: str, item: str) -> str:
 
 
 def read_cells(csv_path: str | Path) -> pd.DataFrame:
-    """A paper table's cells (results/tables/papers/*.csv), the empty ones with their reason (``kdflow_note``)."""
+    """A paper table's cells (results/tables/papers/*.csv), the empty ones with their reason (``kdflow_note``); the
+    rows kdflow adds beside the paper's (ONNX Runtime's times, :data:`NOT_IN_PAPER`) are not the paper's cells."""
     table = pd.read_csv(csv_path, keep_default_na=True)
+    if "note" in table:  # a table of scores; one of hyperparameters has no rows of kdflow's own
+        table = table[table.note != NOT_IN_PAPER].reset_index(drop=True)
     notes = table.kdflow_note.fillna("")
     table["kdflow_note"] = notes.mask(table.kdflow.isna() & (notes == ""), "no reason given")
     return table
