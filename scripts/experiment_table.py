@@ -16,7 +16,7 @@ with rule_job(snakemake):
     grid.to_csv(snakemake.output.grid, index=False, float_format="%.4f")
     exported = snakemake.params.exported
     keys = [(student["task"], student["student"], student["method"]) for student in exported]
-    exports = exports_table(dict(zip(keys, snakemake.input.cards)),
-                            {key: EXPORT.format(**student) for key, student in zip(keys, exported)})
+    exports = exports_table(dict(zip(keys, snakemake.input.cards, strict=True)),
+                            {key: EXPORT.format(**student) for key, student in zip(keys, exported, strict=True)})
     experiment_document(snakemake.wildcards.experiment, table, grid, exports).write(snakemake.output.markdown,
                                                                                     snakemake.output.html)

@@ -61,7 +61,8 @@ def list_in_docs(workdir: Path, name: str, kind: str) -> None:
         text = text.replace(", dih`;", f", dih, {name}`;", 1)
         readme = workdir / "README.md"
         count = int(re.search(r"(\d+) distillation methods", readme.read_text())[1])
-        readme.write_text(readme.read_text().replace(f"{count} distillation methods", f"{count + 1} distillation methods"))
+        readme.write_text(readme.read_text().replace(f"{count} distillation methods",
+                                                     f"{count + 1} distillation methods"))
     else:
         text = text.replace("`bilstm` and `gated_cnn`", f"`bilstm`, `{name}` and `gated_cnn`", 1)
     page.write_text(text)
@@ -69,7 +70,8 @@ def list_in_docs(workdir: Path, name: str, kind: str) -> None:
 
 def changed_files(workdir: Path) -> set[str]:
     """The repository's files (tracked, or new and not ignored) that differ in the copy."""
-    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    listed = ["git", "ls-files", "--cached", "--others", "--exclude-standard"]
+    tracked = subprocess.run(listed, cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     return {name for name in tracked if (REPO / name).is_file() and (workdir / name).is_file()
             and not filecmp.cmp(REPO / name, workdir / name, shallow=False)}
 

@@ -112,8 +112,10 @@ def module_conventions(path: Path) -> dict[str, object]:
                 name = child.name if scope == "<module>" else f"{scope}.{child.name}"
                 arguments = child.args
                 positional = arguments.posonlyargs + arguments.args
-                pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
-                pairs += [(arg, default) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults) if default]
+                defaulted = positional[len(positional) - len(arguments.defaults):]
+                pairs = list(zip(defaulted, arguments.defaults, strict=True))
+                pairs += [(arg, default) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+                          if default]
                 for arg, default in pairs:
                     value = _literal(default)
                     if value is not _NOT_LITERAL and value is not None:
@@ -155,7 +157,8 @@ def derived_conventions() -> dict[str, object]:
     for decay_all in (False, True):
         hp = Hyperparameters(learning_rate=1e-3, batch_size=2, epochs=1, weight_decay=0.01, weight_decay_all=decay_all)
         optimizer = build_optimizer(model.named_parameters(), hp)
-        decayed = sorted(names[id(p)] for group in optimizer.param_groups if group["weight_decay"] for p in group["params"])
+        decayed = sorted(names[id(parameter)] for group in optimizer.param_groups if group["weight_decay"]
+                         for parameter in group["params"])
         found[f"kdflow/training/loop.py:build_optimizer[weight_decay_all={decay_all}] decays"] = decayed
     for teacher, student in DEPTHS:
         where = f"kdflow/distillation/methods/registry.py:{{}}({teacher}, {student})"

@@ -64,7 +64,8 @@ def exported_students(config: dict, experiment: str | None = None) -> list[dict]
             raise UserError(f"export.students[{number}].experiment: unknown experiment {name!r}")
         spec = config["experiments"][name]
         chosen = {}
-        for key, known in (("tasks", spec["tasks"]), ("students", spec["students"]), ("methods", list(spec["methods"]))):
+        options = (("tasks", spec["tasks"]), ("students", spec["students"]), ("methods", list(spec["methods"])))
+        for key, known in options:
             unknown = sorted(set(request.get(key, known)) - set(known))
             if unknown:
                 raise UserError(f"export.students[{number}].{key}: {unknown} not in experiment {name!r} "

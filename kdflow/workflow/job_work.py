@@ -22,8 +22,8 @@ import math
 from functools import partial
 
 from kdflow.core.errors import UserError
-from kdflow.workflow.job_settings import generator_settings, teacher_settings, transfer_of
 from kdflow.workflow.gpu_packs import PACKED_RULE, sharing
+from kdflow.workflow.job_settings import generator_settings, teacher_settings, transfer_of
 from kdflow.workflow.model_sizes import language_model, model, named_model, student_model, teacher_model
 from kdflow.workflow.split_sizes import probing_split_sizes, transfer_size
 

@@ -69,7 +69,8 @@ INFERENCE = f"{RESULTS}/inference/{{model}}.json"  # a model's size and CPU spee
 
 # Stage export
 EXPORT = f"{RESULTS}/export/{{experiment}}/{{task}}/{{student}}/{{method}}"  # a selected student, for transformers
-EXPORT_CARD = f"{RESULTS}/model_cards/{{experiment}}/{{task}}/{{student}}/{{method}}.md"  # its model card, in the report
+# its model card, as the report shows it
+EXPORT_CARD = f"{RESULTS}/model_cards/{{experiment}}/{{task}}/{{student}}/{{method}}.md"
 
 # Stage reporting: tables, figures and the report's pages
 TABLES = f"{RESULTS}/tables"
