@@ -205,5 +205,12 @@ def show_image(page, path: str) -> dict:
     page.wait_for_function("path => document.querySelector('div.p-3 > img')?.src === results[path].data_uri", arg=path)
     handle = page.query_selector("div.p-3 > img")  # the content pane's image, not the logo
     page.wait_for_function("img => img.complete", arg=handle)
-    natural, shown = page.evaluate("img => [img.naturalWidth, img.getBoundingClientRect().width]", handle)
+    previous = None
+    for _ in range(20):  # until two readings agree: a busy CI run once read a figure mid-layout, at 0.62x for 0.76x
+        reading = page.evaluate("img => [img.naturalWidth, img.getBoundingClientRect().width]", handle)
+        if reading == previous:
+            break
+        previous = reading
+        page.wait_for_timeout(100)
+    natural, shown = reading
     return {"natural_width": natural, "shown_width": shown}

@@ -41,9 +41,11 @@ def artifacts(*rows) -> pd.DataFrame:
 
 
 def write_cells(path: str, **columns) -> None:
-    """A paper table's CSV as rule paper_table writes it, with the columns the status page reads."""
+    """A paper table's CSV as rule paper_table writes it, with the columns the status page reads (``paper_note``
+    empty unless given: no row of kdflow's own)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(columns).to_csv(path, index=False)
+    rows = len(next(iter(columns.values())))
+    pd.DataFrame({"paper_note": [""] * rows, **columns}).to_csv(path, index=False)
 
 
 def place(paper: str, item: str) -> str:
@@ -101,7 +103,7 @@ def test_the_rows_kdflow_adds_to_a_paper_table_are_not_its_cells(tmp_path):
     write_cells(str(tmp_path / "t.csv"), student=["bert_s"] * 3, method=["kd"] * 3, task=["sst2"] * 3,
                 metric=["params_millions_non_embedding", "ms_per_example_cpu", "ms_per_example_onnxruntime_cpu"],
                 split=["dev"] * 3, kdflow=[2.4, None, 1.5], kdflow_note=[None, "not measured", None],
-                note=["", "", NOT_IN_PAPER])
+                paper_note=["", "", NOT_IN_PAPER])
     cells = read_cells(tmp_path / "t.csv")
     assert cells.metric.tolist() == ["params_millions_non_embedding", "ms_per_example_cpu"]
     assert (int(cells.kdflow.notna().sum()), len(cells)) == (1, 2)

@@ -64,8 +64,7 @@ def read_cells(csv_path: str | Path) -> pd.DataFrame:
     """A paper table's cells (results/tables/papers/*.csv), the empty ones with their reason (``kdflow_note``); the
     rows kdflow adds beside the paper's (ONNX Runtime's times, :data:`NOT_IN_PAPER`) are not the paper's cells."""
     table = pd.read_csv(csv_path, keep_default_na=True)
-    if "note" in table:  # a table of scores; one of hyperparameters has no rows of kdflow's own
-        table = table[table.note != NOT_IN_PAPER].reset_index(drop=True)
+    table = table[table.paper_note != NOT_IN_PAPER].reset_index(drop=True)
     notes = table.kdflow_note.fillna("")
     table["kdflow_note"] = notes.mask(table.kdflow.isna() & (notes == ""), "no reason given")
     return table
