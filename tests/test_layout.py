@@ -5,6 +5,7 @@ rule files share (tests/test_package.py maps modules)."""
 import re
 from pathlib import Path
 
+import pytest
 from conftest import REPO, rule_scripts
 from test_package import STAGES
 
@@ -94,6 +95,7 @@ BENCHMARKS = "results/benchmarks/"
 EXPORTED = "results/export/alp_kd_table2/sst2/bert_3/alp"  # a demo student (tests/test_demo.py exports it too)
 
 
+@pytest.mark.slow  # it builds the demo's DAG through Snakemake (about 11 s)
 def test_data_flows_one_way_between_the_stages_rule_files():
     """No rule reads an output of a rule in a later stage's file: the demo's DAG (its default target, an export and
     the calibrated plan, which the default leaves out) read from Snakemake, edge by edge. Between the files of one
