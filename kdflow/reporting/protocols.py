@@ -109,9 +109,8 @@ def _table_rows(config: dict, protocol: dict, catalog: dict):
     if any("head_logits" in methods[method_entry(experiment, entry)[0]]["needs"]
            for experiment in experiments for entry in experiment["methods"]):
         for teacher in {experiment["teacher"] for experiment in experiments}:
-            actual = pseudo_head_settings(config, teacher)
-            actual = {**_with_defaults({k: v for k, v in actual.items() if k != "pooling"}), "pooling": actual["pooling"]}
-            yield from _compare(protocol.get("pseudo_heads", _UNSTATED), actual, f"pseudo_heads.{teacher}")
+            yield from _compare(protocol.get("pseudo_heads", _UNSTATED),
+                                _with_defaults(pseudo_head_settings(config, teacher)), f"pseudo_heads.{teacher}")
     if any(transfer_of(experiment) == "augmented" for experiment in experiments):
         actual = {**generator_settings(config), "sampling": sampling_settings(config),
                   "hygiene": hygiene_settings(config, "augmented")}
