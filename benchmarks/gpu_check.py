@@ -55,6 +55,7 @@ from kdflow.core.precision import Precision, resolve_precision  # noqa: E402
 from kdflow.reporting.claims import read_runs  # noqa: E402
 from kdflow.workflow import replay  # noqa: E402
 from kdflow.workflow import results_paths as paths  # noqa: E402
+from kdflow.workflow.cost_plan import SHARING  # noqa: E402
 from quality_claims import run_dir  # noqa: E402
 
 PARTS = ("environment", "correctness", "throughput", "sharing", "evidence")
@@ -188,9 +189,20 @@ def moved(value, device):
     return value
 
 
+def without_dropout(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` in training mode with every dropout at 0, so that two devices' steps are comparable: eval mode
+    would do, but cuDNN's LSTM refuses a backward pass outside training mode."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
+            module.p = 0.0
+        elif isinstance(module, torch.nn.RNNBase):
+            module.dropout = 0.0
+    return model.train()
+
+
 def one_step(model, loss_fn, batch, device: str, precision: Precision) -> tuple[float, torch.Tensor]:
     """The loss and the flattened gradients of one step of a copy of ``model`` on ``device``."""
-    model = copy.deepcopy(model).to(device).eval()
+    model = without_dropout(copy.deepcopy(model).to(device))
     with precision.autocast():
         loss = loss_fn(model, moved(batch, device))
     loss.backward()
@@ -440,8 +452,9 @@ def target(run: dict) -> str:
 # --- the run ------------------------------------------------------------------------------------------------------
 
 def summary_markdown(summary: dict) -> str:
+    runs = ", ".join(summary.get("runs", [summary["started"]]))
     lines = [f"# GPU check on {summary['environment'].get('gpu', summary['environment'].get('device'))}", "",
-             f"{summary['started']}, profile {summary['profile']}, {summary['seconds']:.0f} s in all.", "",
+             f"{runs}, profile {summary['profile']}, {summary['seconds']:.0f} s in all.", "",
              "| part | seconds | result |", "| --- | --- | --- |"]
     for part, result in summary["parts"].items():
         shown = {key: value for key, value in result.items() if key not in ("seconds", "traceback")}
@@ -484,43 +497,64 @@ def check(args) -> dict:
     return summary
 
 
-def adopt(folder: Path) -> None:
+def merged_summary(summaries: list[dict]) -> dict:
+    """One summary of a check and its reruns of single parts (the runbook's ``--parts``): a later run's part
+    replaces an earlier run's, and says which run it came from."""
+    merged = {**summaries[0], "parts": {}, "runs": [summary["started"] for summary in summaries]}
+    for summary in summaries:
+        merged["parts"].update({part: {**result, "run": summary["started"]}
+                                for part, result in summary["parts"].items()})
+    merged["seconds"] = sum(summary["seconds"] for summary in summaries)
+    return merged
+
+
+def adopt(folders: list[Path]) -> None:
     """What a GPU check measured, into the repository (run here, then commit): its files under
     benchmarks/gpu/<date>-<GPU>/, the measured throughput rows into reference/throughput.csv with the plan before
     and after them, the measured K into config.yaml's gpu_sharing, and the evidence runs into the claims record
-    (with their ``device``) and its GPU verdicts. Refuses a tiny or CPU run, and records evidence only from a carry
-    prepared on a clean commit of main."""
+    (with their ``device``) and its GPU verdicts. ``folders`` are a check and its reruns of single parts, in the
+    order they ran: a part's files come from the last run that has them. Refuses a tiny or CPU run, and records
+    evidence only from a carry prepared on a clean commit of main."""
     import shutil
 
     import gpu_sharing
     import gpu_throughput
     from quality_claims import RECORD, read_record, record_key
 
-    summary = json.loads((folder / "summary.json").read_text())
-    gpu = summary["environment"].get("gpu")
-    if summary["profile"] != "full" or not gpu:
-        raise SystemExit(f"{folder} is a {summary['profile']} run on {summary['environment'].get('device')}: "
-                         "only a full run on a GPU is adopted")
+    summaries = [json.loads((folder / "summary.json").read_text()) for folder in folders]
+    for folder, summary in zip(folders, summaries):
+        if summary["profile"] != "full" or not summary["environment"].get("gpu"):
+            raise SystemExit(f"{folder} is a {summary['profile']} run on {summary['environment'].get('device')}: "
+                             "only a full run on a GPU is adopted")
+    summary = merged_summary(summaries)
+    gpu = summary["environment"]["gpu"]
     kept = REPO / "benchmarks/gpu" / f"{summary['started'][:10]}-{gpu.replace(' ', '_')}"
     kept.mkdir(parents=True, exist_ok=True)
-    for name in ("summary.md", "summary.json", "correctness.csv", "throughput_measured.csv", "sharing.csv"):
-        if (folder / name).exists():
-            shutil.copy(folder / name, kept / name)
-    if (folder / "throughput_measured.csv").exists():
+    for name in ("correctness.csv", "throughput_measured.csv", "sharing.csv"):
+        for folder in folders:
+            if (folder / name).exists():
+                shutil.copy(folder / name, kept / name)
+    for number, folder in enumerate(folders, 1):
+        if (folder / "gpu_check.log").exists():
+            shutil.copy(folder / "gpu_check.log", kept / f"gpu_check.{number}.log")
+    (kept / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    (kept / "summary.md").write_text(summary_markdown(summary))
+    if (kept / "throughput_measured.csv").exists():
         old = pd.read_csv(REPO / "reference/throughput.csv")
-        new = gpu_throughput.adopt(pd.read_csv(folder / "throughput_measured.csv"), old)
+        new = gpu_throughput.adopt(pd.read_csv(kept / "throughput_measured.csv"), old)
         comparison = gpu_throughput.plan_before_after(old, new)
         comparison.to_csv(kept / "plan_before_after.csv", index=False, float_format="%.4g")
         new.to_csv(REPO / "reference/throughput.csv", index=False, float_format="%.6g")
         print(comparison.to_string(index=False))
-    if (folder / "sharing.csv").exists():
+    if (kept / "sharing.csv").exists():
         # BERT-2 is measured but not packed: gpu_sharing is per student type, and bert_k also covers BERT-4 and
         # BERT-6, two to three times heavier a step
-        recommended = {family: k for family, k in gpu_sharing.recommend(pd.read_csv(folder / "sharing.csv")).items()
+        recommended = {family: k for family, k in gpu_sharing.recommend(pd.read_csv(kept / "sharing.csv")).items()
                        if family != "bert_k"}
         note = f"on one {gpu}, {summary['started'][:10]} ({kept.relative_to(REPO)}/sharing.csv; gpu_check.py)"
         print("gpu_sharing:", gpu_sharing.adopt(recommended, REPO / "config.yaml", note))
-    runs = read_runs(folder / "evidence_runs.jsonl", on_gpu=True)
+        gpu_sharing.adopt_speedups(pd.read_csv(kept / "sharing.csv"), list(recommended), REPO / SHARING)
+    runs = [run for folder in folders for run in read_runs(folder / "evidence_runs.jsonl", on_gpu=True)]
     provenance = summary["environment"].get("provenance") or {}
     if runs and not provenance.get("clean_on_main"):
         print(f"{len(runs)} evidence runs not recorded: the carry was not prepared on a clean commit of main")
@@ -546,11 +580,14 @@ def main() -> None:
                                                          "the sum of its caps)")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--jobs", type=int, default=8, help="demo jobs replayed at once")
-    parser.add_argument("--evidence-jobs", type=int, default=4, help="evidence runs at once on the GPU")
-    parser.add_argument("--adopt", help="a folder a GPU check wrote: its measurements into the repository")
+    # 8: a kept point's four further seeds of KD and no KD train at once; eight BERT-2 students shared an H200 at
+    # 0.96 of four's examples/s each (benchmarks/gpu/2026-11-28-NVIDIA_H200/sharing.csv)
+    parser.add_argument("--evidence-jobs", type=int, default=8, help="evidence runs at once on the GPU")
+    parser.add_argument("--adopt", nargs="+", help="folders a GPU check and its reruns of parts wrote, in the order "
+                                                   "they ran: their measurements into the repository")
     args = parser.parse_args()
     if args.adopt:
-        adopt(Path(args.adopt))
+        adopt([Path(folder) for folder in args.adopt])
         return
     summary = check(args)
     failed = [part for part, result in summary["parts"].items() if "error" in result or result.get("failed")]

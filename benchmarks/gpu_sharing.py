@@ -58,11 +58,15 @@ from kdflow.training.batching import EncodedSplit, batches, to_device, tokenize 
 from kdflow.training.hf_models import build_tokenizer  # noqa: E402
 from kdflow.training.loop import build_optimizer  # noqa: E402
 from kdflow.transfer.signals import TeacherSignals  # noqa: E402
+from kdflow.workflow.cost_plan import SHARING  # noqa: E402
 
 DEMO_GLUE = REPO / "demo" / "data" / "glue"
 DEMO_VOCAB = REPO / "demo" / "vocab.txt"
 BATCH_SIZE, MAX_SEQ_LENGTH = 32, 128  # config.yaml's max_seq_length
 TINY_BATCH_SIZE, TINY_MAX_SEQ_LENGTH = 16, 32  # the demo's students' batch; shorter sentences, for a quick CPU test
+# Each worker trains this long before the window too: on an H200 (2026-11-28) three warm-up steps left BERT-2's
+# first window at K = 1 with 11 examples/s against 797 per process at K = 4, some one-time cost in the window.
+WARMUP_SECONDS = 2.0
 JOB_THREADS = 4  # config.yaml's resources.threads: a pack asks for K times a job's threads
 GB = 2**30
 # config.yaml's bert_k students start from bert-base-uncased: its shape, whatever model the tokenizer folder holds
@@ -143,6 +147,7 @@ def measure(device: str, ks=(1, 2, 4, 8), families=("bilstm", "gated_cnn", "bils
                 job = {"family": name, "spec": family.tiny_spec if tiny else family.spec, "method": family.method,
                        "hyperparameters": family.hyperparameters, "tasks": family.tasks, "device": device,
                        "precision": precision, "threads": threads, "warmup": 1 if tiny else 3,
+                       "warmup_seconds": 0.0 if tiny else WARMUP_SECONDS,
                        "batch_size": TINY_BATCH_SIZE if tiny else BATCH_SIZE,
                        "max_length": TINY_MAX_SEQ_LENGTH if tiny else MAX_SEQ_LENGTH}
                 row = {"family": name, "config_key": family.config_key, "k": k, "batch_size": job["batch_size"],
@@ -297,7 +302,10 @@ def train_side_by_side(job: dict, tokenizer, connection, rank: int) -> dict:
         norm.item()
         return len(batch["labels"])
 
+    warming = time.monotonic()
     for _ in range(job["warmup"]):
+        step()
+    while time.monotonic() - warming < job["warmup_seconds"]:
         step()
     connection.send(("ready", None))
     end = connection.recv()
@@ -362,6 +370,22 @@ def recommend(frame: pd.DataFrame) -> dict[str, int]:
     return chosen
 
 
+def adopt_speedups(frame: pd.DataFrame, student_types, path) -> pd.DataFrame:
+    """Write the measured speedups of ``student_types`` (their rows of ``frame``, a sharing.csv) into ``path``
+    (reference/gpu_sharing.csv, which the cost plan charges a shared job by), in place of those types' rows there;
+    a failed K is left out. Returns the new table."""
+    path = Path(path)
+    measured = frame[frame.config_key.isin(student_types) & (frame.error.isna() | (frame.error == ""))]
+    new = pd.DataFrame({"student_type": measured.config_key, "k": measured.k.astype(int),
+                        "speedup": measured.speedup, "device": measured.device,
+                        "source": [f"benchmarks/gpu_sharing.py, {row.family} at batch {row.batch_size}, "
+                                   f"{row.precision}, {row.date}" for row in measured.itertuples()]})
+    old = pd.read_csv(path) if path.exists() else new.iloc[:0]
+    table = pd.concat([old[~old.student_type.isin(student_types)], new], ignore_index=True)
+    table.to_csv(path, index=False, float_format="%.4g")
+    return table
+
+
 def adopt(recommendation: dict, config_path, note: str) -> dict[str, int]:
     """Rewrite ``config_path``'s ``gpu_sharing:`` line with the recommended Ks of the families its students use,
     and the comment block right above it to say they were measured (``note``: on what and when); every other byte
@@ -383,7 +407,8 @@ def adopt(recommendation: dict, config_path, note: str) -> dict[str, int]:
     kept = [key for key in sharing if key not in measured]
     ending = lines[line][len(lines[line].rstrip("\r\n")):] or "\n"
     text = ("Small students share a GPU on a cluster, K jobs at once (python -m kdflow.workflow.gpu_packs; "
-            "docs/clusters.md), and the plan charges each of their jobs a K-th of its GPU-hours. K measured by "
+            "docs/clusters.md), and the plan charges each of their jobs its GPU-hours over the measured speedup "
+            "(reference/gpu_sharing.csv). K measured by "
             f"benchmarks/gpu_sharing.py for {', '.join(measured)} {note}"
             + (f"; {', '.join(kept)} not measured." if kept else "."))
     header = [f"# {part}{ending}" for part in textwrap.wrap(text, 118, break_on_hyphens=False)]
@@ -406,6 +431,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, help="write OUT/sharing.csv")
     parser.add_argument("--adopt", type=Path, metavar="CSV", help="set config.yaml's gpu_sharing from a sharing.csv")
     parser.add_argument("--config", type=Path, default=REPO / "config.yaml")
+    parser.add_argument("--speedups", type=Path, default=REPO / SHARING,
+                        help="the measured speedups the cost plan charges shared jobs by (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.adopt:
         frame = pd.read_csv(args.adopt)
@@ -414,7 +441,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(f"{args.adopt}: not a GPU measurement; a CPU run says nothing about sharing a GPU")
         first = measured.iloc[0]
         note = f"on one {first.device} in {first.precision}, {first.date}"
-        print(f"gpu_sharing: {adopt(recommend(frame), args.config, note)} ({args.config})")
+        recommendation = recommend(frame)
+        print(f"gpu_sharing: {adopt(recommendation, args.config, note)} ({args.config})")
+        adopt_speedups(frame, list(recommendation), args.speedups)
         return
     frame = measure(args.device, tuple(args.ks), tuple(args.families), args.precision, args.tiny,
                     tokenizer_dir=args.tokenizer_dir, seconds=args.seconds)

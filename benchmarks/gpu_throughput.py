@@ -45,7 +45,8 @@ from kdflow.core.precision import resolve_precision  # noqa: E402
 from kdflow.workflow.catalog_cache import load_catalog  # noqa: E402
 from kdflow.workflow.config_files import SCHEMA, validate_config, workflow_config  # noqa: E402
 from kdflow.workflow.cost_plan import (  # noqa: E402
-    STARTUP, THROUGHPUT, charged_share, cost_plan, paper_table_hours, plan_table, read_startup, section_order)
+    SHARING, STARTUP, THROUGHPUT, charged_share, cost_plan, paper_table_hours, plan_table, read_sharing, read_startup,
+    section_order)
 from kdflow.workflow.dag_jobs import workflow_jobs  # noqa: E402
 from kdflow.workflow.exploration import with_exploration  # noqa: E402
 from kdflow.workflow.split_sizes import TASK_SIZES  # noqa: E402
@@ -226,7 +227,8 @@ def plan_hours(throughput: pd.DataFrame, inputs: PlanInputs | None = None, gpu: 
     os.chdir(REPO)  # the config's data paths are relative to the workflow's directory (contextlib.chdir: 3.11)
     try:
         jobs = cost_plan(inputs.dag, inputs.config, inputs.task_table, throughput.set_index(KEY).sort_index(),
-                         inputs.startup, load_catalog(), inputs.probing_files, gpu or inputs.gpu)
+                         inputs.startup, load_catalog(), inputs.probing_files, gpu or inputs.gpu,
+                         read_sharing(REPO / SHARING))
     finally:
         os.chdir(here)
     share, order = charged_share(jobs), section_order(inputs.config)
@@ -244,21 +246,25 @@ def gpu_hours(table: pd.DataFrame, config: dict) -> pd.Series:
                       "all": pd.Series({"every GPU job": on_gpu.hours.sum()})}, names=["group", "name"])
 
 
-def measured_gpu(throughput: pd.DataFrame) -> str | None:
-    """The GPU whose rows of ``throughput`` were measured on it (benchmarks/gpu_check.py), where there is one."""
-    gpus = set(throughput.device[throughput.source.str.startswith("measured-gpu")])
+def measured_gpu(old: pd.DataFrame, new: pd.DataFrame) -> str | None:
+    """The GPU whose measured rows (benchmarks/gpu_check.py) ``new`` adds to ``old`` or changes, where there is
+    one."""
+    changed = new.merge(old, how="left", indicator=True)
+    changed = changed[(changed["_merge"] == "left_only") & changed.source.str.startswith("measured-gpu")]
+    gpus = set(changed.device)
     return gpus.pop() if len(gpus) == 1 else None
 
 
 def plan_before_after(old: pd.DataFrame, new: pd.DataFrame, inputs: PlanInputs | None = None,
                       gpu: str | None = None) -> pd.DataFrame:
     """:func:`plan_hours` with the ``old`` and the ``new`` throughput table side by side, and the ratio of their
-    hours (after / before). On ``gpu``: by default the GPU ``new`` has measured rows of (else the config's
-    plan.gpu); the old table plans for the config's plan.gpu where it has no rows of that GPU (one measured for
-    the first time). ``inputs``: config.yaml's by default."""
+    hours (after / before). On ``gpu``: by default the GPU whose measured rows ``new`` adds or changes (else the
+    config's plan.gpu); the old table plans for the config's plan.gpu where it has no rows of that GPU (one measured for
+    the first time), or for its first GPU where it has none of that either. ``inputs``: config.yaml's by default."""
     inputs = inputs or plan_inputs()
-    gpu = gpu or measured_gpu(new) or inputs.gpu
-    old_gpu = gpu if gpu in set(old.device) else inputs.gpu
+    gpu = gpu or measured_gpu(old, new) or inputs.gpu
+    old_gpus = [name for name in dict.fromkeys(old.device) if name != "cpu"]  # in the table's order
+    old_gpu = next(name for name in (gpu, inputs.gpu, *old_gpus) if name in old_gpus)
     before, after = plan_hours(old, inputs, old_gpu), plan_hours(new, inputs, gpu)
     both = before.merge(after, on=["group", "name"], suffixes=("_before", "_after"))
     both = both.assign(gpu_before=old_gpu, gpu_after=gpu, ratio=both.hours_after / both.hours_before)

@@ -12,6 +12,7 @@ rule plan:
         sizes="reference/task_sizes.csv",
         throughput="reference/throughput.csv",
         startup="reference/startup.csv",
+        sharing="reference/gpu_sharing.csv",
         counted=counted_files(
             config,
             [probing_file(task) for task in PROBING_CONFIG.get("tasks", [])],

@@ -14,6 +14,7 @@ from kdflow.workflow.cost_plan import (
     cost_plan,
     paper_table_hours,
     plan_table,
+    read_sharing,
     read_startup,
     read_throughput,
     section_order,
@@ -27,7 +28,7 @@ with rule_job(snakemake):
     dag = workflow_jobs(**snakemake.params.snakemake_config)
     jobs = cost_plan(dag, config, task_table, read_throughput(snakemake.input.throughput),
                      read_startup(snakemake.input.startup), load_catalog(), snakemake.params.probing_files,
-                     snakemake.params.gpu)
+                     snakemake.params.gpu, read_sharing(snakemake.input.sharing))
     plan_jobs(jobs).to_csv(snakemake.output.jobs, index=False, float_format="%.6g")
     pilot = pilot_jobs(jobs, dag)
     pilot.to_csv(snakemake.output.pilot, index=False, float_format="%.6g")

@@ -52,6 +52,36 @@ def test_a_step_that_differs_on_the_device_beyond_its_tolerance_fails_the_check(
                     ("fp32 off by 1e-4", "bf16"): True}
 
 
+def test_a_step_is_compared_in_training_mode_with_every_dropout_off():
+    """cuDNN's LSTM has no backward pass in eval mode (it failed the check on an H200, 2026-11-28): the step runs in
+    training mode, and two runs of it agree because no dropout draws."""
+    torch.manual_seed(0)
+    lstm, head = torch.nn.LSTM(4, 4, num_layers=2, dropout=0.5, batch_first=True), torch.nn.Dropout(0.5)
+    model = torch.nn.ModuleDict({"lstm": lstm, "head": head})
+
+    def loss_fn(m, batch):
+        return m["head"](m["lstm"](batch["x"])[0]).pow(2).mean()
+
+    batch = {"x": torch.randn(2, 3, 4)}
+    steps = [gpu_check.one_step(model, loss_fn, batch, "cpu", gpu_check.Precision("fp32", "cpu")) for _ in range(2)]
+    assert steps[0][0] == steps[1][0] and torch.equal(steps[0][1], steps[1][1])
+    quiet = gpu_check.without_dropout(torch.nn.ModuleDict({"lstm": lstm, "head": torch.nn.Dropout(0.5)}))
+    assert quiet.training and quiet["lstm"].dropout == 0.0 and quiet["head"].p == 0.0
+
+
+def test_a_rerun_of_one_part_replaces_that_part_of_the_check_it_follows():
+    first = {"started": "2026-11-28 18:42:13 UTC", "profile": "full", "environment": {"gpu": "NVIDIA H200"},
+             "seconds": 480.0, "parts": {"correctness": {"error": "RuntimeError: cudnn", "seconds": 19.0},
+                                         "throughput": {"rows": 20, "seconds": 42.0}}}
+    rerun = {**first, "started": "2026-11-28 18:51:35 UTC", "seconds": 81.0,
+             "parts": {"correctness": {"checks": 95, "failed": [], "seconds": 79.0}}}
+    merged = gpu_check.merged_summary([first, rerun])
+    assert merged["parts"] == {"correctness": {"checks": 95, "failed": [], "seconds": 79.0, "run": rerun["started"]},
+                               "throughput": {"rows": 20, "seconds": 42.0, "run": first["started"]}}
+    assert merged["runs"] == [first["started"], rerun["started"]] and merged["seconds"] == 561.0
+    assert "2026-11-28 18:42:13 UTC, 2026-11-28 18:51:35 UTC" in gpu_check.summary_markdown(merged)
+
+
 @pytest.mark.slow
 def test_a_replay_stops_at_a_failed_job_and_says_so(tmp_path):
     """A job that fails (prepare_task, its data missing) exits non-zero in the record, and no job that needs it

@@ -90,6 +90,21 @@ def test_students_of_a_family_that_shares_a_gpu_are_charged_a_kth_of_their_gpu_t
     assert (on_cpu.charged_seconds == on_cpu.seconds).all()
 
 
+def test_a_measured_speedup_of_k_jobs_sharing_a_gpu_charges_each_one_over_it(shared_plan, tmp_path):
+    """Four BiLSTMs that together train 2.5 times as fast as one (reference/gpu_sharing.csv) are charged 1/2.5 of
+    their GPU time each, not a quarter; a speedup measured at another K leaves the K-th."""
+    config, _ = shared_plan
+    table = tmp_path / "gpu_sharing.csv"
+    pd.DataFrame({"student_type": ["bilstm", "bilstm"], "k": [2, 4], "speedup": [1.8, 2.5], "device": "H200",
+                  "source": "test"}).to_csv(table, index=False)
+    speedups = cost_plan.read_sharing(table)
+    assert speedups == {("bilstm", 2): 1.8, ("bilstm", 4): 2.5} and cost_plan.read_sharing(tmp_path / "none") == {}
+    shares = {k: toy_jobs(config | {"gpu_sharing": {"bilstm": k}}, speedups).groupby("family").gpu_share.unique()
+              for k in (4, 8)}
+    assert list(shares[4]["lstm"]) == [pytest.approx(1 / 2.5)] and list(shares[8]["lstm"]) == [1 / 8]
+    assert list(shares[4]["transformer"]) == [1.0]
+
+
 def test_the_calibrated_plan_charges_them_as_the_plan_does(shared_plan, tmp_path):
     """results/plan_jobs.csv, which the calibrated plan reads, keeps each job's share: before any job ran, its GPU-hours
     left are the plan's."""

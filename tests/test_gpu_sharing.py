@@ -48,7 +48,7 @@ def test_a_deadline_already_past_measures_nothing():
 def measured(family: str, throughputs: dict[int, float], gb_per_process: float = 1.0, device_gb: float = 80.0,
              errors: dict[int, str] | None = None) -> list[dict]:
     return [{"family": family, "config_key": gpu_sharing.FAMILIES[family].config_key, "k": k,
-             "examples_per_second": rate, "sum_peak_reserved_gb": k * gb_per_process, "device_memory_gb": device_gb,
+             "examples_per_second": rate, "speedup": rate / throughputs[1], "batch_size": 32, "sum_peak_reserved_gb": k * gb_per_process, "device_memory_gb": device_gb,
              "error": (errors or {}).get(k, "")} for k, rate in throughputs.items()]
 
 
@@ -94,13 +94,14 @@ def test_adopting_rewrites_only_the_gpu_sharing_line_and_its_comment(config_copy
     config = yaml.safe_load(after)
     assert config["gpu_sharing"] == {"bilstm": 2, "gated_cnn": 8, "bilstm_s": 4, "bert_k": 1}
     assert {**config, "gpu_sharing": None} == {**yaml.safe_load(before), "gpu_sharing": None}
-    assert "starting point" in old_comment and "starting point" not in comment
+    assert NOTE not in old_comment and "over the measured speedup (reference/gpu_sharing.csv)" in comment
     assert comment.endswith(f"for bilstm, gated_cnn, bilstm_s, bert_k {NOTE}.")
     assert all(len(line) <= 120 for line in after.splitlines()[len(head.splitlines()):][:5])
 
 
 def test_families_left_unmeasured_keep_their_k_and_are_named(config_copy):
-    assert gpu_sharing.adopt({"bilstm": 2}, config_copy, NOTE) == {"bilstm": 2, "gated_cnn": 4, "bilstm_s": 4}
+    before = yaml.safe_load(config_copy.read_text())["gpu_sharing"]
+    assert gpu_sharing.adopt({"bilstm": 2}, config_copy, NOTE) == {**before, "bilstm": 2}
     assert parts(config_copy.read_text())[1].endswith(f"for bilstm {NOTE}; gated_cnn, bilstm_s not measured.")
 
 
@@ -109,8 +110,17 @@ def test_the_command_adopts_a_gpu_measurement_and_refuses_a_cpu_one(tmp_path, co
                           for row in measured("bilstm", {1: 100, 2: 200, 4: 300})])
     for device in ("NVIDIA H100 80GB HBM3", "cpu"):
         frame.assign(device=device).to_csv(tmp_path / f"{device[:3]}.csv", index=False)
-    gpu_sharing.main(["--adopt", str(tmp_path / "NVI.csv"), "--config", str(config_copy)])
-    assert yaml.safe_load(config_copy.read_text())["gpu_sharing"] == {"bilstm": 4, "gated_cnn": 4, "bilstm_s": 4}
+    before = yaml.safe_load(config_copy.read_text())["gpu_sharing"]
+    speedups = tmp_path / "gpu_sharing.csv"
+    pd.DataFrame({"student_type": ["gated_cnn", "bilstm"], "k": [4, 4], "speedup": [3.0, 9.9], "device": "A100",
+                  "source": "earlier"}).to_csv(speedups, index=False)
+    gpu_sharing.main(["--adopt", str(tmp_path / "NVI.csv"), "--config", str(config_copy), "--speedups", str(speedups)])
+    assert yaml.safe_load(config_copy.read_text())["gpu_sharing"] == {**before, "bilstm": 4}
+    # the plan's speedups: bilstm's measured ones replace its earlier row, gated_cnn's row stays
+    table = pd.read_csv(speedups)
+    assert table[["student_type", "k", "speedup"]].values.tolist() == [
+        ["gated_cnn", 4, 3.0], ["bilstm", 1, 1.0], ["bilstm", 2, 2.0], ["bilstm", 4, 3.0]]
+    assert table.source.iloc[-1] == "benchmarks/gpu_sharing.py, bilstm at batch 32, bf16, 2026-11-28"
     assert parts(config_copy.read_text())[1].endswith(f"for bilstm {NOTE}; gated_cnn, bilstm_s not measured.")
     with pytest.raises(SystemExit, match="not a GPU measurement"):
         gpu_sharing.main(["--adopt", str(tmp_path / "cpu.csv"), "--config", str(config_copy)])

@@ -97,8 +97,8 @@ def test_the_plan_before_and_after_halves_its_compute_hours_with_every_gpu_rate_
     saved = plan.compute_hours_before - plan.compute_hours_after
     assert (plan.hours_before - plan.hours_after).to_numpy() == pytest.approx(saved.to_numpy())
     assert plan.ratio.to_numpy() == pytest.approx((plan.hours_after / plan.hours_before).to_numpy())
-    # A GPU measured for the first time: the plan after is on it, the plan before on the config's plan.gpu.
-    h200 = THROUGHPUT[THROUGHPUT.device == "H100"].assign(device="H200", source="measured-gpu: NVIDIA H200")
-    first = gpu_throughput.plan_before_after(THROUGHPUT, gpu_throughput.adopt(h200, THROUGHPUT), inputs)
-    assert set(first.gpu_before) == {"H100"} and set(first.gpu_after) == {"H200"}
-    assert first.ratio.to_numpy() == pytest.approx(1)  # H100's figures under H200's name
+    # A GPU measured for the first time: the plan after is on it, the plan before on the config's plan.gpu (H200).
+    l40s = THROUGHPUT[THROUGHPUT.device == "H200"].assign(device="L40S", source="measured-gpu: NVIDIA L40S")
+    first = gpu_throughput.plan_before_after(THROUGHPUT, gpu_throughput.adopt(l40s, THROUGHPUT), inputs)
+    assert set(first.gpu_before) == {"H200"} and set(first.gpu_after) == {"L40S"}
+    assert first.ratio.to_numpy() == pytest.approx(1)  # H200's figures under L40S's name

@@ -51,7 +51,7 @@ def toy_config():
     return config
 
 
-def toy_jobs(config=None) -> pd.DataFrame:
+def toy_jobs(config=None, sharing_speedups=None) -> pd.DataFrame:
     """The toy config's plan: its DAG as Snakemake builds it (kdflow.workflow.dag_jobs), priced."""
     config = config or toy_config()
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as configfile:
@@ -60,7 +60,7 @@ def toy_jobs(config=None) -> pd.DataFrame:
         dag = workflow_jobs([configfile.name], directory=REPO)
     config = config | with_exploration(config)
     sizes = split_sizes.task_sizes(config, TOY_SIZES)
-    return pd.DataFrame(job_work.planned_jobs(dag, config, sizes, load_catalog(), {}))
+    return pd.DataFrame(job_work.planned_jobs(dag, config, sizes, load_catalog(), {}, sharing_speedups))
 
 
 def test_the_toy_config_plans_every_job_of_its_dag_with_its_work():

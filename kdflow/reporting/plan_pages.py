@@ -78,7 +78,8 @@ def plan_document(table: pd.DataFrame, per_paper_table: pd.DataFrame, sizes: str
             *([f"Shared GPUs: the students of the families "
                f"{', '.join(f'{family} (K = {k})' for family, k in sharing.items())} run K jobs at once on one "
                "GPU (config gpu_sharing; python -m kdflow.workflow.gpu_packs submits them in packs), and each is "
-               "charged a K-th of its GPU time: the plan assumes they do not slow each other down."]
+               "charged its GPU time over the speedup measured for K such jobs against one alone "
+               "(reference/gpu_sharing.csv, benchmarks/gpu_sharing.py), or a K-th of it where none was measured."]
               if sharing and any(k > 1 for k in sharing.values()) else []),
         ]),
     ])

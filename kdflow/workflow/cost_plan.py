@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -32,6 +33,7 @@ from kdflow.workflow.split_sizes import TASK_SIZES, task_sizes
 
 THROUGHPUT = "reference/throughput.csv"
 STARTUP = "reference/startup.csv"
+SHARING = "reference/gpu_sharing.csv"
 START_UP_ONLY = "start-up only"
 ASSUMED_START_UP = "start-up assumed (no row in reference/startup.csv): the median of the tables' and figures'"  # the source of a job that runs no model
 GPU_START_SECONDS = 3.0  # assumed: creating a job's CUDA context and moving its model to the GPU
@@ -59,6 +61,16 @@ def read_startup(path=STARTUP) -> dict[str, float]:
     return dict(zip(table.rule, table.seconds))
 
 
+def read_sharing(path=SHARING) -> dict[tuple[str, int], float]:
+    """reference/gpu_sharing.csv: per student type and K, the measured examples/s of K of its jobs sharing one GPU
+    over one job's alone (benchmarks/gpu_sharing.py); none where the file does not exist."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    table = pd.read_csv(path)
+    return {(row.student_type, int(row.k)): float(row.speedup) for row in table.itertuples()}
+
+
 def accelerator_of(config: dict, gpu: str) -> tuple[str, str]:
     """(device, precision) of the jobs that ask for a GPU, as the config's ``device`` and ``precision`` resolve
     (kdflow.core.precision): on ``gpu`` unless the config runs on the CPU; ``auto`` is bf16 on a GPU (every GPU of
@@ -69,10 +81,12 @@ def accelerator_of(config: dict, gpu: str) -> tuple[str, str]:
 
 
 def cost_plan(dag: list[dict], config: dict, task_table: pd.DataFrame, throughput: pd.DataFrame,
-              startup: dict[str, float], catalog: dict, probing_files: dict[str, str], gpu: str) -> pd.DataFrame:
+              startup: dict[str, float], catalog: dict, probing_files: dict[str, str], gpu: str,
+              sharing_speedups: dict[tuple[str, int], float] | None = None) -> pd.DataFrame:
     """Every job of the DAG with its work and estimated seconds (:func:`kdflow.workflow.job_work.planned_jobs`,
-    :func:`estimate`)."""
-    jobs = pd.DataFrame(planned_jobs(dag, config, task_sizes(config, task_table), catalog, probing_files))
+    :func:`estimate`). ``sharing_speedups``: :func:`read_sharing`."""
+    jobs = pd.DataFrame(planned_jobs(dag, config, task_sizes(config, task_table), catalog, probing_files,
+                                     sharing_speedups))
     return estimate(jobs, throughput, startup, accelerator_of(config, gpu))
 
 
@@ -117,9 +131,9 @@ def assumed_start_up(startup: dict[str, float]) -> float:
 
 
 def charged_share(jobs: pd.DataFrame) -> np.ndarray:
-    """The share of its seconds each job of the plan is charged: its ``gpu_share`` on a GPU (1/K for a family of the
-    config's ``gpu_sharing``: K small students at once on one GPU, assumed not to slow each other down), all of
-    them on the CPU."""
+    """The share of its seconds each job of the plan is charged: its ``gpu_share`` on a GPU (for a family of the
+    config's ``gpu_sharing``, K small students at once on one GPU: one over the measured speedup of K jobs over one,
+    else 1/K, as if they did not slow each other down), all of them on the CPU."""
     return np.where(jobs.device != "cpu", jobs.gpu_share, 1.0)
 
 

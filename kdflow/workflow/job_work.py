@@ -99,17 +99,22 @@ def tokens_of(size: dict, hp: dict) -> float:
     return min(size["tokens"], hp.get("max_seq_length") or size["tokens"])
 
 
-def planned_jobs(dag: list[dict], config: dict, sizes: dict, catalog: dict, probing_files: dict[str, str]) -> list[dict]:
+def planned_jobs(dag: list[dict], config: dict, sizes: dict, catalog: dict, probing_files: dict[str, str],
+                 sharing_speedups: dict[tuple[str, int], float] | None = None) -> list[dict]:
     """Every job of the DAG that runs code, with its work and its benchmark file. ``dag``: the jobs Snakemake lists
     (:func:`kdflow.workflow.dag_jobs.workflow_jobs`; the target rule ``all``, which runs nothing, has no benchmark and
     is left out); ``sizes``: :func:`kdflow.workflow.split_sizes.task_sizes`; ``catalog``: the registered students
     (:func:`kdflow.workflow.catalog_cache.load_catalog`); ``probing_files``: the SentEval file of each probing task (counted
-    where it exists). A job's work is read from its params (settings, sampling, probe grid) where it has them, else from
+    where it exists); ``sharing_speedups``: per (student type, K), the measured speedup of K jobs sharing a GPU over
+    one alone (:func:`kdflow.workflow.cost_plan.read_sharing`; a shared job is charged one over it, else 1/K). A
+    job's work is read from its params (settings, sampling, probe grid) where it has them, else from
     the config by its wildcards."""
     # The files behind split sizes are counted once, not per job: every probe and encoding job reads the probing
     # tasks', every student and teacher-signal job its transfer set's.
     transfers = {(transfer_of(spec), task) for spec in config.get("experiments", {}).values() for task in spec["tasks"]}
-    context = {"config": config, "sizes": sizes, "catalog": catalog, "sharing": sharing(config),
+    context = {"config": config, "sizes": sizes, "catalog": catalog,
+               "gpu_share": {name: 1 / (sharing_speedups or {}).get((config["students"][name]["type"], k), k)
+                             for name, k in sharing(config).items()},
                "teachers": {name: teacher_model(config, name) for name in config["teachers"]},
                "probing_splits": {task: probing_split_sizes(probing_files[task])
                                   for task in config.get("probing", {}).get("tasks", [])},
@@ -126,8 +131,8 @@ def planned_job(dag_job: dict, context: dict) -> dict:
         return job(rule, section=section or TABLES_AND_FIGURES, task=wildcards.get("task", ""))
     if section is None:
         raise UserError(f"rule {rule} has no section in the cost plan: add it to SECTIONS in {__name__}")
-    shared = context["sharing"].get(wildcards["student"], 1) if rule == PACKED_RULE else 1
-    return job(rule, section=section, accelerator=dag_job["resources"].get("gpu", 0) > 0, gpu_share=1 / shared,
+    share = context["gpu_share"].get(wildcards["student"], 1.0) if rule == PACKED_RULE else 1.0
+    return job(rule, section=section, accelerator=dag_job["resources"].get("gpu", 0) > 0, gpu_share=share,
                **work(wildcards, dag_job["params"], context))
 
 
