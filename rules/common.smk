@@ -7,7 +7,7 @@ import os
 import kdflow.workflow.results_paths as paths
 from kdflow.core.tasks import TASKS
 from kdflow.probing.senteval import PROBING_TASKS
-from kdflow.reporting.calibration import finished_benchmarks
+from kdflow.reporting.calibration import benchmarks_state
 from kdflow.reporting.paper_tables import (
     is_hyperparameter_table,
     read_reference,

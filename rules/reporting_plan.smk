@@ -99,7 +99,6 @@ rule plan_calibrated:
     run or after the pilot."""
     input:
         jobs=paths.PLAN_JOBS_CSV,
-        measured=lambda wildcards: finished_benchmarks(),
     output:
         progress=paths.PLAN_CALIBRATED_CSV,
         figures=paths.PLAN_FIGURES_CSV,
@@ -119,6 +118,7 @@ rule plan_calibrated:
         runtime=10,
     params:
         sections=paper_table_experiments(config),
+        measured=lambda wildcards: benchmarks_state(),
         code=code_of("plan_calibrated.py"),
     script:
         "../scripts/plan_calibrated.py"

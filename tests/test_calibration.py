@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from kdflow.reporting import calibration
-from kdflow.reporting.calibration import calibrate, finished_benchmarks, fit_factors, measured_seconds
+from kdflow.reporting.calibration import (
+    benchmarks_state, calibrate, finished_benchmarks, fit_factors, measured_seconds)
 from kdflow.reporting.plan_pages import calibrated_document
 
 
@@ -126,3 +127,8 @@ def test_benchmark_files_give_cpu_time_to_cpu_jobs_and_the_wall_clock_to_gpu_job
     (tmp_path / "results/benchmarks/plan.tsv").write_text(header)
     assert measured_seconds(jobs, root=tmp_path).tolist() == [5.0, 8.0]
     assert finished_benchmarks(tmp_path) == sorted(jobs.benchmark)  # the plan's own file is no input
+    state = benchmarks_state(tmp_path)
+    (tmp_path / "results/benchmarks/plan.tsv").write_text(header * 2)
+    assert benchmarks_state(tmp_path) == state
+    (tmp_path / jobs.benchmark[0]).unlink()
+    assert benchmarks_state(tmp_path) != state

@@ -127,9 +127,8 @@ COMMANDS = {
     "snakemake --cores 1 --configfile demo/config.yaml --replace-workflow-config results/export/":
         "tests/test_demo.py::test_a_demo_student_exported_by_its_rule_predicts_in_a_pipeline_what_kdflow_recorded",
     "hf upload": "not run by a test: it publishes to the Hugging Face Hub, and tests run offline",
-    "python benchmarks/gpu_check.py --adopt": "not run by a test on a GPU's results (none yet): "
-    "tests/test_gpu_check.py::test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile checks it refuses a CPU "
-    "run",
+    "python benchmarks/gpu_check.py --adopt": "not run by a test: it rewrites reference/ and config.yaml from a GPU's "
+    "results; tests/test_gpu_check.py checks that it refuses a CPU run and how it merges a rerun of one part",
 }
 
 

@@ -20,6 +20,8 @@ plan alone.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from pathlib import Path
 
@@ -49,11 +51,18 @@ CONFIDENCE = 0.9
 
 
 def finished_benchmarks(root=".") -> list[str]:
-    """The benchmark files under ``root`` of the jobs that have run, but the cost plan's own: rule
-    plan_calibrated's input, listed when the DAG is built, so that a job finished since (a new file, or a newer
-    one) builds the page again."""
+    """The benchmark files under ``root`` of the jobs that have run, but the cost plan's own."""
     found = Path(root, BENCHMARKS).rglob("*.tsv")
     return sorted(str(path.relative_to(root)) for path in found if path.stem not in PLAN_RULES)
+
+
+def benchmarks_state(root=".") -> str:
+    """A digest of :func:`finished_benchmarks` and their modification times: rule plan_calibrated's param, taken
+    when the DAG is built, so that a job finished since (a new file, or a newer one) builds the page again. A param,
+    not inputs: as inputs Snakemake would build the job behind each file under the current config, and a file of
+    another config's job (the demo's, in the same folder) names wildcards this config cannot resolve."""
+    state = [(path, Path(root, path).stat().st_mtime_ns) for path in finished_benchmarks(root)]
+    return hashlib.sha256(json.dumps(state).encode()).hexdigest()[:16]
 
 
 def measured_seconds(jobs: pd.DataFrame, root=".") -> pd.Series:
