@@ -7,11 +7,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
 
 from kdflow.reporting import calibration
 from kdflow.reporting.calibration import (
     benchmarks_state, calibrate, finished_benchmarks, fit_factors, measured_seconds)
 from kdflow.reporting.plan_pages import calibrated_document
+from kdflow.workflow.dag_jobs import built_dag
 
 
 def test_exact_data_give_back_the_factors_that_made_them():
@@ -132,3 +134,16 @@ def test_benchmark_files_give_cpu_time_to_cpu_jobs_and_the_wall_clock_to_gpu_job
     assert benchmarks_state(tmp_path) == state
     (tmp_path / jobs.benchmark[0]).unlink()
     assert benchmarks_state(tmp_path) != state
+
+
+@pytest.mark.slow  # it builds a DAG through Snakemake (about 15 s)
+def test_the_calibrated_plan_builds_beside_another_configs_finished_jobs(tmp_path):
+    """`make plan` after `make demo` in one folder: a demo job's benchmark file (a transfer set config.yaml does not
+    define) once made Snakemake build that job under config.yaml, and its input function failed (KeyError)."""
+    for name in ("demo", "reference"):
+        (tmp_path / name).symlink_to(REPO / name)
+    demo_job = tmp_path / "results/benchmarks/build_transfer_set/sst2/unlabelled_augmented.tsv"
+    demo_job.parent.mkdir(parents=True)
+    demo_job.write_text("s\n1.0\n")
+    with built_dag([REPO / "config.yaml"], targets=["results/plan_calibrated.csv"], directory=tmp_path) as workflow:
+        assert {job.rule.name for job in workflow.dag.jobs} == {"plan", "plan_calibrated"}
