@@ -2,6 +2,7 @@
 documented ones, its jobs against Snakemake's dry run of the demo, and the rule's output on the demo."""
 
 import copy
+import json
 import subprocess
 import sys
 import tempfile
@@ -184,6 +185,28 @@ def test_the_plan_sizes_every_registered_student_type_and_names_where_to_add_one
         assert model_sizes.student_model(spec, teacher, catalog)["parameters"] > 0, kind
     with pytest.raises(UserError, match=r"student type 'new'.*add it to STUDENT_SIZES \(kdflow/workflow/model_sizes"):
         model_sizes.student_model({"type": "new"}, teacher, {"students": {"new": {"defaults": {}}}})
+
+
+def test_a_checkpoint_the_table_lacks_is_sized_from_its_config_in_a_folder_or_the_hub_cache(tmp_path, monkeypatch):
+    """A teacher at a local folder, or a hub model downloaded once (its config.json in the Hugging Face cache), is
+    sized from its config.json: the plan, the first default target, no longer stops at a model HUB_ARCHITECTURES
+    lacks. One neither there nor cached stops it with what to do."""
+    import huggingface_hub
+
+    minilm = {"model_type": "bert", "num_hidden_layers": 6, "hidden_size": 384, "intermediate_size": 1536}
+    (tmp_path / "minilm").mkdir()
+    (tmp_path / "minilm/config.json").write_text(json.dumps(minilm))
+    assert model_sizes.architecture_model({"model": str(tmp_path / "minilm")}) == model_sizes.transformer(6, 384, 1536)
+    snapshot = tmp_path / "cache/models--org--tiny-gpt2/snapshots/0123abc"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 2, "n_embd": 64}))
+    (tmp_path / "cache/models--org--tiny-gpt2/refs").mkdir()
+    (tmp_path / "cache/models--org--tiny-gpt2/refs/main").write_text("0123abc")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    assert model_sizes.architecture_model({"model": "org/tiny-gpt2"}) == model_sizes.transformer(2, 64, 256)
+    for missing in ("org/never-downloaded", str(tmp_path / "no-such-folder")):
+        with pytest.raises(UserError, match="give a local checkpoint folder, download it once"):
+            model_sizes.architecture_model({"model": missing})
 
 
 def test_the_plan_module_imports_no_torch():

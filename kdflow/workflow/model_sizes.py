@@ -1,11 +1,13 @@
 """The models the cost plan (:mod:`kdflow.workflow.cost_plan`) prices, sized from their specs before anything runs:
 a family (whose throughput applies), layers (the per-batch floor grows with them), width (what a probe reads) and
 parameters without embeddings (what FLOPs count). Teachers and generators are transformers of a hub checkpoint
-(:data:`HUB_ARCHITECTURES`) or an ``architecture``; students are sized from the catalog's defaults over their teacher.
+(:data:`HUB_ARCHITECTURES`, else its config.json: a local folder's or the Hugging Face cache's) or an
+``architecture``; students are sized from the catalog's defaults over their teacher.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,14 +39,34 @@ def transformer(layers: int, hidden: int, intermediate: int, inputs: int = 0) ->
     return model("transformer", layers, hidden, layers * (4 * hidden**2 + 2 * hidden * intermediate) + projection)
 
 
+def checkpoint_config(name: str) -> dict | None:
+    """The config.json of checkpoint ``name``: a local folder's, or the copy a download left in the Hugging Face
+    cache (the plan downloads nothing); None where neither is there."""
+    local = Path(name, "config.json")
+    if local.is_file():
+        return json.loads(local.read_text())
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(name, "config.json")
+    except ValueError:  # not a hub id (a path that does not exist, say)
+        return None
+    return json.loads(Path(cached).read_text()) if isinstance(cached, str) else None
+
+
 def architecture_model(spec: dict) -> dict:
-    """The transformer a teacher, generator or ``hf`` student spec builds: a hub name or an ``architecture``."""
+    """The transformer a teacher, generator or ``hf`` student spec builds: a hub name (:data:`HUB_ARCHITECTURES`,
+    else :func:`checkpoint_config`), a local checkpoint folder or an ``architecture``."""
     if spec.get("model"):
         name = str(spec["model"])
-        if name not in HUB_ARCHITECTURES:
-            raise UserError(f"the plan does not know the size of {name!r}: add it to HUB_ARCHITECTURES "
-                             "(kdflow/workflow/model_sizes.py)")
-        return transformer(*HUB_ARCHITECTURES[name])
+        if name in HUB_ARCHITECTURES:
+            return transformer(*HUB_ARCHITECTURES[name])
+        found = checkpoint_config(name)
+        if found is None:
+            raise UserError(f"the plan does not know the size of {name!r}: give a local checkpoint folder, download "
+                            "it once (its config.json in the Hugging Face cache), or add it to HUB_ARCHITECTURES "
+                            "(kdflow/workflow/model_sizes.py)")
+        return architecture_model({"architecture": found})
     arch = spec["architecture"]
     hidden = arch.get("hidden_size", arch.get("n_embd", 768))
     layers = arch.get("num_hidden_layers", arch.get("n_layer", 12))
