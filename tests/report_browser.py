@@ -97,6 +97,11 @@ def listing(page, mode: str, **view) -> None:
     page.evaluate("view => app.setView(view)", {"navbarMode": mode, **view})
     page.wait_for_function("mode => app.state.navbarMode === mode", arg=mode)
     page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")  # laid out
+    # The sidebar is a `transition-all` element: on a busy machine its width can still be moving two frames on (the
+    # menu read 322.5 px against 320 once in CI, 2026-11-28), so wait for every finite transition to end.
+    page.evaluate("""() => Promise.all(document.getAnimations()
+        .filter(a => a.effect && a.effect.getComputedTiming().endTime !== Infinity)
+        .map(a => a.finished.catch(() => null)))""")
 
 
 def sidebar_width(page) -> float:

@@ -22,6 +22,8 @@ import pytest
 import yaml
 from conftest import REPO, copy_repo, snakemake, trained_outcome
 
+from kdflow.workflow import results_paths as paths
+
 RUN_TIMEOUT = 420  # seconds; the plugin can hang (e.g. when sacct fails), so the run is killed after this
 
 
@@ -123,8 +125,8 @@ def longer_teacher(config):
     config["checkpoints"] = {"every_steps": 20, "every_minutes": None}
 
 
-TEACHER = "results/teachers/tiny_bert/sst2/model"
-PREPARED = "results/data/sst2"
+TEACHER = paths.TEACHER_MODEL.format(teacher="tiny_bert", task="sst2")
+PREPARED = paths.DATA.format(task="sst2")
 TEACHER_LOG = "logs/finetune_teacher/tiny_bert/sst2.log"
 RESUMED = re.compile(r"resuming run train from its checkpoint: epoch \d+, batch \d+ \(step (\d+)\)")
 

@@ -13,6 +13,7 @@ from kdflow.reporting import calibration
 from kdflow.reporting.calibration import (
     benchmarks_state, calibrate, finished_benchmarks, fit_factors, measured_seconds)
 from kdflow.reporting.plan_pages import calibrated_document
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.dag_jobs import built_dag
 
 
@@ -56,7 +57,7 @@ def jobs_frame(rows):
                                         "compute_seconds"])
     return frame.assign(task="sst2", layers=1, precision=np.where(frame.device == "cpu", "fp32", "bf16"), gpu_share=1.0,
                         seconds=frame[["startup_seconds", "floor_seconds", "compute_seconds"]].sum(axis=1),
-                        benchmark=[f"results/benchmarks/job{i}.tsv" for i in range(len(frame))])
+                        benchmark=[paths.benchmark(f"job{i}") for i in range(len(frame))])
 
 
 def test_paper_tables_get_hours_spent_and_left_and_an_unmeasured_family_borrows_its_rule_familys_factors():
@@ -126,11 +127,11 @@ def test_benchmark_files_give_cpu_time_to_cpu_jobs_and_the_wall_clock_to_gpu_job
     for path in jobs.benchmark:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(header + "8.0\t0:00:08\t100\t100\t100\t100\t0\t0\t50\t5.0\n")
-    (tmp_path / "results/benchmarks/plan.tsv").write_text(header)
+    (tmp_path / paths.benchmark("plan")).write_text(header)
     assert measured_seconds(jobs, root=tmp_path).tolist() == [5.0, 8.0]
     assert finished_benchmarks(tmp_path) == sorted(jobs.benchmark)  # the plan's own file is no input
     state = benchmarks_state(tmp_path)
-    (tmp_path / "results/benchmarks/plan.tsv").write_text(header * 2)
+    (tmp_path / paths.benchmark("plan")).write_text(header * 2)
     assert benchmarks_state(tmp_path) == state
     (tmp_path / jobs.benchmark[0]).unlink()
     assert benchmarks_state(tmp_path) != state
@@ -142,8 +143,8 @@ def test_the_calibrated_plan_builds_beside_another_configs_finished_jobs(tmp_pat
     define) once made Snakemake build that job under config.yaml, and its input function failed (KeyError)."""
     for name in ("demo", "reference"):
         (tmp_path / name).symlink_to(REPO / name)
-    demo_job = tmp_path / "results/benchmarks/build_transfer_set/sst2/unlabelled_augmented.tsv"
+    demo_job = tmp_path / paths.benchmark("build_transfer_set/sst2/unlabelled_augmented")
     demo_job.parent.mkdir(parents=True)
     demo_job.write_text("s\n1.0\n")
-    with built_dag([REPO / "config.yaml"], targets=["results/plan_calibrated.csv"], directory=tmp_path) as workflow:
+    with built_dag([REPO / "config.yaml"], targets=[paths.PLAN_CALIBRATED_CSV], directory=tmp_path) as workflow:
         assert {job.rule.name for job in workflow.dag.jobs} == {"plan", "plan_calibrated"}

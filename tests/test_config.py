@@ -11,6 +11,7 @@ from conftest import REPO
 
 from kdflow.core.errors import UserError
 from kdflow.reporting.report_menu import attention_report_entry
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config_checks import check_references
 from kdflow.workflow.job_inputs import raw_task_files, selection_inputs, student_inputs, transfer_set_inputs
 from kdflow.workflow.job_settings import (
@@ -155,7 +156,7 @@ def test_the_selection_reads_every_run_and_its_predictions_where_it_tests_agains
     runs = selection_params(config, "universal_kd_table2")["runs"]
     assert runs == sorted(runs, key=lambda run: list(run.values())) and len(runs) == 5  # kd, il x 2 betas; no_kd once
     inputs = selection_inputs(config, "universal_kd_table2")
-    run_dir = "results/students/universal_kd_table2/{task}/{student}/{method}/{point}/seed{seed}".format(**runs[0])
+    run_dir = paths.STUDENT_RUN_DIR.format(experiment="universal_kd_table2", **runs[0])
     assert inputs["metrics"][0] == f"{run_dir}/metrics.json"
     assert [path.replace("predictions.parquet", "metrics.json") for path in inputs["predictions"]] == inputs["metrics"]
     assert set(selection_inputs(config, "alp_kd_table2")) == {"metrics"}  # no baseline: no bootstrap
@@ -167,13 +168,13 @@ def test_the_default_target_asks_for_what_the_config_has():
     config = {**config, **with_exploration(config)}
     explored = set(exploration_experiments(yaml.safe_load((REPO / "demo/config.yaml").read_text())))
     targets = default_targets(config, explored)
-    assert targets[0] == "results/plan.csv" and "results/tables/probing.csv" in targets
+    assert targets[0] == paths.PLAN_CSV and paths.PROBING_TABLE_CSV in targets
     assert not any(f"experiments/{name}.md" in target or f"glue_submission/{name}" in target
                    for name in explored for target in targets)  # exploration runs feed figures, not tables
     without = default_targets({key: value for key, value in config.items() if key != "probing"}, explored)
     assert [target for target in targets if target not in without] == [
-        "results/tables/probing.csv", "results/figures/probing.png", "results/tables/probing_thesis.csv",
-        *(f"results/figures/probing_thesis_{name}.png" for name in ("6_1", "6_2", "6_3", "C_1"))]
+        paths.PROBING_TABLE_CSV, paths.PROBING_PNG, paths.PROBING_THESIS_CSV,
+        *(paths.PROBING_THESIS_PNG.format(figure=name) for name in ("6_1", "6_2", "6_3", "C_1"))]
 
 
 def demo_config():
@@ -200,9 +201,11 @@ def test_a_transfer_set_reads_its_sources_and_a_student_its_signals():
     assert set(transfer_set_inputs(config, "train", "sst2")) == {"data"}
     point = next(iter(grid_points(config["experiments"]["universal_kd_table4"], "takd")))
     takd = student_inputs(config, "universal_kd_table4", "sst2", "tiny_roberta", "takd", point, 0)
-    assert takd["signals"].startswith("results/students/universal_kd_table4/sst2/bert_3/kd/")  # its assistant's
+    assistant = paths.STUDENT_METHOD_DIR.format(experiment="universal_kd_table4", task="sst2", student="bert_3",
+                                                method="kd")
+    assert takd["signals"].startswith(f"{assistant}/")  # its assistant's
     kd = student_inputs(config, "universal_kd_table2", "sst2", "bert_3", "kd", "beta0.3", 0)
-    assert kd["signals"] == "results/signals/tiny_bert/sst2/train.safetensors"
+    assert kd["signals"] == paths.SIGNALS.format(teacher="tiny_bert", task="sst2", transfer="train")
     assert pseudo_head_job_settings(config, "tiny_bert", "sst2")["max_seq_length"] == teacher_settings(
         config, "tiny_bert", "sst2")["hyperparameters"]["max_seq_length"]
 

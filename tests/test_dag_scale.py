@@ -6,47 +6,53 @@ benchmarks/dag_scale.py measures the real workflow."""
 import resource
 import subprocess
 import sys
+from string import Template
 
 import pytest
 import yaml
 
 from conftest import REPO
 
-SNAKEFILE = '''
+from kdflow.workflow import results_paths as paths
+
+# In kdflow's layout, less the seeds: $name stands for kdflow.workflow.results_paths.NAME
+SNAKEFILE = Template('''
 N = int(config["students"])
 EXPERIMENTS = ["a", "b"]
 
 
 def students(experiment):
-    return expand("results/students/{e}/sst2/bert/kd/p{i}/metrics.json", e=experiment, i=range(N))
+    return expand("$student_method_dir/p{i}/metrics.json", experiment=experiment, task="sst2", student="bert",
+                  method="kd", i=range(N))
 
 
 rule all:
-    input: "results/tables/papers.md", expand("results/figures/{e}.pdf", e=EXPERIMENTS)
+    input: "$tables/papers.md", expand("$figures/{e}.pdf", e=EXPERIMENTS)
 
 rule distill_student:
-    output: "results/students/{experiment}/{task}/{student}/{method}/{point}/metrics.json"
+    output: "$student_method_dir/{point}/metrics.json"
     resources: mem_mb=1000, runtime=lambda wildcards, attempt: 10 * attempt
     shell: "touch {output}"
 
 rule select_students:
     input: lambda wildcards: students(wildcards.experiment)
-    output: "results/selection/{experiment}.json"
+    output: "$selection"
     resources: mem_mb=1000
     shell: "touch {output}"
 
 rule figure_experiment_curves:
-    input: "results/selection/{experiment}.json", lambda wildcards: students(wildcards.experiment)
-    output: "results/figures/{experiment}.pdf"
+    input: "$selection", lambda wildcards: students(wildcards.experiment)
+    output: "$figures/{experiment}.pdf"
     resources: mem_mb=1000
     shell: "touch {output}"
 
 rule paper_table:
-    input: expand("results/selection/{e}.json", e=EXPERIMENTS), [s for e in EXPERIMENTS for s in students(e)]
-    output: "results/tables/papers.md"
+    input: expand("$selection", experiment=EXPERIMENTS), [s for e in EXPERIMENTS for s in students(e)]
+    output: "$tables/papers.md"
     resources: mem_mb=1000
     shell: "touch {output}"
-'''
+''').substitute(student_method_dir=paths.STUDENT_METHOD_DIR, selection=paths.SELECTION, figures=paths.FIGURES,
+                 tables=paths.TABLES)
 # What of slurm/config.yaml shapes the DAG and its scheduling (the rest configures the SLURM plugin, absent here).
 SCHEDULING_KEYS = ("default-resources", "resources", "set-resource-scopes", "groups", "group-components")
 

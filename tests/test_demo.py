@@ -29,6 +29,7 @@ from kdflow.reporting.runtime_table import read_benchmark
 from kdflow.reporting.works import PAPERS
 from kdflow.students.registry import STUDENTS
 from kdflow.workflow import replay
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.provenance import script_closure
 
 # What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, measured
@@ -63,55 +64,63 @@ def test_demo_runs_the_whole_dag(demo_run):
     assert "100%) done" in result.stdout
     config = yaml.safe_load((workdir / "demo/config.yaml").read_text())
     tasks = config["teachers"]["tiny_bert"]["tasks"]
-    table = (workdir / "results/tables/teachers.csv").read_text()
+    table = (workdir / paths.TEACHER_TABLE_CSV).read_text()
     for task in tasks:
-        metrics = json.loads((workdir / f"results/teachers/tiny_bert/{task}/metrics.json").read_text())
+        metrics = json.loads((workdir / paths.TEACHER_METRICS.format(teacher="tiny_bert", task=task)).read_text())
         assert "dev" in metrics["scores"]
-        heads = json.loads((workdir / f"results/pseudo_heads/tiny_bert/{task}/metrics.json").read_text())
+        heads = json.loads((workdir / paths.PSEUDO_HEADS_METRICS.format(teacher="tiny_bert", task=task)).read_text())
         assert len(heads["layers"]) == config["teachers"]["tiny_bert"]["architecture"]["num_hidden_layers"]
         assert f"tiny_bert,{task},teacher" in table and f"tiny_bert,{task},pseudo_head" in table
-    assert "# Pseudo-heads of tiny_bert" in (workdir / "results/tables/teachers.md").read_text()
+    assert "# Pseudo-heads of tiny_bert" in (workdir / paths.TEACHER_TABLE_MD).read_text()
     methods, students = set(), set()
     for name, experiment in config["experiments"].items():
-        selection = json.loads((workdir / f"results/selection/{name}.json").read_text())
+        selection = json.loads((workdir / paths.SELECTION.format(experiment=name)).read_text())
         chosen = {(s["student"], s["method"]) for s in selection["selections"]}
         assert chosen == {(st, m) for st in experiment["students"] for m in experiment["methods"]}, name
-        assert f"# Experiment {name}" in (workdir / f"results/tables/experiments/{name}.md").read_text()
+        assert f"# Experiment {name}" in (workdir / paths.EXPERIMENT_TABLE_MD.format(experiment=name)).read_text()
         methods |= {(spec or {}).get("method", entry) for entry, spec in experiment["methods"].items()}
         students |= {config["students"][student]["type"] for student in experiment["students"]}
+        submission = workdir / paths.GLUE_SUBMISSION.format(experiment=name)
         for selection in selection["selections"]:
-            server_file = workdir / f"results/glue_submission/{name}/{selection['student']}/{selection['method']}"
+            server_file = submission / selection["student"] / selection["method"]
             lines = (server_file / "SST-2.tsv").read_text().splitlines()
             assert lines[0] == "index\tprediction" and {line.split("\t")[1] for line in lines[1:]} <= {"0", "1"}
     # an experiment with a baseline tests its other methods' held-out seeds against it; the demo's one seed chose
     # kd's and Universal-KD's grid points, so they hold nothing out: their headline is shown, nothing is tested
-    table = pd.read_csv(workdir / "results/tables/experiments/universal_kd_table2.csv")
+    table = pd.read_csv(workdir / paths.EXPERIMENT_TABLE_CSV.format(experiment="universal_kd_table2"))
     tested = table.query("compare_to == 'kd'")
     assert set(tested["method"]) == {"no_kd", "universal_kd_il"} and (tested["pairs"] == 0).all()
     assert tested["p"].isna().all() and tested["p_holm"].isna().all()
     kd = table.query("method == 'kd'")
     assert kd["headline"].notna().all() and kd["mean"].isna().all() and (kd["seeds"] == 0).all()
     assert (table.query("method == 'no_kd'")["seeds"] == 1).all()  # no grid: its seed chose nothing, held out
-    assert "## Against kd (dev)" in (workdir / "results/tables/experiments/universal_kd_table2.md").read_text()
-    assert "## ALP-KD: ALP-KD" in (workdir / "results/tables/claims.md").read_text()  # the committed evidence
-    ledger = pd.read_csv(workdir / "results/tables/ledger.csv", keep_default_na=False)  # the deviation ledger
+    assert "## Against kd (dev)" in (
+        workdir / paths.EXPERIMENT_TABLE_MD.format(experiment="universal_kd_table2")).read_text()
+    assert "## ALP-KD: ALP-KD" in (workdir / paths.CLAIMS_TABLE_MD).read_text()  # the committed evidence
+    ledger = pd.read_csv(workdir / paths.LEDGER_CSV, keep_default_na=False)  # the deviation ledger
     assert len(ledger) == len(yaml.safe_load((REPO / "reference/deviations.yaml").read_text()))
     assert (ledger.paper != "").all() and (ledger.kdflow != "").all()
-    hygiene = json.loads((workdir / "results/transfer/sst2/augmented.hygiene.json").read_text())["sources"]
+    hygiene = json.loads(
+        (workdir / paths.TRANSFER_HYGIENE.format(task="sst2", transfer="augmented")).read_text())["sources"]
     assert hygiene["generated"]["read"] == config["generation"]["sampling"]["sentences"]
     assert hygiene["generated"]["kept"] > 0
-    assert "Random generated examples" in (workdir / "results/transfer/sst2/statistics/tiny_bert.md").read_text()
-    thesis_run = next((workdir / "results/students/thesis_table52").glob("sst2/*/*/*/seed0/metrics.json"))
+    assert "Random generated examples" in (
+        workdir / paths.TRANSFER_STATISTICS_MD.format(task="sst2", teacher="tiny_bert")).read_text()
+    thesis_run = next(workdir.glob(paths.STUDENT_METRICS.format(experiment="thesis_table52", task="sst2", student="*",
+                                                                method="*", point="*", seed=0)))
     assert json.loads(thesis_run.read_text())["transfer"]["generated"] == hygiene["generated"]["kept"]
     # the researcher's unlabelled text beside the generated sentences: dev copies dropped, the rest learnt from
-    both = json.loads((workdir / "results/transfer/sst2/unlabelled_augmented.hygiene.json").read_text())["sources"]
+    both = json.loads(
+        (workdir / paths.TRANSFER_HYGIENE.format(task="sst2", transfer="unlabelled_augmented")).read_text())["sources"]
     assert both["unlabelled"]["read"] == 152 and both["unlabelled"]["in_dev_or_test"] == 2
     assert both["generated"] == hygiene["generated"]
-    run = next((workdir / "results/students/unlabelled_text").glob("sst2/bilstm/kd/*/seed0/metrics.json"))
+    run = next(workdir.glob(paths.STUDENT_METRICS.format(experiment="unlabelled_text", task="sst2", student="bilstm",
+                                                         method="kd", point="*", seed=0)))
     learnt = json.loads(run.read_text())["transfer"]
     assert learnt["set"] == "unlabelled_augmented" and learnt["unlabelled"] == both["unlabelled"]["kept"] == 150
-    for job in [workdir / f"results/{job}" for job in ("teachers/tiny_bert/sst2", "pseudo_heads/tiny_bert/sst2",
-                                                       "generators/sst2")] + [thesis_run.parent]:
+    for job in [workdir / paths.TEACHER_DIR.format(teacher="tiny_bert", task="sst2"),
+                workdir / paths.PSEUDO_HEADS_DIR.format(teacher="tiny_bert", task="sst2"),
+                workdir / paths.GENERATOR_DIR.format(task="sst2"), thesis_run.parent]:
         curves = pd.read_parquet(job / "curves.parquet")  # the learning curves of every kind of training job
         assert curves.to_dict("records") == json.loads((job / "metrics.json").read_text())["history"], job
         assert (curves.grad_norm_max > 0).all(), job
@@ -123,34 +132,35 @@ def test_demo_runs_the_whole_dag(demo_run):
 
 def check_demo_evidence(workdir, config):
     """Probing, prediction analysis, paper tables, figures: every artifact of the demo's evidence stage."""
-    probing = pd.read_csv(workdir / "results/tables/probing.csv")
+    probing = pd.read_csv(workdir / paths.PROBING_TABLE_CSV)
     probes = probing[probing.kind == "probe"]
     assert set(probes.model) == set(config["probing"]["models"]) and set(probing.task) == set(config["probing"]["tasks"])
     assert set(probes[probes.model == "tiny_bert_sst2"].layer) == set(range(5))  # embeddings + 4 layers
     assert {"majority", "morphology"} <= set(probing.kind)
-    analysis = json.loads((workdir / "results/analysis/sst2.json").read_text())
+    analysis = json.loads((workdir / paths.ANALYSIS_JSON.format(task="sst2")).read_text())
     assert analysis["models"] == ["tiny_bert_sst2", "lstm_s_sst2", "bert_s_sst2"] and analysis["n_examples"] > 0
     check_demo_prediction_analysis(workdir, analysis, config)
     references = {kind: pd.read_csv(REPO / f"reference/{file}.csv", dtype={"table": str})
                   for kind, file in (("scores", "paper_results"), ("hyperparameters", "selected_hyperparameters"))}
     for name, spec in config["paper_tables"]["tables"].items():
-        table = pd.read_csv(workdir / f"results/tables/papers/{name}.csv", dtype={"table": str})
+        table = pd.read_csv(workdir / paths.PAPER_TABLE_CSV.format(paper_table=name), dtype={"table": str})
         reference = references[spec.get("kind", "scores")]
         paper_rows = reference[(reference.source == spec["source"]) & (reference.table == str(spec["table"]))]
         added = table[table.paper_note == NOT_IN_PAPER]  # kdflow's own rows: ONNX Runtime's after each CPU time
         assert len(table) - len(added) == len(paper_rows), name  # a row for every paper row
         cpu_times = (paper_rows.metric == "ms_per_example_cpu").sum() if "metric" in paper_rows else 0
         assert len(added) == cpu_times and added.paper.isna().all(), name
-        assert (workdir / f"results/tables/papers/{name}.tex").read_text().count("\\toprule") >= 1
-        assert "—" in (workdir / f"results/tables/papers/{name}.md").read_text()  # kdflow lacks most cells
-    ukd = pd.read_csv(workdir / "results/tables/papers/universal_kd_table2.csv")
+        assert (workdir / paths.PAPER_TABLE_TEX.format(paper_table=name)).read_text().count("\\toprule") >= 1
+        assert "—" in (workdir / paths.PAPER_TABLE_MD.format(paper_table=name)).read_text()  # kdflow lacks most cells
+    ukd = pd.read_csv(workdir / paths.PAPER_TABLE_CSV.format(paper_table="universal_kd_table2"))
     assert set(ukd[(ukd.task == "sst2") & ukd.method.isin(["pkd", "alp"])].kdflow_from) == {"alp_kd_table2"}
-    selected = pd.read_csv(workdir / "results/tables/papers/universal_kd_table7.csv").query("task == 'sst2'")
+    selected = pd.read_csv(workdir / paths.PAPER_TABLE_CSV.format(paper_table="universal_kd_table7")).query(
+        "task == 'sst2'")
     kdflow = selected.set_index("hyperparameter").kdflow  # the selected point of the demo's grid over beta
     defaults = config["student_defaults"]
     assert (kdflow.learning_rate, kdflow.batch_size) == (defaults["learning_rate"], defaults["batch_size"])
     assert kdflow.beta in (0.3, 0.7)
-    thesis = pd.read_csv(workdir / "results/tables/papers/thesis_table52.csv")
+    thesis = pd.read_csv(workdir / paths.PAPER_TABLE_CSV.format(paper_table="thesis_table52"))
     measured = thesis[(thesis.task == "sst2") & (thesis.metric == "params_millions_non_embedding")]
     assert measured.kdflow.notna().all() and (measured.kdflow > 0).all()
     onnx = thesis[(thesis.task == "sst2") & (thesis.metric == "ms_per_example_onnxruntime_cpu")]  # issue 55
@@ -159,13 +169,13 @@ def check_demo_evidence(workdir, config):
     for figure in ["pseudo_heads", "probing", "probing_relative_depth", "confidence_correlation_sst2",
                    "mistake_overlap_sst2", "average_confidence_sst2", "attention_universal_kd_figure3",
                    "attention_alp_kd_figure3", "layer_outputs_sst2", "teacher_curves_tiny_bert", "class_distribution"]:
-        assert (workdir / f"results/figures/{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
-    classes = pd.read_csv(workdir / "results/figures/class_distribution.csv")  # thesis Fig. A.1
+        assert (workdir / f"{paths.FIGURES}/{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
+    classes = pd.read_csv(workdir / paths.CLASS_DISTRIBUTION_CSV)  # thesis Fig. A.1
     assert list(dict.fromkeys(classes.task)) == ["cola", "sst2", "mrpc", "rte", "sara"]  # STS-B has no classes
     for (task, split), rows in classes.groupby(["task", "split"]):
-        meta = json.loads((workdir / f"results/data/{task}/meta.json").read_text())
+        meta = json.loads((workdir / paths.DATA.format(task=task) / "meta.json").read_text())
         assert rows["count"].sum() == meta["splits"][split] and split in meta["labelled_splits"]
-    attention = json.loads((workdir / "results/analysis/attention/universal_kd_figure3.json").read_text())
+    attention = json.loads((workdir / paths.ATTENTION_JSON.format(figure="universal_kd_figure3")).read_text())
     assert [record["method"] for record in attention] == ["universal_kd_il", "alp"]
     assert {record["student_layer"] for record in attention} == {2}  # the penultimate of 3 layers
     check_demo_exploration(workdir, config)
@@ -235,7 +245,7 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
     assert visit["first_views"], "no listing offers the page and its CSV as one entry"
     # kdflow's search (report/search.js): the paper table by its path, its label, and its work and label together
     for term, shown in visit["searches"].items():
-        assert "results/report/paper_alp_kd_table2.html" in shown["paths"], (term, shown)
+        assert paths.PAPER_TABLE_PAGE.format(paper_table="alp_kd_table2") in shown["paths"], (term, shown)
         assert "ALP-KD Table 2 · page" in shown["rows"], (term, shown)
     for path, entry in visit["entries"].items():
         assert entry["category"] in numbered, path
@@ -260,7 +270,7 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
         if entry["kind"] == "html":
             assert (entry["category"], entry["subcategory"]) in downloads, f"{path}: no CSV beside it"
     workdir = demo_report.parent
-    status = pd.read_csv(workdir / "results/tables/status.csv", keep_default_na=False)
+    status = pd.read_csv(workdir / paths.STATUS_CSV, keep_default_na=False)
     for row in status.itertuples():
         files = [workdir / name for name in row.files.split(", ") if name]
         if row.status.endswith(" cells"):
@@ -291,15 +301,15 @@ def check_demo_prediction_analysis(workdir, analysis, config):
     assert largest == sorted(largest, reverse=True) and largest[0] >= gap["smallest"][0]["gap"]
     p8 = analysis["teacher_confidence_gap"]
     assert len(p8) == min(k, n) and all(a["gap"] >= b["gap"] for a, b in zip(p8, p8[1:]))
-    page = (workdir / "results/analysis/sst2.md").read_text()
+    page = (workdir / paths.ANALYSIS_MD.format(task="sst2")).read_text()
     for heading in ["(P4)", "unconfident student (P5)", "unconfident students (P8)"]:
         assert heading in page, heading
-    average = pd.read_csv(workdir / "results/figures/average_confidence_sst2.csv").set_index(["model", "subset"])
+    average = pd.read_csv(workdir / paths.AVERAGE_CONFIDENCE_CSV.format(task="sst2")).set_index(["model", "subset"])
     for model in analysis["models"]:  # Fig. 6.6's bars are the analysis's means and standard deviations
         summary = analysis["per_model"][model]
         assert average.loc[(model, "all"), "mean_confidence"] == pytest.approx(summary["mean_confidence"])
         assert average.loc[(model, "hits"), "n"] == summary["n_hits"]
-    thesis = pd.read_csv(workdir / "results/sentence_probes/cola.csv")  # the default list: thesis Table C.1
+    thesis = pd.read_csv(workdir / paths.SENTENCE_PROBES_CSV.format(task="cola"))  # the default list: thesis Table C.1
     assert len(thesis) == 70 and thesis.original.sum() == 21
     assert thesis.columns[4:].tolist() == [
         "tiny_bert_cola:prediction", "tiny_bert_cola:confidence", "reported:bert_t:prediction",
@@ -310,22 +320,24 @@ def check_demo_prediction_analysis(workdir, analysis, config):
     assert thesis["reported:bert_t:prediction"].count() == 7  # Table 6.3
     pounding = thesis.set_index("sentence").loc["my heart is pounding me."]
     assert (pounding["reported:bert_t:prediction"], pounding["reported:bert_t:confidence"]) == ("unacceptable", 0.89)
-    assert "| tiny_bert_cola | 70 | 70 |" in (workdir / "results/sentence_probes/cola.md").read_text()
-    own = pd.read_csv(workdir / "results/sentence_probes/sst2.csv")  # the demo's own list, on the SST-2 models
+    assert "| tiny_bert_cola | 70 | 70 |" in (workdir / paths.SENTENCE_PROBES_MD.format(task="cola")).read_text()
+    # the demo's own list, on the SST-2 models
+    own = pd.read_csv(workdir / paths.SENTENCE_PROBES_CSV.format(task="sst2"))
     assert len(own) == 9 and all(f"{m}:confidence" in own for m in config["sentence_probes"]["sst2"]["models"])
 
 
 def check_thesis_teacher_curves_and_runtimes(workdir, config):
     """Thesis Fig. 4.2's data: every dev evaluation of the demo teacher on each of its tasks, also within epochs;
     thesis Table 4.5: the demo's SST-2 pipeline timed step by step beside every row of the thesis's."""
-    curves = pd.read_csv(workdir / "results/figures/teacher_curves_tiny_bert.csv")
+    curves = pd.read_csv(workdir / paths.TEACHER_CURVES_CSV.format(teacher="tiny_bert"))
     assert list(dict.fromkeys(curves.task)) == config["teachers"]["tiny_bert"]["tasks"]
     sst2 = curves[curves.task == "sst2"]
-    history = json.loads((workdir / "results/teachers/tiny_bert/sst2/metrics.json").read_text())["history"]
+    history = json.loads(
+        (workdir / paths.TEACHER_METRICS.format(teacher="tiny_bert", task="sst2")).read_text())["history"]
     assert list(sst2.step) == [record["step"] for record in history]
     assert list(sst2.dev_score) == pytest.approx([100 * record["dev_accuracy"] for record in history])
     assert len(sst2) > config["teacher_defaults"]["epochs"] and (sst2.metric == "accuracy").all()
-    runtimes = pd.read_csv(workdir / "results/tables/runtimes.csv")
+    runtimes = pd.read_csv(workdir / paths.RUNTIME_TABLE_CSV)
     measured = runtimes[runtimes.kdflow_jobs.notna()].set_index("step")
     assert list(measured.index) == ["data_preparation", "teacher_finetuning", "pseudo_heads", "gpt2_finetuning",
                                     "augmentation_sampling", "transfer_set_assembly", "teacher_logits",
@@ -335,17 +347,16 @@ def check_thesis_teacher_curves_and_runtimes(workdir, config):
     assert measured.kdflow_runs.lstm_student_training == len(config["experiments"]["thesis_table52"]["seeds"])
     reference = pd.read_csv(REPO / "reference/thesis_runtimes.csv")
     assert runtimes.thesis_hours.notna().sum() == len(reference)
-    assert "1x GTX TITAN X or RTX 2080 Ti" in (workdir / "results/tables/runtimes.md").read_text()
+    assert "1x GTX TITAN X or RTX 2080 Ti" in (workdir / paths.RUNTIME_TABLE_MD).read_text()
 
 
 def check_demo_exploration(workdir, config):
     """Thesis Chapter 5 / Appendix B, reduced (demo/config.yaml's `exploration`): every figure with the data behind
     it, covering each study's points, and Table 5.1 with kdflow's best beside the thesis's choice."""
     exploration = config["exploration"]
-    results = workdir / "results"
     for figure in exploration["figures"]:
-        assert (results / f"figures/thesis_{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
-    lr, embeddings = (pd.read_csv(results / f"figures/thesis_{figure}.csv") for figure in ("B.1", "B.6"))
+        assert (workdir / paths.THESIS_FIGURE_PNG.format(figure=figure)).read_bytes()[:4] == b"\x89PNG", figure
+    lr, embeddings = (pd.read_csv(workdir / paths.THESIS_FIGURE_CSV.format(figure=figure)) for figure in ("B.1", "B.6"))
     assert set(lr.point) == {"lr0.001", "adadelta"} and set(lr[lr.kind == "best"].point) == {"lr0.001", "adadelta"}
     assert set(embeddings.point) == {"word2vec_multichannel", "wordpiece_non_static"}
     smoothed = lr[lr.kind == "smoothed"]
@@ -353,19 +364,20 @@ def check_demo_exploration(workdir, config):
     best = lr[lr.kind == "best"].set_index("point").best
     peaks = smoothed.groupby("point").smoothed.max().reindex(best.index)
     assert (best >= peaks - 1e-6).all()  # the × is a single evaluation: no average of them is above it
-    sizes = pd.read_csv(results / "figures/thesis_B.11.csv", dtype={"width": str, "depth": str}).set_index("width")
+    sizes = pd.read_csv(workdir / paths.THESIS_FIGURE_CSV.format(figure="B.11"),
+                        dtype={"width": str, "depth": str}).set_index("width")
     assert list(sizes.index) == ["1/2", "1"] and sizes.best_dev.notna().all()
     assert list(sizes.hidden_size) == [16, 32] and 0 < sizes.parameters["1/2"] < sizes.parameters["1"]
-    explosion = pd.read_csv(results / "figures/thesis_B.8.csv")
+    explosion = pd.read_csv(workdir / paths.THESIS_FIGURE_CSV.format(figure="B.8"))
     assert (explosion.grad_norm_max > 0).all() and explosion.lr.max() > explosion.lr.iloc[0]  # 1 epoch's warm-up
-    assert pd.read_csv(results / "figures/thesis_B.9.csv").learning_slows.sum() == 1
-    table = pd.read_csv(results / "tables/thesis_table51.csv").set_index(["student", "parameter", "task"])
+    assert pd.read_csv(workdir / paths.THESIS_FIGURE_CSV.format(figure="B.9")).learning_slows.sum() == 1
+    table = pd.read_csv(workdir / paths.THESIS_TABLE51_CSV).set_index(["student", "parameter", "task"])
     assert table.loc[("lstm_s", "learning rate", "sst2"), "kdflow_best"] in ("η=1e-3", "adadelta")
     chosen = table.loc[("lstm_s", "embeddings", "sst2")]
     assert chosen.thesis_chosen == "word2vec, multichannel" and chosen.kdflow_best in (
         "word2vec, multichannel", "wordpiece, non-static")
     assert table.loc[("bert_s", "batch size", "cola")].isna().kdflow_best  # the demo explores no CoLA row
-    assert "Differences from the paper's protocol" in (results / "tables/thesis_table51.md").read_text()
+    assert "Differences from the paper's protocol" in (workdir / paths.THESIS_TABLE51_MD).read_text()
 
 
 # Rules whose measured time the plan does not model: it counts their start-up alone.
@@ -410,7 +422,7 @@ def test_the_plan_calibrated_on_the_demos_first_experiments_predicts_the_others(
     but those of the later half of its experiments, which it then predicts: the error of their total against what
     they measured is within CALIBRATION_BOUND, and `make plan`'s page (rule plan_calibrated) builds from the run."""
     workdir, _ = demo_run
-    jobs = pd.read_csv(workdir / "results/plan_jobs.csv", keep_default_na=False)
+    jobs = pd.read_csv(workdir / paths.PLAN_JOBS_CSV, keep_default_na=False)
     measured = measured_seconds(jobs, root=workdir)
     experiments = list(yaml.safe_load((workdir / "demo/config.yaml").read_text())["experiments"])
     later = experiments[len(experiments) // 2:]
@@ -423,11 +435,11 @@ def test_the_plan_calibrated_on_the_demos_first_experiments_predicts_the_others(
     print(figures.to_string())
     assert held_out.sum() >= 20 and abs(calibrated / actual - 1) <= CALIBRATION_BOUND
     assert progress.iloc[0].done == 0 and progress.iloc[0].cpu_hours_left == pytest.approx(calibrated / 3600)
-    snakemake(*DEMO, "--cores", "1", "results/plan_calibrated.md", cwd=workdir)
-    page = (workdir / "results/plan_calibrated.md").read_text()
-    done = int(pd.read_csv(workdir / "results/plan_calibrated.csv").set_index("paper_table").loc["all jobs", "done"])
+    snakemake(*DEMO, "--cores", "1", paths.PLAN_CALIBRATED_MD, cwd=workdir)
+    page = (workdir / paths.PLAN_CALIBRATED_MD).read_text()
+    done = int(pd.read_csv(workdir / paths.PLAN_CALIBRATED_CSV).set_index("paper_table").loc["all jobs", "done"])
     assert done >= len(jobs) - 2 and f"{done} of {len(jobs)} jobs have run" in page  # but plan_measured, status_page
-    assert "fitted on" in pd.read_csv(workdir / "results/plan_figures.csv").figures.str.cat()
+    assert "fitted on" in pd.read_csv(workdir / paths.PLAN_FIGURES_CSV).figures.str.cat()
 
 
 @pytest.mark.slow
@@ -437,13 +449,13 @@ def test_the_pilot_measures_every_group_of_the_demo_plan_and_the_plan_refit_on_i
     jobs alone predicts the CPU time of all the others, tables included, within CALIBRATION_BOUND (measured: 48
     pilot jobs, the other 120 within 11%)."""
     workdir, _ = demo_run
-    jobs = pd.read_csv(workdir / "results/plan_jobs.csv", keep_default_na=False)
-    pilot = pd.read_csv(workdir / "results/pilot.csv", keep_default_na=False)
+    jobs = pd.read_csv(workdir / paths.PLAN_JOBS_CSV, keep_default_na=False)
+    pilot = pd.read_csv(workdir / paths.PILOT_CSV, keep_default_na=False)
     groups = lambda frame: set(frame[FAMILY].itertuples(index=False, name=None))  # noqa: E731
     assert groups(calibrated_jobs(with_groups(jobs))) <= groups(pilot) and len(pilot) < len(jobs) / 3
     in_pilot = jobs.benchmark.isin(pilot.benchmark)
     assert in_pilot.sum() == len(pilot)
-    assert f"The pilot: {len(pilot)} of {len(jobs)} jobs" in (workdir / "results/plan.md").read_text()
+    assert f"The pilot: {len(pilot)} of {len(jobs)} jobs" in (workdir / paths.PLAN_MD).read_text()
     measured = measured_seconds(jobs, root=workdir)
     per_job, _, _ = calibrate(jobs, measured.where(in_pilot), {})
     others = ~in_pilot & measured.notna()
@@ -465,10 +477,10 @@ def test_the_demo_plan_is_within_twice_the_measured_time_of_every_rule(demo_run)
     wall clock also counts the waits for a core. Snakemake's CPU seconds are a lower bound (it samples; see
     unsampled_cpu_seconds), so a rule is too slow if they are over 2x, too fast if their upper bound is under 0.5x."""
     workdir, _ = demo_run
-    table = pd.read_csv(workdir / "results/tables/plan_measured.csv")
+    table = pd.read_csv(workdir / paths.PLAN_MEASURED_CSV)
     per_rule = table.groupby("rule").sum(numeric_only=True)
     print(per_rule.to_string(float_format="%.5f"))
-    assert set(per_rule.index) == set(pd.read_csv(workdir / "results/plan.csv").rule)
+    assert set(per_rule.index) == set(pd.read_csv(workdir / paths.PLAN_CSV).rule)
     built_last = ["status_page", "plan_measured"]  # built beside this table: their benchmarks may not exist yet
     assert (per_rule.ran == per_rule.jobs).drop(built_last).all()
     assert per_rule.loc["plan_measured", "ran"] == 0
@@ -477,13 +489,13 @@ def test_the_demo_plan_is_within_twice_the_measured_time_of_every_rule(demo_run)
     machine = timed.cpu_hours.sum() / timed.ran_planned_hours.sum()
     ratio = timed.cpu_hours / timed.ran_planned_hours / machine
     # what Snakemake's sampling may have missed: the measured CPU is a lower bound, this its upper one
-    unsampled = pd.Series({rule: unsampled_cpu_seconds(workdir / "results/benchmarks" / rule) for rule in timed.index})
+    unsampled = pd.Series({rule: unsampled_cpu_seconds(workdir / paths.BENCHMARKS / rule) for rule in timed.index})
     most = (timed.cpu_hours + unsampled / 3600) / timed.ran_planned_hours / machine
     print(f"this machine against the plan's: {machine:.2f}; each rule against that (and at most, with the CPU "
           f"Snakemake's sampling may have missed):\n{pd.DataFrame({'ratio': ratio, 'at_most': most}).round(2)}")
     assert MACHINE_FACTOR[0] <= machine <= MACHINE_FACTOR[1], machine
     assert (ratio <= 2).all() and (most >= 0.5).all(), ratio[(ratio > 2) | (most < 0.5)]
-    page = (workdir / "results/tables/plan_measured.md").read_text()
+    page = (workdir / paths.PLAN_MEASURED_MD).read_text()
     assert f"{int(table.ran.sum())} of {int(table.jobs.sum())} planned jobs have run" in page
 
 
@@ -601,18 +613,19 @@ def test_demo_probes_input_embeddings_and_students_from_scratch_beside_the_thesi
     probed, and every score of the thesis stands beside kdflow's for the models the demo maps onto it."""
     workdir, _ = demo_run
     config = yaml.safe_load((workdir / "demo/config.yaml").read_text())
-    probing = pd.read_csv(workdir / "results/tables/probing.csv")
+    probing = pd.read_csv(workdir / paths.PROBING_TABLE_CSV)
     probes = probing[probing.kind == "probe"]
     layers = probes.groupby("model").layer.agg(lambda values: sorted(set(values)))
     assert layers["embed_words_sst2"] == [0]  # one layer: the vectors
     assert layers["lstm_s_scratch_sst2"] == [1, 2, 3] and layers["bert_s_scratch_sst2"] == [0, 1, 2]
-    with safe_open(str(workdir / "results/probing/encodings/embed_words_sst2/Length.safetensors"), "pt") as cache:
+    encodings = workdir / paths.PROBING_ENCODINGS.format(model="embed_words_sst2", probing_task="Length")
+    with safe_open(str(encodings), "pt") as cache:
         assert cache.get_tensor("layer0.dev").shape[1] == 50  # the word vectors' width, one channel
-    scratch = json.loads((workdir / "results/selection/thesis_scratch.json").read_text())
+    scratch = json.loads((workdir / paths.SELECTION.format(experiment="thesis_scratch")).read_text())
     assert {(s["student"], s["method"]) for s in scratch["selections"]} == {
         (student, method) for student in ["lstm_s_scratch", "bert_s_scratch"] for method in ["mse_logits", "hard_logits"]}
 
-    comparison = pd.read_csv(workdir / "results/tables/probing_thesis.csv", dtype={"thesis_layer": str})
+    comparison = pd.read_csv(workdir / paths.PROBING_THESIS_CSV, dtype={"thesis_layer": str})
     reference = pd.read_csv(REPO / "reference/thesis_probing_scores.csv")
     assert len(comparison) == len(reference)  # every thesis score, with or without a kdflow counterpart
     compared = comparison[comparison.kdflow.notna()]
@@ -629,10 +642,10 @@ def test_demo_probes_input_embeddings_and_students_from_scratch_beside_the_thesi
     assert ("no kdflow counterpart: the demo trains hard-logit students (thesis_scratch) but does not probe them; "
             "config.yaml does") in notes
     assert "pooled by cls in the thesis; kdflow probes with mean pooling" in notes
-    page = (workdir / "results/tables/probing_thesis.md").read_text()
+    page = (workdir / paths.PROBING_THESIS_MD).read_text()
     assert "| embed.word\\[SST-2\\] | avg | embed_words_sst2 | 10 | 3 |" in page
     for figure in ["6_1", "6_2", "6_3", "C_1"]:
-        assert (workdir / f"results/figures/probing_thesis_{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
+        assert (workdir / paths.PROBING_THESIS_PNG.format(figure=figure)).read_bytes()[:4] == b"\x89PNG", figure
 
 
 @pytest.mark.slow
@@ -645,20 +658,20 @@ def test_demo_alp_kd_figures_cover_its_alp_and_pkd_students(demo_run):
                         for entry, spec in experiment["methods"].items() if (spec or {}).get("method", entry) == "alp"
                         for student in experiment["students"])
     assert alp_depths == [2, 3]
-    attention = json.loads((workdir / "results/analysis/attention/alp_kd_figure3.json").read_text())
+    attention = json.loads((workdir / paths.ATTENTION_JSON.format(figure="alp_kd_figure3")).read_text())
     assert sorted(record["student_layers"] for record in attention) == alp_depths  # every ALP student of the demo
     for record in attention:
         assert (record["method"], record["student_layer"], record["idx"]) == ("alp", 1, attention[0]["idx"])
         weights = np.array(record["weights"])
         assert weights.shape == (10, 4) and np.allclose(weights.sum(1), 1)
 
-    outputs = json.loads((workdir / "results/analysis/layer_outputs/sst2.json").read_text())
+    outputs = json.loads((workdir / paths.LAYER_OUTPUTS_JSON.format(task="sst2")).read_text())
     # the ALP and PKD students of alp_kd_table2, the demo's stand-in for ALP-KD Table 1's 4-layer students
     assert sorted(model["method"] for model in outputs["models"].values()) == ["alp", "pkd"]
     assert {model["student_layers"] for model in outputs["models"].values()} == {3}
     assert len(outputs["idx"]) == len(set(outputs["idx"])) == 40 and outputs["teacher_layers"] == 4
     assert [(entry["student_layer"], entry["teacher_layer"]) for entry in outputs["panels"]] == [(1, 1), (2, 2)]
-    table = pd.read_csv(workdir / "results/analysis/layer_outputs/sst2.csv")
+    table = pd.read_csv(workdir / paths.LAYER_OUTPUTS_CSV.format(task="sst2"))
     assert len(table) == 2 * 3 * 40 and set(table.model) == {"teacher", *outputs["models"]}
     for entry in outputs["panels"]:
         assert 0 < sum(entry["explained_variance_ratio"]) <= 1 + 1e-9
@@ -674,7 +687,8 @@ def test_a_job_replayed_without_snakemake_writes_the_bytes_snakemake_wrote(demo_
     Snakemake and replayed by its rule's own script in a new directory that holds only the outputs of the jobs it
     needs (copied from the demo), runs alone and writes the same predictions and weights as the demo's job."""
     workdir, _ = demo_run
-    student = "results/students/universal_kd_table5/sst2/bilstm/universal_kd_ca/default/seed0"
+    student = paths.STUDENT_RUN_DIR.format(experiment="universal_kd_table5", task="sst2", student="bilstm",
+                                           method="universal_kd_ca", point="default", seed=0)
     listing = replay.export([workdir / "demo/config.yaml"], targets=[f"{student}/metrics.json"], directory=workdir)
     (tmp_path / "jobs.json").write_text(json.dumps(listing))
     (tmp_path / "demo").symlink_to(workdir / "demo", target_is_directory=True)
@@ -716,13 +730,14 @@ def test_a_demo_student_exported_by_its_rule_predicts_in_a_pipeline_what_kdflow_
     Python process that has only transformers' pipeline, and onnxruntime on the folder's model.onnx, gives the
     recorded dev predictions of the run the export took."""
     workdir, _ = demo_run
-    target = "results/export/alp_kd_table2/sst2/bert_3/alp"
+    target = paths.EXPORT.format(experiment="alp_kd_table2", task="sst2", student="bert_3", method="alp")
     snakemake(*DEMO, "--cores", "1", target, cwd=workdir)
     folder = workdir / target
     record = json.loads((folder / "kdflow.json").read_text())
     recorded = pd.read_parquet(Path(workdir / record["run"]["directory"]) / "predictions.parquet")
     recorded = recorded[recorded["split"] == "dev"].sort_values("idx")
-    dev = pd.read_parquet(workdir / "results/data/sst2/dev.parquet").set_index("idx").loc[recorded["idx"]]
+    dev = pd.read_parquet(workdir / paths.DATA.format(task="sst2") / "dev.parquet")
+    dev = dev.set_index("idx").loc[recorded["idx"]]
     dev.reset_index().to_parquet(tmp_path / "dev.parquet")
     (tmp_path / "check.py").write_text(EXPORT_CHECK)
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}

@@ -10,6 +10,7 @@ import pytest
 from conftest import REPO
 from markdown_it import MarkdownIt
 
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config_files import SCHEMA, load_config_file
 from kdflow.workflow.config_reference import PAGE, reference_page
 
@@ -96,10 +97,10 @@ COMMANDS = {
     "snakemake --profile slurm --forcerun":
         "tests/test_resume.py::test_a_killed_teacher_job_resumes_from_its_checkpoint_with_the_same_result "
         "(--forcerun, without the cluster)",
-    "snakemake --profile slurm results/":
+    f"snakemake --profile slurm {paths.RESULTS}/":
         "tests/test_slurm.py::test_slurm_profile_gives_gpu_jobs_a_gpu_and_cpu_jobs_none (the demo's targets, on a "
         "local cluster)",
-    "snakemake --profile slurm": "not run by a test: the full reproduction, about 1,700 GPU-hours",
+    "snakemake --profile slurm": "not run by a test: the full reproduction, about 8,000 GPU-hours",
     "make pilot": "not run by a test: it runs the plan's cheapest jobs of every kind on a cluster; "
     "tests/test_demo.py::test_the_pilot_measures_every_group_of_the_demo_plan_and_the_plan_refit_on_it_predicts_the_"
     "other_jobs checks the demo's pilot and the plan refit on its jobs",
@@ -124,7 +125,7 @@ COMMANDS = {
     "python benchmarks/gpu_check.py --device cpu --tiny":
         "tests/test_gpu_check.py::test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile",
     "python benchmarks/gpu_check.py --parts": "not run by a test: on a GPU node; the tiny profile runs the same parts",
-    "snakemake --cores 1 --configfile demo/config.yaml --replace-workflow-config results/export/":
+    f"snakemake --cores 1 --configfile demo/config.yaml --replace-workflow-config {paths.RESULTS}/export/":
         "tests/test_demo.py::test_a_demo_student_exported_by_its_rule_predicts_in_a_pipeline_what_kdflow_recorded",
     "hf upload": "not run by a test: it publishes to the Hugging Face Hub, and tests run offline",
     "python benchmarks/gpu_check.py --adopt": "not run by a test: it rewrites reference/ and config.yaml from a GPU's "

@@ -24,6 +24,7 @@ from kdflow.reporting.exploration_curves import (
     warmup_stretch,
 )
 from kdflow.reporting.figures import thesis
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config_checks import check_references
 from kdflow.workflow.exploration import (
     drawn_runs,
@@ -186,8 +187,7 @@ def test_a_figure_reads_the_curves_and_metrics_of_the_runs_it_draws(config):
     assert len(explosion) == 1 and len(curves) == len(study_points(config, "batch_lstm_s")) * 3  # 3 repeats
     files = run_files(explosion)
     run = explosion[0]
-    assert files["curves"] == [f"results/students/{run['experiment']}/{run['task']}/{run['student']}/"
-                               f"{run['method']}/{run['point']}/seed{run['seed']}/curves.parquet"]
+    assert files["curves"] == [paths.STUDENT_CURVES.format(**run)]
     assert files["metrics"][0].endswith("/metrics.json")
     assert figure_title(config, "B.2") == "Sučík (2020) Fig. B.2: LSTM_S batch sizes on CoLA"
     assert figure_constraint(config, "explosion") == r"B\.8"

@@ -31,6 +31,7 @@ from kdflow.students.loading import load_distilled
 from kdflow.teachers.pseudo_heads import train_pseudo_heads
 from kdflow.transfer.frames import transfer_frame
 from kdflow.transfer.labelling import compute_signals
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.export_inputs import export_inputs, exported_cards, exported_students
 
 CPU = torch.device("cpu")
@@ -264,7 +265,8 @@ def test_the_config_exports_an_experiments_students_or_those_it_lists_and_names_
     config["export"] = {"students": [{"experiment": "e", "tasks": ["cola"], "methods": ["pkd_6"]}]}
     assert exported_students(config) == [{"experiment": "e", "task": "cola", "student": student, "method": "pkd_6"}
                                          for student in ("a", "b")]
-    assert exported_cards(config, "e") == ["results/model_cards/e/cola/a/pkd_6.md", "results/model_cards/e/cola/b/pkd_6.md"]
+    assert exported_cards(config, "e") == [paths.EXPORT_CARD.format(experiment="e", task="cola", student=student,
+                                                                    method="pkd_6") for student in ("a", "b")]
     assert exported_cards(config, "other") == []
     config["export"] = {"students": [{"experiment": "e"}]}
     assert len(exported_students(config)) == 2 * 2 * 2
@@ -286,10 +288,11 @@ def test_the_card_names_the_licence_the_config_gives_and_none_otherwise(exported
 def test_the_experiment_page_lists_its_exported_students_with_the_cards_scores(exported, tmp_path):
     _, _, folder, record, *_ = exported["sst2_bert_k"]
     key = ("sst2", "bert_k", METHOD)
-    exports = exports_table({key: folder / "README.md"}, {key: "results/export/e/sst2/bert_k/kd"})
+    exported_to = paths.EXPORT.format(experiment="e", task="sst2", student="bert_k", method="kd")
+    exports = exports_table({key: folder / "README.md"}, {key: exported_to})
     dev = record["run"]["scores"]["dev"]
     assert exports.to_dict("records") == [{
-        "task": "sst2", "student": "bert_k", "method": METHOD, "folder": "results/export/e/sst2/bert_k/kd",
+        "task": "sst2", "student": "bert_k", "method": METHOD, "folder": exported_to,
         "dev (the card's)": ", ".join(f"dev {name} (seed {record['run']['seed']}): {100 * value:.2f}"
                                       for name, value in dev.items())}]
 

@@ -34,6 +34,7 @@ from kdflow.students.embeddings import read_word_vectors
 from kdflow.training.checkpoint import Checkpoint, resumable_chunks
 from kdflow.training.hf_models import build_tokenizer
 from kdflow.transfer.signals import SignalCache
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config_checks import check_references
 from kdflow.workflow.config_files import (
     FastStrictLoader,
@@ -117,7 +118,7 @@ def checkpoint_truncated(tmp: Path) -> Fault:
     return Fault(in_job(job), expected, lambda: None)  # the job recovers by itself; its rerun finds no checkpoint
 
 
-SIGNALS = Path("results/signals/tiny_bert/sst2/train.safetensors")
+SIGNALS = Path(paths.SIGNALS.format(teacher="tiny_bert", task="sst2", transfer="train"))
 
 
 def write_signals() -> None:
@@ -140,7 +141,7 @@ def signals_flipped_byte(tmp: Path) -> Fault:
     return Fault(in_job(lambda: SignalCache(SIGNALS, "cpu", np.arange(50)), [SIGNALS]), expected, write_signals)
 
 
-DATA = Path("results/data/sst2")
+DATA = Path(paths.DATA.format(task="sst2"))
 
 
 def prepare_sst2() -> None:
@@ -159,7 +160,8 @@ def data_file_damaged(name: str, damage: Callable[[Path], None], problem: str) -
 
 
 def metrics_empty(tmp: Path) -> Fault:
-    path = Path("results/students/e/sst2/bert_3/kd/default/seed0/metrics.json")
+    path = Path(paths.STUDENT_METRICS.format(experiment="e", task="sst2", student="bert_3", method="kd",
+                                             point="default", seed=0))
     write(path, "")  # renamed into place before its data reached the disk
     expected = [f"{path} is damaged or incomplete (not valid JSON: Expecting value at line 1", f"{path}.damaged"]
     return Fault(in_job(lambda: None, [path]), expected, lambda: write(path, json.dumps({"scores": {}})))
@@ -186,7 +188,7 @@ def raw_line_changed(task: str, split: str, line: int, change: Callable[[str], s
         changed = change(lines[line - 1].decode())
         lines[line - 1] = changed if isinstance(changed, bytes) else changed.encode()
         path.write_bytes(b"\n".join(lines))
-        attempt = in_job(lambda: prepare_task(get_task(task), directory, Path("results/data") / task))
+        attempt = in_job(lambda: prepare_task(get_task(task), directory, Path(paths.DATA.format(task=task))))
         return Fault(attempt, expected(path), lambda: path.write_bytes(original))
 
     return case
@@ -260,7 +262,7 @@ def offline(code: str, fixed: str, expected: list[str]) -> Callable[[Path], Faul
 QUIETLY = "import logging, sys; logging.disable(logging.WARNING)\n"
 IN_JOB = QUIETLY + "from kdflow.core.errors import UserError\ntry:\n    {work}\nexcept UserError as error:\n    sys.exit(str(error))"
 GLUE_FROM_HUB = IN_JOB.format(work="from kdflow.core.data import prepare_task; from kdflow.core.tasks import get_task; "
-                                   "prepare_task(get_task('rte'), {glue_dir}, 'results/data/rte')")
+                                   f"prepare_task(get_task('rte'), {{glue_dir}}, {paths.DATA.format(task='rte')!r})")
 TOKENIZER_FROM_HUB = IN_JOB.format(work="from kdflow.training.hf_models import build_tokenizer; build_tokenizer({spec})")
 
 
@@ -405,10 +407,10 @@ def test_numbers_written_like_1e4_are_numbers(tmp_path):
 def test_libyamls_parser_reads_every_shipped_yaml_file_as_the_pure_python_one_does():
     """Config files are parsed by libyaml for speed and by pure Python only for an error's message: the two must
     agree on the configs, the schema and the reference files."""
-    paths = [path for folder in ("", "demo", "schemas", "reference", "slurm", "workstation", "envs")
+    files = [path for folder in ("", "demo", "schemas", "reference", "slurm", "workstation", "envs")
              for path in sorted((REPO / folder).glob("*.yaml"))]
-    assert len(paths) == 9 and FastStrictLoader.__mro__[1] is StrictConstructor
-    for path in paths:
+    assert len(files) == 9 and FastStrictLoader.__mro__[1] is StrictConstructor
+    for path in files:
         assert yaml.load(path.read_text(), Loader=FastStrictLoader) == yaml.load(path.read_text(), Loader=StrictLoader)
     if yaml.__with_libyaml__:
         assert issubclass(FastStrictLoader, yaml.CSafeLoader)
@@ -435,9 +437,9 @@ def test_the_config_is_snakemakes_read_strictly(tmp_path):
 # Through Snakemake: one scratch copy of the repository, the demo's config as its config.yaml, and in it, built
 # once, RTE's teacher, its evaluation and its pseudo-heads, and SST-2's generator and its evaluation.
 
-HEADS = "results/pseudo_heads/tiny_bert/rte"
-TEACHER = "results/teachers/tiny_bert/rte"
-GENERATOR = "results/generators/sst2"
+HEADS = paths.PSEUDO_HEADS_DIR.format(teacher="tiny_bert", task="rte")
+TEACHER = paths.TEACHER_DIR.format(teacher="tiny_bert", task="rte")
+GENERATOR = paths.GENERATOR_DIR.format(task="sst2")
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import torch
 
 from conftest import REPO
 from kdflow.distillation.methods.registry import available_methods
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.replay import NamedList, export, run
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -42,11 +43,11 @@ def test_a_step_that_differs_on_the_device_beyond_its_tolerance_fails_the_check(
     def shifted_under_autocast(m, b):
         return m(b["x"]).pow(2).mean() + 1 + 0.5 * torch.is_autocast_enabled("cpu")
 
-    paths = {"exact": (model, lambda m, b: m(b["x"]).pow(2).mean() + 1, batch),
-             "bf16 off by 15%": (model, shifted_under_autocast, batch),
-             "fp32 off by 1e-4": (model, drifting, batch)}
+    code_paths = {"exact": (model, lambda m, b: m(b["x"]).pow(2).mean() + 1, batch),
+                  "bf16 off by 15%": (model, shifted_under_autocast, batch),
+                  "fp32 off by 1e-4": (model, drifting, batch)}
     rows = {(row["what"], row["precision"]): row["passed"]
-            for row in gpu_check.step_checks(paths, "cpu", ["fp32", "bf16"], float("inf"))}
+            for row in gpu_check.step_checks(code_paths, "cpu", ["fp32", "bf16"], float("inf"))}
     assert rows == {("exact", "fp32"): True, ("exact", "bf16"): True, ("bf16 off by 15%", "fp32"): True,
                     ("bf16 off by 15%", "bf16"): False, ("fp32 off by 1e-4", "fp32"): False,
                     ("fp32 off by 1e-4", "bf16"): True}
@@ -88,7 +89,7 @@ def test_a_replay_stops_at_a_failed_job_and_says_so(tmp_path):
     starts."""
     listing = tmp_path / "jobs.json"
     listing.write_text(json.dumps(export([REPO / "demo/config.yaml"],
-                                         targets=["results/teachers/tiny_bert/sst2/metrics.json"])))
+                                         targets=[paths.TEACHER_METRICS.format(teacher="tiny_bert", task="sst2")])))
     records = run(listing, tmp_path / "work", jobs=2, log=lambda message: None)
     assert [(record["rule"], record["returncode"] > 0) for record in records] == [("prepare_task", True)]
     assert "data directory for task 'sst2' not found" in (tmp_path / "work/replay.log").read_text()
@@ -99,16 +100,16 @@ def test_a_replayed_job_still_running_at_the_deadline_is_killed_and_nothing_star
     """The GPU check's caps: a teacher job that the deadline overtakes ends with a negative exit code (killed, not
     failed), writes no model, and the job that needs it does not start."""
     listing = tmp_path / "jobs.json"
-    listing.write_text(json.dumps(export([REPO / "demo/config.yaml"],
-                                         targets=["results/signals/tiny_bert/sst2/train.safetensors"])))
+    signals = paths.SIGNALS.format(teacher="tiny_bert", task="sst2", transfer="train")
+    listing.write_text(json.dumps(export([REPO / "demo/config.yaml"], targets=[signals])))
     work = tmp_path / "work"
     work.mkdir()
     (work / "demo").symlink_to(REPO / "demo", target_is_directory=True)
-    assert [r["returncode"] for r in run(listing, work, log=print, targets=["results/data/sst2"])] == [0]
+    assert [r["returncode"] for r in run(listing, work, log=print, targets=[paths.DATA.format(task="sst2")])] == [0]
     # three epochs of the demo teacher take several seconds; it is killed one second in
     records = run(listing, work, stop_at=time.monotonic() + 1.0, log=print)
     assert [(record["rule"], record["returncode"] < 0) for record in records] == [("finetune_teacher", True)]
-    assert not (work / "results/teachers/tiny_bert/sst2/model/model.safetensors").exists()
+    assert not (work / paths.TEACHER_MODEL.format(teacher="tiny_bert", task="sst2") / "model.safetensors").exists()
 
 
 @pytest.mark.slow

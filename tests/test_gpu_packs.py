@@ -13,6 +13,7 @@ from kdflow.core.errors import UserError
 from kdflow.reporting.calibration import progress
 from kdflow.reporting.plan_pages import plan_jobs
 from kdflow.workflow import cost_plan
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config_files import validate_config
 from kdflow.workflow.gpu_packs import pack_resources, packs, sbatch_command, sharing
 
@@ -20,13 +21,19 @@ CONFIG = {"students": {"lstm": {"type": "bilstm"}, "cnn": {"type": "gated_cnn"},
           "gpu_sharing": {"bilstm": 2, "gated_cnn": 1}}
 
 
+def signals(task):
+    """A toy signals file per task (the workflow's has a teacher and a transfer set too)."""
+    return f"{paths.RESULTS}/signals/{task}.safetensors"
+
+
 def student_job(student, seed, experiment="table5", task="sst2", threads=2, mem_mb=1000, runtime=30):
-    out = f"results/students/{experiment}/{task}/{student}/kd/default/seed{seed}"
+    out = paths.STUDENT_RUN_DIR.format(experiment=experiment, task=task, student=student, method="kd", point="default",
+                                       seed=seed)
     return {"rule": "distill_student", "threads": threads,
             "resources": {"mem_mb": mem_mb, "runtime": runtime, "gpu": 1},
             "wildcards": {"experiment": experiment, "task": task, "student": student, "method": "kd",
                           "point": "default", "seed": str(seed)},
-            "input": [f"results/signals/{task}.safetensors"],
+            "input": [signals(task)],
             "output": [f"{out}/metrics.json", f"{out}/model.safetensors"]}
 
 
@@ -41,7 +48,7 @@ def test_a_pack_takes_k_waiting_ready_jobs_of_one_experiment_task_and_student():
     jobs = [student_job("lstm", seed) for seed in (0, 1, 2)] + [done, blocked, student_job("lstm", 5, task="mrpc"),
                                                                  student_job("cnn", 0), student_job("bert", 0)]
     jobs.append({**student_job("lstm", 9), "rule": "probe_model"})  # another rule: never packed
-    there = {*done["output"], "results/signals/sst2.safetensors", "results/signals/mrpc.safetensors"}
+    there = {*done["output"], signals("sst2"), signals("mrpc")}
     found = packs(jobs, CONFIG, exists=there.__contains__)
     seeds = [[(job["wildcards"]["task"], job["wildcards"]["seed"]) for job in pack] for pack in found]
     # done: its outputs exist; blocked: its input does not; cnn: K = 1; bert: no sharing

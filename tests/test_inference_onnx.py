@@ -19,6 +19,7 @@ from kdflow.export.conversion import TOLERANCE
 from kdflow.export.onnx_inference import ONNXRUNTIME_MS, measure_onnxruntime
 from kdflow.reporting.paper_tables import NOT_IN_PAPER, paper_document, paper_table, read_reference
 from kdflow.students.registry import StudentContext, build_student
+from kdflow.workflow import results_paths as paths
 from kdflow.training.batching import batches, tokenize
 
 ONNX = all(__import__("importlib").util.find_spec(name) for name in ("onnx", "onnxruntime", "onnxscript"))
@@ -151,7 +152,8 @@ def test_the_thesis_table_has_an_onnxruntime_row_after_each_cpu_speed_without_a_
     assert (row("bert-large (teacher)", "sst2").kdflow, row("bert-large (teacher)", "sst2").kdflow_from) == (
         25.5, "bert_large_sst2")
     assert np.isnan(row("bilstm_s", "sst2").kdflow) and "needs onnxruntime" in row("bilstm_s", "sst2").kdflow_note
-    assert row("bilstm_s", "cola").kdflow_note == f"results/inference/lstm_s_cola.json has no {ONNXRUNTIME_MS}"
+    inference = paths.INFERENCE.format(model="lstm_s_cola")
+    assert row("bilstm_s", "cola").kdflow_note == f"{inference} has no {ONNXRUNTIME_MS}"
     assert "spec `inference`" in row("bert_s", "sst2").kdflow_note
 
     text = paper_document(table, "Table 5.2").markdown()

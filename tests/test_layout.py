@@ -9,6 +9,7 @@ import pytest
 from conftest import REPO, rule_scripts
 from test_package import STAGES
 
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.provenance import imported_modules
 
 RULES = REPO / "rules"
@@ -91,7 +92,8 @@ def test_common_holds_only_what_several_rule_files_share():
     assert len(common.splitlines()) < 200
 
 
-EXPORTED = "results/export/alp_kd_table2/sst2/bert_3/alp"  # a demo student (tests/test_demo.py exports it too)
+# a demo student (tests/test_demo.py exports it too)
+EXPORTED = paths.EXPORT.format(experiment="alp_kd_table2", task="sst2", student="bert_3", method="alp")
 
 
 @pytest.mark.slow  # it builds the demo's DAG through Snakemake (about 11 s)
@@ -106,7 +108,7 @@ def test_data_flows_one_way_between_the_stages_rule_files():
         stage = stage_of_file(Path(snakefile).stem)
         return -1 if stage == "data" else STAGES.index(stage)
 
-    with built_dag([REPO / "demo/config.yaml"], targets=["all", EXPORTED, "results/plan_calibrated.csv"],
+    with built_dag([REPO / "demo/config.yaml"], targets=["all", EXPORTED, paths.PLAN_CALIBRATED_CSV],
                    directory=REPO) as workflow:
         dag = workflow.dag
         edges = {(producer.rule, consumer.rule) for consumer in dag.jobs

@@ -19,6 +19,7 @@ from kdflow.reporting.ledger import (
 )
 from kdflow.reporting.protocols import OTHER_RESULTS
 from kdflow.reporting.report_menu import paper_place, paper_table_place
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config_files import load_config_file
 from kdflow.workflow.exploration import exploration_experiments
 from kdflow.workflow.targets import default_targets
@@ -31,8 +32,8 @@ ENTRIES = [
      "kdflow": "an em dash", "why": "W2.", "effect": "E2."},
 ]
 # What a run that makes ALP-KD Tables 1 and 2 and thesis Fig. 6.1, and not Universal-KD Table 8, asks for.
-TARGETS = ["results/tables/papers/alp_kd_table1.md", "results/tables/papers/alp_kd_table2.md",
-           "results/figures/probing_thesis_6_1.png"]
+TARGETS = [paths.PAPER_TABLE_MD.format(paper_table="alp_kd_table1"),
+           paths.PAPER_TABLE_MD.format(paper_table="alp_kd_table2"), paths.PROBING_THESIS_PNG.format(figure="6_1")]
 
 
 def workflow_targets(path: str) -> list[str]:

@@ -25,6 +25,7 @@ from kdflow.reporting.paper_tables import (
     table_inputs,
     write_paper_table,
 )
+from kdflow.workflow import results_paths as paths
 
 REFERENCE = read_reference(REPO / "reference" / "paper_results.csv")
 
@@ -175,7 +176,8 @@ def test_glue_test_scores_stay_empty_and_point_to_the_submission_files():
     table = table_of("universal_kd_table3")
     assert table.kdflow.isna().all()
     glue = table[table.task != "average"]
-    assert glue.kdflow_note.str.contains("results/glue_submission/universal_kd_table2/").all()
+    submission = paths.GLUE_SUBMISSION.format(experiment="universal_kd_table2")
+    assert glue.kdflow_note.str.contains(f"{submission}/").all()
     assert required_inputs(SPECS["universal_kd_table3"], REFERENCE) == {
         "teacher_tasks": [], "experiments": [], "inference_models": []}
 
@@ -228,26 +230,27 @@ def test_the_rule_reads_scores_for_a_table_of_scores_and_selections_for_one_of_h
     assert table_inputs(tables, "scores", REFERENCE) == {"reference": "ref.csv", **input_files(
         tables["tables"]["scores"], REFERENCE)}
     assert table_inputs(tables, "chosen", REFERENCE) == {
-        "reference": "sel.csv", "selections": ["results/selection/a.json", "results/selection/b.json"]}
+        "reference": "sel.csv", "selections": [paths.SELECTION.format(experiment=name) for name in ("a", "b")]}
 
 
 def test_inputs_are_listed_then_read_back_by_name(tmp_path, monkeypatch):
     spec = SPECS["thesis_table52"]
     files = input_files(spec, REFERENCE)
     assert files == {
-        "teacher_metrics": [f"results/teachers/bert_large/{task}/metrics.json" for task in ("cola", "sst2", "sara")],
-        "experiment_tables": ["results/tables/experiments/thesis_table52_lstm_s.csv",
-                              "results/tables/experiments/thesis_table52_bert_s.csv"],
-        "inference": ["results/inference/bert_large_sst2.json", "results/inference/lstm_s_sst2.json"],
+        "teacher_metrics": [paths.TEACHER_METRICS.format(teacher="bert_large", task=task)
+                            for task in ("cola", "sst2", "sara")],
+        "experiment_tables": [paths.EXPERIMENT_TABLE_CSV.format(experiment=experiment)
+                              for experiment in ("thesis_table52_lstm_s", "thesis_table52_bert_s")],
+        "inference": [paths.INFERENCE.format(model=model) for model in ("bert_large_sst2", "lstm_s_sst2")],
     }
     monkeypatch.chdir(tmp_path)
     for task, path in zip(("cola", "sst2", "sara"), files["teacher_metrics"]):
         (tmp_path / path).parent.mkdir(parents=True)
         (tmp_path / path).write_text(json.dumps({"scores": {"dev": {task: 1.0}}}))
-    (tmp_path / "results/tables/experiments").mkdir(parents=True)
+    (tmp_path / f"{paths.TABLES}/experiments").mkdir(parents=True)
     for path in files["experiment_tables"]:
         EXPERIMENTS["thesis_table52_lstm_s"].to_csv(path, index=False)
-    (tmp_path / "results/inference").mkdir()
+    (tmp_path / f"{paths.RESULTS}/inference").mkdir()
     for model, path in zip(("bert_large_sst2", "lstm_s_sst2"), files["inference"]):
         (tmp_path / path).write_text(json.dumps(INFERENCE[model]))
     inputs = load_inputs(spec, REFERENCE, files)

@@ -25,6 +25,7 @@ from kdflow.training import parallel
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.loop import train
 from kdflow.training.parallel import run_processes
+from kdflow.workflow import results_paths as paths
 
 REPO = Path(__file__).resolve().parents[1]
 CPU = torch.device("cpu")
@@ -254,7 +255,8 @@ def test_a_teacher_fine_tuned_in_two_processes_matches_one_process(separable, tm
 def test_a_teachers_gpus_go_to_its_fine_tuning_and_one_to_its_other_jobs(tmp_path):
     two_gpus = tmp_path / "two_gpus.yaml"  # merged into the demo's config
     two_gpus.write_text("teachers:\n  tiny_bert:\n    resources: {gpu: 2}\n")
-    targets = ["results/pseudo_heads/tiny_bert/sst2/metrics.json", "results/signals/tiny_bert/sst2/train.safetensors"]
+    targets = [paths.PSEUDO_HEADS_METRICS.format(teacher="tiny_bert", task="sst2"),
+               paths.SIGNALS.format(teacher="tiny_bert", task="sst2", transfer="train")]
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "--forceall", "--configfile", "demo/config.yaml", str(two_gpus),
          "--replace-workflow-config", *targets],  # --forceall: whatever results the checkout already has

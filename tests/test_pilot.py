@@ -5,11 +5,12 @@ import pandas as pd
 import pytest
 
 from kdflow.reporting.pilot import ancestry, main, pilot_jobs, pilot_summary
+from kdflow.workflow import results_paths as paths
 
 
 def dag_job(rule: str, output: str, inputs=(), benchmark: bool = True) -> dict:
     return {"rule": rule, "output": [output], "input": list(inputs),
-            "benchmark": f"results/benchmarks/{output}.tsv" if benchmark else None}
+            "benchmark": paths.benchmark(output) if benchmark else None}
 
 
 def plan_row(rule: str, seconds: float, family: str = "transformer", layers: int = 4, parameters: float = 1e6,
@@ -53,7 +54,7 @@ def test_each_group_gets_the_job_that_adds_least_with_what_it_needs_and_tables_a
     assert pilot.reason.tolist() == ["needed by teacher/a", "calibrates finetune_teacher: transformer on H100 bf16",
                                      "calibrates compute_teacher_signals: transformer on H100 bf16",
                                      "calibrates distill_student: lstm on H100 bf16"]
-    assert pilot.benchmark.tolist() == [f"results/benchmarks/{t}.tsv" for t in pilot.target]
+    assert pilot.benchmark.tolist() == [paths.benchmark(t) for t in pilot.target]
 
 
 def test_a_second_model_size_is_measured_only_where_it_is_cheap():

@@ -19,6 +19,7 @@ from kdflow.core.errors import UserError
 from kdflow.core.tasks import TASKS
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.workflow import cost_plan, job_work, model_sizes, split_sizes
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.catalog_cache import load_catalog
 from kdflow.workflow.config_files import validate_config
 from kdflow.workflow.dag_jobs import workflow_jobs
@@ -258,16 +259,16 @@ def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):
     result = subprocess.run(["make", "-o", ".venv/.installed", "plan", f"BIN={Path(sys.executable).parent}",
                              f"PLAN_ARGS={options}"], cwd=workdir, capture_output=True, text=True)
     assert result.returncode == 0 and "2 of 2 steps (100%) done" in result.stderr, result.stdout + result.stderr
-    table = pd.read_csv(workdir / "results/plan.csv")
+    table = pd.read_csv(workdir / paths.PLAN_CSV)
     assert table.jobs.sum() == 183 - 1  # every job of the demo's DAG but `all`
     assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
     students = table[table.rule == "distill_student"]
     assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])
-    page = (workdir / "results/plan.md").read_text()
+    page = (workdir / paths.PLAN_MD).read_text()
     assert "GPU-hours" in page and "measured-cpu" in page and "# Cost plan" in page
     # Nothing has run: the calibrated page, which make prints, is the plan's figures and says so.
     assert "No job of the plan has run yet: the 182 jobs are priced by the plan's figures" in result.stdout
-    assert (pd.read_csv(workdir / "results/plan_figures.csv").figures == "plan").all()
+    assert (pd.read_csv(workdir / paths.PLAN_FIGURES_CSV).figures == "plan").all()
 
 
 @pytest.mark.slow
@@ -275,7 +276,7 @@ def test_a_config_without_probing_or_generation_plans_its_dag(tmp_path):
     """The toy config has no `probing` section: the plan rule must not ask for the SentEval files."""
     config = tmp_path / "toy.yaml"
     config.write_text(yaml.safe_dump(toy_config()))
-    dry_run = planned_jobs("--configfile", str(config), "--replace-workflow-config", "--forceall", "results/plan.csv")
+    dry_run = planned_jobs("--configfile", str(config), "--replace-workflow-config", "--forceall", paths.PLAN_CSV)
     assert dry_run == Counter(plan=1)
     assert planned_jobs("--configfile", str(config), "--replace-workflow-config", "--forceall") - Counter(all=1) == \
         Counter(job["rule"] for job in toy_jobs().to_dict("records"))

@@ -15,6 +15,8 @@ import yaml
 from conftest import DEMO, REPO, copy_repo, planned_jobs
 from markdown_it import MarkdownIt
 
+from kdflow.workflow import results_paths as paths
+
 PAGE = REPO / "docs" / "development.md"
 SECTION = "## Adding a method, a student, a paper table or a figure"
 DEMO_CONFIG = "demo/config.yaml"
@@ -109,7 +111,7 @@ def test_a_new_method_is_one_code_file_a_config_entry_and_two_doc_lines(scratch)
     assert changed_files(scratch) == {"kdflow/distillation/methods/logit_methods.py", DEMO_CONFIG, METHODS_PAGE,
                                       "README.md"}
     docs_match_the_registries(scratch)
-    planned = planned_jobs(*DEMO, "results/selection/recipe.json", cwd=scratch)
+    planned = planned_jobs(*DEMO, paths.SELECTION.format(experiment="recipe"), cwd=scratch)
     assert (planned["distill_student"], planned["select_students"]) == (1, 1)
     # the method computes its terms, and its gradient reaches the student's logits
     output = python_in(scratch, """
@@ -134,7 +136,7 @@ def test_a_new_student_is_two_code_files_config_entries_and_a_doc_line(scratch):
     assert changed_files(scratch) == {"kdflow/students/convolutional.py", "kdflow/workflow/model_sizes.py",
                                       DEMO_CONFIG, METHODS_PAGE}
     docs_match_the_registries(scratch)
-    assert planned_jobs(*DEMO, "results/selection/recipe_student.json", cwd=scratch)["distill_student"] == 1
+    assert planned_jobs(*DEMO, paths.SELECTION.format(experiment="recipe_student"), cwd=scratch)["distill_student"] == 1
     # the plan prices it, and the student builds and forwards a batch
     output = python_in(scratch, """
 import torch

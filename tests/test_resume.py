@@ -12,7 +12,9 @@ import pytest
 import yaml
 from conftest import DEMO, copy_repo, snakemake, trained_outcome
 
-MODEL = "results/teachers/tiny_bert/sst2/model"
+from kdflow.workflow import results_paths as paths
+
+MODEL = paths.TEACHER_MODEL.format(teacher="tiny_bert", task="sst2")
 CHECKPOINT = "checkpoints/finetune_teacher/tiny_bert/sst2.ckpt"
 LOG = "logs/finetune_teacher/tiny_bert/sst2.log"
 

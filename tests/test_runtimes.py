@@ -9,6 +9,7 @@ import yaml
 from conftest import REPO
 
 from kdflow.reporting.runtime_table import read_benchmark, runtime_table, write_runtime_table
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config_checks import check_references
 from kdflow.workflow.runtime_jobs import runtime_jobs
 
@@ -24,18 +25,17 @@ def test_the_demos_sst2_pipeline_step_by_step(demo_config):
     """Teacher tiny_bert on SST-2, two sampling shards, and the thesis experiment's two students at one grid point
     and two seeds each: every job up to the students, in the order data flows."""
     jobs = [(job["step"], job["rule"], job["run"], job["benchmark"]) for job in runtime_jobs(demo_config)]
-    student = "results/benchmarks/distill_student/thesis_table52/sst2/{}/mse_logits/default/seed{}.tsv"
+    student = paths.benchmark("distill_student/thesis_table52/sst2/{}/mse_logits/default/seed{}")
     assert jobs == [
-        ("data_preparation", "prepare_task", "", "results/benchmarks/prepare_task/sst2.tsv"),
-        ("teacher_finetuning", "finetune_teacher", "", "results/benchmarks/finetune_teacher/tiny_bert/sst2.tsv"),
-        ("pseudo_heads", "train_pseudo_heads", "", "results/benchmarks/train_pseudo_heads/tiny_bert/sst2.tsv"),
-        ("gpt2_finetuning", "finetune_generator", "", "results/benchmarks/finetune_generator/sst2.tsv"),
-        ("augmentation_sampling", "sample_transfer_shard", "", "results/benchmarks/sample_transfer_shard/sst2/0.tsv"),
-        ("augmentation_sampling", "sample_transfer_shard", "", "results/benchmarks/sample_transfer_shard/sst2/1.tsv"),
-        ("transfer_set_assembly", "build_transfer_set", "",
-         "results/benchmarks/build_transfer_set/sst2/augmented.tsv"),
+        ("data_preparation", "prepare_task", "", paths.benchmark("prepare_task/sst2")),
+        ("teacher_finetuning", "finetune_teacher", "", paths.benchmark("finetune_teacher/tiny_bert/sst2")),
+        ("pseudo_heads", "train_pseudo_heads", "", paths.benchmark("train_pseudo_heads/tiny_bert/sst2")),
+        ("gpt2_finetuning", "finetune_generator", "", paths.benchmark("finetune_generator/sst2")),
+        ("augmentation_sampling", "sample_transfer_shard", "", paths.benchmark("sample_transfer_shard/sst2/0")),
+        ("augmentation_sampling", "sample_transfer_shard", "", paths.benchmark("sample_transfer_shard/sst2/1")),
+        ("transfer_set_assembly", "build_transfer_set", "", paths.benchmark("build_transfer_set/sst2/augmented")),
         ("teacher_logits", "compute_teacher_signals", "",
-         "results/benchmarks/compute_teacher_signals/tiny_bert/sst2/augmented.tsv"),
+         paths.benchmark("compute_teacher_signals/tiny_bert/sst2/augmented")),
         *(("bert_student_training", "distill_student", f"mse_logits/default/seed{seed}", student.format("bert_s", seed))
           for seed in (0, 1)),
         *(("lstm_student_training", "distill_student", f"mse_logits/default/seed{seed}", student.format("lstm_s", seed))
@@ -87,9 +87,9 @@ def measured(tmp_path):
             ("augmentation_sampling", "sample_transfer_shard", "", [(7000, 3072), (7400, 4096)]),
             ("lstm_student_training", "distill_student", "mse_logits/default/seed1", [(3600, 512)]),
             ("lstm_student_training", "distill_student", "mse_logits/default/seed2", [(5400, 512)])]
-    paths = [write_benchmark(tmp_path / f"{number}.tsv", *rows) for number, (*_, rows) in enumerate(jobs)]
+    files = [write_benchmark(tmp_path / f"{number}.tsv", *rows) for number, (*_, rows) in enumerate(jobs)]
     return ([dict(step=step, task="sst2", rule=rule, run=run) for step, rule, run, _ in jobs],
-            [read_benchmark(path) for path in paths])
+            [read_benchmark(path) for path in files])
 
 
 def test_a_steps_hours_are_summed_over_its_jobs_and_divided_by_its_runs(measured):
@@ -120,13 +120,13 @@ def test_a_steps_hours_are_summed_over_its_jobs_and_divided_by_its_runs(measured
 
 def test_the_runtime_pages_show_kdflow_beside_the_thesis(measured, tmp_path):
     table = runtime_table(pd.read_csv(REPO / "reference/thesis_runtimes.csv"), *measured)
-    paths = [tmp_path / f"runtimes.{suffix}" for suffix in ("csv", "md", "tex", "html")]
-    write_runtime_table(table, *paths)
-    assert pd.read_csv(paths[0]).shape == table.shape
-    markdown = paths[1].read_text()
+    pages = [tmp_path / f"runtimes.{suffix}" for suffix in ("csv", "md", "tex", "html")]
+    write_runtime_table(table, *pages)
+    assert pd.read_csv(pages[0]).shape == table.shape
+    markdown = pages[1].read_text()
     assert "| lstm_student_training | distill_student | 1x GTX TITAN X or RTX 2080 Ti | — (5) | 1.25 (8) | — (6) |" \
         in markdown
     assert "| data_preparation | prepare_task | — |  | 0.01 (—) |  |" in markdown  # kdflow's own step
-    assert r"\toprule" in paths[2].read_text() and "1.25 (8)" in paths[3].read_text()
+    assert r"\toprule" in pages[2].read_text() and "1.25 (8)" in pages[3].read_text()
     with pytest.raises(ValueError, match="6 jobs but 5 benchmarks"):
         runtime_table(pd.read_csv(REPO / "reference/thesis_runtimes.csv"), measured[0], measured[1][:5])

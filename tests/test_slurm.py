@@ -15,6 +15,7 @@ from conftest import copy_repo, snakemake, trained_outcome
 from slurm_cluster import (RESUMED, RUN_TIMEOUT, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, fault_test_workdir, longer_teacher,
                            slurm_record, stdout_of, stop_job, submissions, wait_for, wait_for_log, write_test_setup)
 
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow import slurm_status
 from kdflow.workflow.slurm_status import (active_jobs, correct_slurm_plugin, earlier_job, first_word,
                                           record_submission, recorded_submissions, with_names)
@@ -22,8 +23,9 @@ from kdflow.workflow.slurm_status import (active_jobs, correct_slurm_plugin, ear
 
 # Two rounds of submissions, GPU and CPU jobs, single and grouped: the SST-2 data and teacher, and the probing of
 # the demo teacher's random initialisation (its encodings, then two probe jobs as one group job).
-TARGETS = ["results/teachers/tiny_bert/sst2/metrics.json",
-           *(f"results/probing/scores/tiny_bert_init/{task}.json" for task in ["Length", "BigramShift"])]
+TARGETS = [paths.TEACHER_METRICS.format(teacher="tiny_bert", task="sst2"),
+           *(paths.PROBING_SCORES.format(model="tiny_bert_init", probing_task=task)
+             for task in ["Length", "BigramShift"])]
 # Submissions by their log directory: rule_<rule>, or group_<group id>_<its rules> for a group job.
 GPU_SUBMISSIONS = {"rule_finetune_teacher", "rule_evaluate_teacher", "rule_encode_probing_tasks",
                    "group_probes_tiny_bert_init_probe_model"}
@@ -134,7 +136,8 @@ def log_text(workdir):
 
 
 # Issue 34: two demo BiLSTM students whose family shares a GPU two at a time (config gpu_sharing).
-PACKED = [f"results/students/universal_kd_table5/sst2/bilstm/no_kd/default/seed{seed}" for seed in (0, 1)]
+PACKED = [paths.STUDENT_RUN_DIR.format(experiment="universal_kd_table5", task="sst2", student="bilstm", method="no_kd",
+                                       point="default", seed=seed) for seed in (0, 1)]
 
 
 def two_bilstm_students_sharing_a_gpu(config):
@@ -144,7 +147,8 @@ def two_bilstm_students_sharing_a_gpu(config):
 
 def log_span(workdir, student):
     """The times of the first and last lines of a student job's log."""
-    lines = (workdir / "logs/distill_student" / f"{student.removeprefix('results/students/')}.log").read_text()
+    run = student.removeprefix(f"{paths.STUDENTS}/")
+    lines = (workdir / "logs/distill_student" / f"{run}.log").read_text()
     stamps = [datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f") for line in lines.splitlines() if line[:2] == "20"]
     return stamps[0], stamps[-1]
 
@@ -217,10 +221,10 @@ def test_a_job_is_followed_only_where_one_earlier_slurm_job_still_writes_all_its
     from snakemake_interface_common.exceptions import WorkflowError
 
     monkeypatch.chdir(tmp_path)
-    teacher, student, probe = fake_job("results/teacher/model"), fake_job("results/a.json", "results/b.json"), \
-        fake_job("results/probe.json")
+    teacher, student, probe = fake_job(f"{paths.RESULTS}/teacher/model"), \
+        fake_job(f"{paths.RESULTS}/a.json", f"{paths.RESULTS}/b.json"), fake_job(f"{paths.RESULTS}/probe.json")
     record_submission(teacher, "11")
-    record_submission(fake_group(student, fake_job("results/c.json")), "12")
+    record_submission(fake_group(student, fake_job(f"{paths.RESULTS}/c.json")), "12")
     assert recorded_submissions(student) == {"12"} and recorded_submissions(probe) == set()
     running = {}
     monkeypatch.setattr(slurm_status, "active_jobs", lambda ids, workdir, run_id: {
@@ -230,7 +234,7 @@ def test_a_job_is_followed_only_where_one_earlier_slurm_job_still_writes_all_its
     running["11"] = {"state": "RUNNING", "name": "earlier-run", "log": "11.log"}
     assert earlier_job(executor, teacher) == ("11", running["11"])
     running["12"] = {"state": "PENDING", "name": "earlier-run", "log": "12.log"}
-    assert earlier_job(executor, fake_group(student, fake_job("results/c.json")))[0] == "12"
+    assert earlier_job(executor, fake_group(student, fake_job(f"{paths.RESULTS}/c.json")))[0] == "12"
     with pytest.raises(WorkflowError, match="SLURM job.s. 12 of an earlier snakemake run still write outputs"):
         earlier_job(executor, fake_group(student, probe))
 

@@ -24,7 +24,7 @@ from kdflow.reporting.status import (
     status_inputs,
 )
 from kdflow.reporting.works import PAPERS, produced_files, read_artifacts
-from kdflow.workflow import results_paths
+from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config_files import load_config_file
 from kdflow.workflow.exploration import exploration_experiments
 from kdflow.workflow.targets import default_targets
@@ -56,25 +56,29 @@ def place(paper: str, item: str) -> str:
 ALP = "alp_kd_passban2021"
 THESIS = "thesis_sucik2020"
 NOT_IN_TASKS = "kdflow does not run this task for this table (spec `tasks`)"
+T2_CSV, T2_MD, T3_CSV, T3_MD = (template.format(paper_table=name) for name in ("t2", "t3")
+                                for template in (paths.PAPER_TABLE_CSV, paths.PAPER_TABLE_MD))
+LAYERS_PNG = f"{paths.FIGURES}/layers_{{task}}.png"
+SST2_ANALYSIS = paths.ANALYSIS_JSON.format(task="sst2")
 
 
 def test_each_item_says_what_kdflow_has_of_it_where_the_report_files_it_and_why_not(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    write_cells("results/tables/papers/t2.csv", student=["bert-6", "bert-6", "bilstm", "bilstm"], method=["kd"] * 4,
+    write_cells(T2_CSV, student=["bert-6", "bert-6", "bilstm", "bilstm"], method=["kd"] * 4,
                 task=["sst2", "rte"] * 2, metric=["accuracy"] * 4, split=["dev"] * 4, kdflow=[81.0, 70.5, None, None],
                 kdflow_note=["", None, "no kdflow student for BiLSTM", "no kdflow student for BiLSTM"])
     found = artifact_status(artifacts(
-        (ALP, "table", "2", "Experiments", "Six-layer students", "results/tables/papers/t2.csv", ""),
-        (ALP, "figure", "3", "Analysis", "Attention", "results/figures/attention_{figure}.png", ""),
-        (ALP, "figure", "4", "Analysis", "Layer outputs", "results/figures/layers_{task}.png", ""),
+        (ALP, "table", "2", "Experiments", "Six-layer students", T2_CSV, ""),
+        (ALP, "figure", "3", "Analysis", "Attention", paths.ATTENTION_PNG, ""),
+        (ALP, "figure", "4", "Analysis", "Layer outputs", LAYERS_PNG, ""),
         (ALP, "figure", "1", "Problem", "Skipped layers", "", "a diagram, not a result"),
-    ), ["results/tables/papers/t2.md", "results/figures/attention_alp.png", "results/figures/other.png"])
+    ), [T2_MD, paths.ATTENTION_PNG.format(figure="alp"), f"{paths.FIGURES}/other.png"])
     assert found.item.tolist() == ["Table 2", "Figure 3", "Figure 4", "Figure 1"]
     assert found.status.tolist() == ["2/4 cells", "made", NOT_IN_CONFIG, NOT_A_RESULT]
     assert found.made.tolist() == [True, True, False, False]
     assert found.why.tolist() == ["2 empty: no kdflow student for BiLSTM", "",
-                                  "the config asks for no results/figures/layers_{task}.png", "a diagram, not a result"]
-    assert found.files.tolist() == ["results/tables/papers/t2.csv", "results/figures/attention_alp.png", "", ""]
+                                  f"the config asks for no {LAYERS_PNG}", "a diagram, not a result"]
+    assert found.files.tolist() == [T2_CSV, paths.ATTENTION_PNG.format(figure="alp"), "", ""]
     # where the report's sidebar lists each: only what it has an entry for
     assert found.place.tolist() == ["1 ALP-KD (Passban et al. 2021) › 02 Table 2",
                                     "1 ALP-KD (Passban et al. 2021) › 06 Figure 3", "", ""]
@@ -121,11 +125,11 @@ def test_a_table_of_hyperparameters_has_a_row_per_hyperparameter_and_a_column_pe
 
 def test_a_paper_table_with_no_cell_filled_is_not_made_though_its_page_is_in_the_report(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    write_cells("results/tables/papers/t3.csv", student=["bert-4"] * 2, method=["alp"] * 2, task=["cola", "rte"],
+    write_cells(T3_CSV, student=["bert-4"] * 2, method=["alp"] * 2, task=["cola", "rte"],
                 metric=["mcc", "accuracy"], split=["test"] * 2, kdflow=[None, None], kdflow_note=[NOT_IN_TASKS] * 2)
     found = artifact_status(artifacts(
-        ("universal_kd_wu2021", "table", "3", "§5.4", "GLUE test", "results/tables/papers/t3.csv", ""),
-    ), ["results/tables/papers/t3.md"])
+        ("universal_kd_wu2021", "table", "3", "§5.4", "GLUE test", T3_CSV, ""),
+    ), [T3_MD])
     assert found.status.tolist() == ["0/2 cells"] and found.made.tolist() == [False]
     assert found.place.tolist() == ["2 Universal-KD (Wu et al. 2021) › 03 Table 3"]  # its page, all cells empty
     page = status_document(found, paper_table_cells(found)).markdown()
@@ -136,25 +140,25 @@ def test_a_paper_table_with_no_cell_filled_is_not_made_though_its_page_is_in_the
 def test_an_item_that_no_report_entry_is_named_after_is_not_made():
     """Thesis Table 6.1 is in the prediction analysis's page, which the report files under Table 6.2."""
     found = artifact_status(artifacts(
-        (THESIS, "table", "6.1", "§6.2", "Structure", "results/analysis/{task}.json", ""),
-        (THESIS, "table", "6.2", "§6.2", "Observations", "results/analysis/{task}.json", ""),
-    ), ["results/analysis/sst2.json"])
+        (THESIS, "table", "6.1", "§6.2", "Structure", paths.ANALYSIS_JSON, ""),
+        (THESIS, "table", "6.2", "§6.2", "Observations", paths.ANALYSIS_JSON, ""),
+    ), [SST2_ANALYSIS])
     assert found.status.tolist() == [NO_OWN_ENTRY, MADE] and found.made.tolist() == [False, True]
     assert found.place.tolist() == [place(THESIS, "Table 6.2")] * 2  # where a reader finds both
-    assert found.files.tolist() == ["", "results/analysis/sst2.json"]
-    assert found.why[0] == "the report shows it in Table 6.2's entry: kdflow makes it in results/analysis/sst2.json"
+    assert found.files.tolist() == ["", SST2_ANALYSIS]
+    assert found.why[0] == f"the report shows it in Table 6.2's entry: kdflow makes it in {SST2_ANALYSIS}"
     page = status_document(found, {}).markdown()
     assert "1 of 2 results made (not made: in another item's entry: 1)" in page
 
 
 def test_the_page_shows_code_as_code_and_no_backtick(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    write_cells("results/tables/papers/t2.csv", student=["bert-6", "bert-6"], method=["kd", "kd"],
+    write_cells(T2_CSV, student=["bert-6", "bert-6"], method=["kd", "kd"],
                 task=["sst2", "rte"], metric=["accuracy"] * 2, split=["dev"] * 2, kdflow=[80.0, None],
                 kdflow_note=[None, NOT_IN_TASKS])
     found = artifact_status(artifacts(
-        (ALP, "table", "2", "Experiments", "Six-layer students", "results/tables/papers/t2.csv", ""),
-    ), ["results/tables/papers/t2.md"])
+        (ALP, "table", "2", "Experiments", "Six-layer students", T2_CSV, ""),
+    ), [T2_MD])
     page = status_document(found, paper_table_cells(found)).html()
     assert "`" not in page
     assert "<code>tasks</code>" in page and "(spec tasks)" in page  # the legend's code, the list's plain text
@@ -173,16 +177,17 @@ def test_every_item_shown_under_another_shares_its_file_and_the_rules_file_that_
         hosts |= {(paper, item): carried[0] for item in items.item if item != carried[0]}
         outputs = [block.split("\n    output:")[1].split("\n    log:")[0] for block in rule_blocks().values()
                    if "\n    output:" in block]
-        named = [f"paths.{name}" for name, value in vars(results_paths).items() if value == pattern]  # the rules' name
+        named = [f"paths.{name}" for name, value in vars(paths).items() if value == pattern]  # the rules' name
         making = [output for output in outputs if any(re.search(rf"{re.escape(name)}\b", output) for name in named)]
         assert len(making) == 1 and f'paper_place("{paper}", "{carried[0]}")' in making[0], pattern
     assert hosts == SHOWN_UNDER
 
 
 def test_a_pattern_matches_whole_path_segments_only():
-    targets = ["results/figures/mistake_overlap_sst2.png", "results/figures/mistake_overlap_sst2.csv",
-               "results/figures/x/mistake_overlap_cola.png"]
-    assert produced_files("results/figures/mistake_overlap_{task}.png", targets) == [targets[0]]
+    figure = paths.MISTAKE_OVERLAP_PNG
+    targets = [figure.format(task="sst2"), figure.format(task="sst2").removesuffix(".png") + ".csv",
+               f"{paths.FIGURES}/x/mistake_overlap_cola.png"]
+    assert produced_files(figure, targets) == [targets[0]]
 
 
 def test_the_list_names_every_paper_table_kdflow_reproduces_and_nothing_twice():
@@ -194,7 +199,7 @@ def test_the_list_names_every_paper_table_kdflow_reproduces_and_nothing_twice():
     tables = found[found.kind == "table"]
     for source, table in reference[["source", "table"]].drop_duplicates().itertuples(index=False):
         row = tables[(tables.paper == source) & (tables.number == str(table))]
-        assert len(row) == 1 and row.kdflow.iloc[0].startswith("results/tables/papers/"), (source, table)
+        assert len(row) == 1 and row.kdflow.iloc[0].startswith(f"{paths.PAPER_TABLES}/"), (source, table)
 
 
 def test_the_full_config_makes_every_result_of_the_three_works():
@@ -208,8 +213,8 @@ def test_the_full_config_makes_every_result_of_the_three_works():
 
 def test_the_demo_status_page_reads_what_the_demo_makes():
     targets = workflow_targets("demo/config.yaml")
-    assert "results/tables/papers/alp_kd_table2.csv" in status_inputs(targets)
-    assert all(path.startswith("results/") for path in status_inputs(targets))
+    assert paths.PAPER_TABLE_CSV.format(paper_table="alp_kd_table2") in status_inputs(targets)
+    assert all(path.startswith(f"{paths.RESULTS}/") for path in status_inputs(targets))
 
 
 def test_the_report_files_a_works_tables_first_then_its_figures_in_the_papers_order():

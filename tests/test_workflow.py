@@ -17,6 +17,7 @@ from safetensors import safe_open
 
 from kdflow.core.intermediates import read_training_record
 from kdflow.teachers.pseudo_heads import training_record
+from kdflow.workflow import results_paths as paths
 
 
 @pytest.mark.slow
@@ -114,7 +115,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
 def test_jobs_that_read_a_teachers_evaluation_declare_it():
     """The prediction analysis reads the teacher's predictions, evaluate_teacher's output: without it as an input
     the analysis could run before the evaluation (the demo on 2 idle cores once did)."""
-    assert planned_jobs(*DEMO, "--forceall", "results/analysis/sst2.json")["evaluate_teacher"] == 1
+    assert planned_jobs(*DEMO, "--forceall", paths.ANALYSIS_JSON.format(task="sst2"))["evaluate_teacher"] == 1
     source = (REPO / "kdflow/analysis/attention_maps.py").read_text()
     assert 'teacher_dir / "metrics.json"' not in source  # the teacher's settings come from model/training.json
 
@@ -157,18 +158,19 @@ def test_a_teacher_and_a_student_of_the_demo_run_in_bf16(tmp_path):
     """The demo's tiny teacher, its pseudo-heads and signals and an ALP student (hidden-space: stored float16
     layers) through their rules in bf16 on CPU: each output records bf16, signals keep their dtypes."""
     workdir = copy_repo(tmp_path / "kdflow")
-    student = "results/students/alp_kd_table2/sst2/bert_3/alp/default/seed0"
-    teacher_metrics = "results/teachers/tiny_bert/sst2/metrics.json"
+    student = paths.STUDENT_RUN_DIR.format(experiment="alp_kd_table2", task="sst2", student="bert_3", method="alp",
+                                           point="default", seed=0)
+    teacher_metrics = paths.TEACHER_METRICS.format(teacher="tiny_bert", task="sst2")
     snakemake(*DEMO, "--config", "precision=bf16", "--cores", "2", f"{student}/metrics.json", teacher_metrics,
               cwd=workdir)
     teacher = json.loads((workdir / teacher_metrics).read_text())
-    heads = training_record(workdir / "results/pseudo_heads/tiny_bert/sst2/heads.safetensors")  # their own record
+    heads = training_record(workdir / paths.PSEUDO_HEADS.format(teacher="tiny_bert", task="sst2"))  # their own record
     distilled = json.loads((workdir / student / "metrics.json").read_text())
     for metrics in (teacher, heads, distilled):
         assert metrics["precision"] == "bf16" and metrics["diverged"] is None
     assert teacher["evaluation_precision"] == "bf16"
     assert teacher["scores"]["dev"]["accuracy"] > 0 and distilled["scores"]["dev"]["accuracy"] > 0
-    signals = workdir / "results/signals/tiny_bert/sst2/train.safetensors"
+    signals = workdir / paths.SIGNALS.format(teacher="tiny_bert", task="sst2", transfer="train")
     with safe_open(str(signals), framework="pt") as f:
         assert f.metadata()["precision"] == "bf16"
         dtypes = {name: f.get_slice(name).get_dtype() for name in f.keys()}
@@ -184,7 +186,7 @@ def test_broken_data_fails_with_one_clear_line(tmp_path):
     lines = train.read_text().splitlines(keepends=True)
     lines[5] = "\t".join(lines[5].split("\t")[:2]) + "\n"
     train.write_text("".join(lines))
-    result = snakemake(*DEMO, "--cores", "1", "results/data/rte", cwd=workdir, check=False)
+    result = snakemake(*DEMO, "--cores", "1", paths.DATA.format(task="rte"), cwd=workdir, check=False)
     assert result.returncode != 0
     log = (workdir / "logs/prepare_task/rte.log").read_text()
     assert "demo/data/glue/RTE/train.tsv:6: expected 4 tab-separated fields, found 2" in log
@@ -197,7 +199,7 @@ def test_a_teacher_that_diverges_stops_with_what_to_change_and_is_kept_only_when
     job fails with the step, the loss and the keys to change, instead of handing NaN signals to its students;
     with keep_diverged it finishes, restored from the failed attempt's checkpoint rather than trained again."""
     workdir = copy_repo(tmp_path / "kdflow")
-    model = "results/teachers/tiny_bert/stsb/model"
+    model = paths.TEACHER_MODEL.format(teacher="tiny_bert", task="stsb")
 
     def run(teacher: dict):  # a config file: Snakemake's --config reads nested numbers as strings
         (workdir / "diverge.yaml").write_text(yaml.safe_dump({"teachers": {"tiny_bert": teacher}}))
@@ -232,10 +234,10 @@ def test_rule_scripts_import_kdflow_without_pythonpath_or_an_installed_package(t
     workdir = copy_repo(tmp_path / "repository")
     result = subprocess.run([python, "-m", "snakemake", "--snakefile", workdir / "Snakefile", "--directory", workdir,
                              "--configfile", workdir / "demo/config.yaml", "--replace-workflow-config", "--cores", "1",
-                             "results/data/sst2"], cwd=tmp_path, env=environment, capture_output=True, text=True,
-                            timeout=900)
+                             paths.DATA.format(task="sst2")], cwd=tmp_path, env=environment, capture_output=True,
+                            text=True, timeout=900)
     assert result.returncode == 0, result.stderr
-    assert (workdir / "results/data/sst2/meta.json").is_file()
+    assert (workdir / paths.DATA.format(task="sst2") / "meta.json").is_file()
 
 
 def test_every_rule_that_asks_for_gpus_goes_to_the_gpu_partition_of_the_slurm_profile():
@@ -253,9 +255,11 @@ def test_every_rule_that_asks_for_gpus_goes_to_the_gpu_partition_of_the_slurm_pr
 def test_slurm_profile_dry_run_gives_gpu_rules_a_gpu():
     """`snakemake --profile slurm -n` from the repository root: GPU rules on the GPU partition with a GPU, CPU
     rules on the CPU partition without; many short jobs in group jobs, never GPU and CPU jobs together."""
-    takd_student = "results/students/universal_kd_table4/rte/distilroberta/takd/bs32_beta0.5_lr2e-05/seed1/metrics.json"
-    targets = ["results/tables/teachers.csv", "results/selection/thesis_table52_lstm_s.json", takd_student,
-               "results/probing/scores/bert_large/Length.json", "results/inference/bert_large_cola.json"]
+    takd_student = paths.STUDENT_METRICS.format(experiment="universal_kd_table4", task="rte", student="distilroberta",
+                                                method="takd", point="bs32_beta0.5_lr2e-05", seed=1)
+    targets = [paths.TEACHER_TABLE_CSV, paths.SELECTION.format(experiment="thesis_table52_lstm_s"), takd_student,
+               paths.PROBING_SCORES.format(model="bert_large", probing_task="Length"),
+               paths.INFERENCE.format(model="bert_large_cola")]
     result = snakemake("-n", "--profile", "slurm", *targets)
     jobs = re.findall(r"\n *rule (\w+):\n(?:.*\n)*? +resources: (.*)\n", result.stdout)  # group members indented
     assert Counter(rule for rule, _ in jobs) == Counter(
