@@ -547,13 +547,11 @@ def adopt(folders: list[Path]) -> None:
         new.to_csv(REPO / "reference/throughput.csv", index=False, float_format="%.6g")
         print(comparison.to_string(index=False))
     if (kept / "sharing.csv").exists():
-        # BERT-2 is measured but not packed: gpu_sharing is per student type, and bert_k also covers BERT-4 and
-        # BERT-6, two to three times heavier a step
-        recommended = {family: k for family, k in gpu_sharing.recommend(pd.read_csv(kept / "sharing.csv")).items()
-                       if family != "bert_k"}
+        measured = pd.read_csv(kept / "sharing.csv")
+        recommended = gpu_sharing.adopted(measured)
         note = f"on one {gpu}, {summary['started'][:10]} ({kept.relative_to(REPO)}/sharing.csv; gpu_check.py)"
         print("gpu_sharing:", gpu_sharing.adopt(recommended, REPO / "config.yaml", note))
-        gpu_sharing.adopt_speedups(pd.read_csv(kept / "sharing.csv"), list(recommended), REPO / SHARING)
+        gpu_sharing.adopt_speedups(measured, list(recommended), REPO / SHARING)
     runs = [run for folder in folders for run in read_runs(folder / "evidence_runs.jsonl", on_gpu=True)]
     provenance = summary["environment"].get("provenance") or {}
     if runs and not provenance.get("clean_on_main"):

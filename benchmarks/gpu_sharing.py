@@ -370,6 +370,16 @@ def recommend(frame: pd.DataFrame) -> dict[str, int]:
     return chosen
 
 
+# Measured but not packed: gpu_sharing is per student type, and bert_k's BERT-2 also stands for BERT-4 and BERT-6,
+# two to three times heavier a step.
+NOT_PACKED = {"bert_k"}
+
+
+def adopted(frame: pd.DataFrame) -> dict[str, int]:
+    """The Ks that config.yaml's gpu_sharing takes from a measurement: :func:`recommend`'s, less :data:`NOT_PACKED`."""
+    return {key: k for key, k in recommend(frame).items() if key not in NOT_PACKED}
+
+
 def adopt_speedups(frame: pd.DataFrame, student_types, path) -> pd.DataFrame:
     """Write the measured speedups of ``student_types`` (their rows of ``frame``, a sharing.csv) into ``path``
     (reference/gpu_sharing.csv, which the cost plan charges a shared job by), in place of those types' rows there;
@@ -441,7 +451,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(f"{args.adopt}: not a GPU measurement; a CPU run says nothing about sharing a GPU")
         first = measured.iloc[0]
         note = f"on one {first.device} in {first.precision}, {first.date}"
-        recommendation = recommend(frame)
+        recommendation = adopted(frame)
         print(f"gpu_sharing: {adopt(recommendation, args.config, note)} ({args.config})")
         adopt_speedups(frame, list(recommendation), args.speedups)
         return

@@ -48,7 +48,8 @@ def test_a_deadline_already_past_measures_nothing():
 def measured(family: str, throughputs: dict[int, float], gb_per_process: float = 1.0, device_gb: float = 80.0,
              errors: dict[int, str] | None = None) -> list[dict]:
     return [{"family": family, "config_key": gpu_sharing.FAMILIES[family].config_key, "k": k,
-             "examples_per_second": rate, "speedup": rate / throughputs[1], "batch_size": 32, "sum_peak_reserved_gb": k * gb_per_process, "device_memory_gb": device_gb,
+             "examples_per_second": rate, "speedup": rate / throughputs[1], "batch_size": 32,
+             "sum_peak_reserved_gb": k * gb_per_process, "device_memory_gb": device_gb,
              "error": (errors or {}).get(k, "")} for k, rate in throughputs.items()]
 
 
@@ -106,8 +107,8 @@ def test_families_left_unmeasured_keep_their_k_and_are_named(config_copy):
 
 
 def test_the_command_adopts_a_gpu_measurement_and_refuses_a_cpu_one(tmp_path, config_copy):
-    frame = pd.DataFrame([row | {"precision": "bf16", "date": "2026-11-28"}
-                          for row in measured("bilstm", {1: 100, 2: 200, 4: 300})])
+    rows = measured("bilstm", {1: 100, 2: 200, 4: 300}) + measured("bert_k2", {1: 50, 2: 100})  # BERT-2: never packed
+    frame = pd.DataFrame([row | {"precision": "bf16", "date": "2026-11-28"} for row in rows])
     for device in ("NVIDIA H100 80GB HBM3", "cpu"):
         frame.assign(device=device).to_csv(tmp_path / f"{device[:3]}.csv", index=False)
     before = yaml.safe_load(config_copy.read_text())["gpu_sharing"]
