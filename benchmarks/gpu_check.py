@@ -499,13 +499,43 @@ def check(args) -> dict:
 
 def merged_summary(summaries: list[dict]) -> dict:
     """One summary of a check and its reruns of single parts (the runbook's ``--parts``): a later run's part
-    replaces an earlier run's, and says which run it came from."""
+    replaces an earlier run's, and says which run it came from, except the evidence, whose later calls go on where
+    the earlier stopped: their counts add up."""
     merged = {**summaries[0], "parts": {}, "runs": [summary["started"] for summary in summaries]}
     for summary in summaries:
-        merged["parts"].update({part: {**result, "run": summary["started"]}
-                                for part, result in summary["parts"].items()})
+        for part, result in summary["parts"].items():
+            earlier = merged["parts"].get(part)
+            if part == "evidence" and earlier and "error" not in earlier and "error" not in result:
+                merged["parts"][part] = {**{key: earlier[key] + result[key] for key in result},
+                                         "run": f"{earlier['run']}, {summary['started']}"}
+            else:
+                merged["parts"][part] = {**result, "run": summary["started"]}
     merged["seconds"] = sum(summary["seconds"] for summary in summaries)
     return merged
+
+
+def kept_folder(summary: dict, root: Path = REPO / "benchmarks/gpu") -> Path:
+    """benchmarks/gpu/<date>-<GPU>/, or with the start's time where that folder holds another check of that day."""
+    day, clock = summary["started"][:10], summary["started"][11:16].replace(":", "")
+    gpu = summary["environment"]["gpu"].replace(" ", "_")
+    folder = root / f"{day}-{gpu}"
+    if (folder / "summary.json").exists() and \
+            json.loads((folder / "summary.json").read_text())["started"] != summary["started"]:
+        folder = folder.with_name(f"{day}-{clock}-{gpu}")
+    return folder
+
+
+def unrecorded(runs: list[dict], recorded: list[dict]) -> list[dict]:
+    """``runs`` that are not in ``recorded``, each once: a later evidence call on the same work directory records
+    its earlier calls' runs again."""
+    from quality_claims import record_key
+
+    known, new = {(*record_key(run), run["device"]) for run in recorded}, []
+    for run in runs:
+        if (*record_key(run), run["device"]) not in known:
+            known.add((*record_key(run), run["device"]))
+            new.append(run)
+    return new
 
 
 def adopt(folders: list[Path]) -> None:
@@ -519,7 +549,7 @@ def adopt(folders: list[Path]) -> None:
 
     import gpu_sharing
     import gpu_throughput
-    from quality_claims import RECORD, read_record, record_key
+    from quality_claims import RECORD, read_record
 
     summaries = [json.loads((folder / "summary.json").read_text()) for folder in folders]
     for folder, summary in zip(folders, summaries):
@@ -528,7 +558,7 @@ def adopt(folders: list[Path]) -> None:
                              "only a full run on a GPU is adopted")
     summary = merged_summary(summaries)
     gpu = summary["environment"]["gpu"]
-    kept = REPO / "benchmarks/gpu" / f"{summary['started'][:10]}-{gpu.replace(' ', '_')}"
+    kept = kept_folder(summary)
     kept.mkdir(parents=True, exist_ok=True)
     for name in ("correctness.csv", "throughput_measured.csv", "sharing.csv"):
         for folder in folders:
@@ -557,8 +587,7 @@ def adopt(folders: list[Path]) -> None:
     if runs and not provenance.get("clean_on_main"):
         print(f"{len(runs)} evidence runs not recorded: the carry was not prepared on a clean commit of main")
     elif runs:
-        known = {(*record_key(run), run["device"]) for run in read_record(on_gpu=True)}
-        new_runs = [run for run in runs if (*record_key(run), run["device"]) not in known]
+        new_runs = unrecorded(runs, read_record(on_gpu=True))
         with RECORD.open("a") as out:
             for run in new_runs:
                 out.write(json.dumps(run, separators=(",", ":")) + "\n")

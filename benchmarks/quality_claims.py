@@ -356,7 +356,7 @@ def main() -> None:
         document.title += " (GPU runs, full train sets)"
         document.blocks.insert(0, Paragraph(
             f"The GPU check's runs ({', '.join(devices)}; benchmarks/gpu_check.py, docs/gpu-check.md): the same "
-            "protocol on the full SST-2 train set (67,349 examples, the CPU runs' 4,000), never compared with the "
+            "protocol on the full SST-2 train set (67,349 examples, not the CPU runs' 4,000), never compared with the "
             "CPU runs."))
         document.write(GPU_VERDICTS)
     print(VERDICTS.read_text())

@@ -127,6 +127,14 @@ def test_a_resumed_runs_partial_cpu_time_is_left_out_of_the_mean_and_said():
     assert "1 of them resumed from a checkpoint" in text and "0.0 CPU-hours" in text
 
 
+def test_gpu_runs_are_costed_by_their_wall_clock_as_they_share_the_gpu():
+    runs = [run | {"device": "NVIDIA H200", "wall_seconds": 150.0, "cpu_seconds": None}
+            for run in runs_of("kd", "claims_alp", {1: 80, 2: 81})]
+    text = claims_document(runs, LABELS, {}).markdown()
+    assert "wall-min per run" in text and "| 2.5 |" in text and "0.1 wall-hours" in text
+    assert "jobs shared the GPU" in text and "CPU-hours" not in text
+
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -112,6 +112,34 @@ def test_a_replayed_job_still_running_at_the_deadline_is_killed_and_nothing_star
     assert not (work / paths.TEACHER_MODEL.format(teacher="tiny_bert", task="sst2") / "model.safetensors").exists()
 
 
+def test_a_second_evidence_call_adds_its_runs_to_the_first():
+    first = {"started": "2026-11-28 21:33:08 UTC", "profile": "full", "environment": {"gpu": "NVIDIA H200"},
+             "seconds": 481.0, "parts": {"evidence": {"runs": 4, "jobs": 16, "failed_jobs": 8, "seconds": 479.0}}}
+    second = {**first, "started": "2026-11-28 21:41:28 UTC", "seconds": 290.0,
+              "parts": {"evidence": {"runs": 7, "jobs": 10, "failed_jobs": 3, "seconds": 289.0}}}
+    merged = gpu_check.merged_summary([first, second])
+    assert merged["parts"]["evidence"] == {"runs": 11, "jobs": 26, "failed_jobs": 11, "seconds": 768.0,
+                                           "run": f"{first['started']}, {second['started']}"}
+
+
+def test_a_run_recorded_before_or_by_an_earlier_call_is_adopted_once():
+    def run(seed, device="NVIDIA H200"):
+        return {"experiment": "claims_alp", "task": "sst2", "student": "bert_3", "method": "kd", "point": "beta0.5",
+                "seed": seed, "device": device}
+    kept = gpu_check.unrecorded([run(1), run(2), run(2), run(3), run(3, "NVIDIA H100")], recorded=[run(1)])
+    assert kept == [run(2), run(3), run(3, "NVIDIA H100")]
+
+
+def test_a_second_check_of_the_same_day_and_gpu_is_kept_beside_the_first_not_over_it(tmp_path):
+    first = {"started": "2026-11-28 18:42:13 UTC", "environment": {"gpu": "NVIDIA H200"}}
+    second = {**first, "started": "2026-11-28 21:33:08 UTC"}
+    assert gpu_check.kept_folder(first, tmp_path) == tmp_path / "2026-11-28-NVIDIA_H200"
+    (tmp_path / "2026-11-28-NVIDIA_H200").mkdir()
+    (tmp_path / "2026-11-28-NVIDIA_H200/summary.json").write_text(json.dumps(first))
+    assert gpu_check.kept_folder(first, tmp_path) == tmp_path / "2026-11-28-NVIDIA_H200"
+    assert gpu_check.kept_folder(second, tmp_path) == tmp_path / "2026-11-28-2133-NVIDIA_H200"
+
+
 @pytest.mark.slow
 def test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile(tmp_path):
     out = tmp_path / "out"

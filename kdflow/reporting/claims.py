@@ -278,6 +278,9 @@ def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
             "verdict": rows["verdict"]})))
     if len(found):
         document.blocks += planner_blocks(found)
+    # a GPU check's runs share the GPU and time themselves by the wall clock; the CPU runs by their CPU time
+    seconds, unit = ("wall_seconds", "wall") if runs and all(run.get("device") for run in runs) else \
+        ("cpu_seconds", "CPU")
     table = cells(runs, grids)
     tasks = list(dict.fromkeys(run["task"] for run in runs))
     lines = []
@@ -285,7 +288,7 @@ def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
                                                                                    item[0][1], item[0][2])):
         values = [run["dev"] for run in cell["held_out"]]
         spread = statistics.sample_std(values)
-        cpu = [run["cpu_seconds"] for run in cell["runs"] if run.get("cpu_seconds") and not run.get("resumed")]
+        cost = [run[seconds] for run in cell["runs"] if run.get(seconds) and not run.get("resumed")]
         lines.append({"task": task, "experiment": experiment,
                       "method": NAMES.get((experiment, method)) or METHOD_NAMES.get(method, method),
                       "metric": cell["metric"],
@@ -295,15 +298,16 @@ def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
                       "held-out mean ± std": (f"{np.mean(values):.2f}" + (f" ± {spread:.2f}" if math.isfinite(spread)
                                                                           else "")) if values else "—",
                       "grid, first seed": ", ".join(f"{p} {v:.2f}" for p, v in sorted(cell["grid"].items())),
-                      "CPU-min per run": f"{np.mean(cpu) / 60:.1f}" if cpu else "—"})
-    hours = sum(run.get("cpu_seconds") or 0 for run in runs) / 3600
+                      f"{unit}-min per run": f"{np.mean(cost) / 60:.1f}" if cost else "—"})
+    hours = sum(run.get(seconds) or 0 for run in runs) / 3600
     resumed = sum(bool(run.get("resumed")) for run in runs)
     document.blocks += [Heading("Every cell"), Paragraph(
         "headline: the chosen point's first-seed score, which chose it (a paper's best dev score is its like); "
         "held-out: the point's other seeds (all its seeds where the method has no grid), the only numbers the "
         "verdicts use."), Table(pd.DataFrame(lines)),
-                        Paragraph(f"{len(runs)} runs; {hours:.1f} CPU-hours of student training in the record (the "
-                                  "teachers, pseudo-heads and teacher signals not included)."
+                        Paragraph(f"{len(runs)} runs; {hours:.1f} {unit}-hours of student training in the record (the "
+                                  "teachers, pseudo-heads and teacher signals not included"
+                                  + ("; jobs shared the GPU, so these hours overlap)." if unit == "wall" else ").")
                                   + (f" {resumed} of them resumed from a checkpoint after an interruption: their CPU "
                                      "time is their last attempt's alone, so the total is a lower bound and the "
                                      "CPU-min per run leaves them out." if resumed else ""))]
