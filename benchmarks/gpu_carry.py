@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from gpu_check import DEMO_TARGETS, group_runs, target  # noqa: E402
+from gpu_check import DEMO_TARGETS, group_runs, target, teacher_metrics  # noqa: E402
 from quality_claims import EXPERIMENTS, read_record, recordable_commit  # noqa: E402
 from quality_real_data import benchmark_config  # noqa: E402
 
@@ -86,7 +86,7 @@ def evidence_groups(config: dict) -> list[dict]:
                         if not (name == first["experiment"] and method in first["methods"])]
     for group in groups:
         spec = config["experiments"][group["experiment"]]
-        group.update(task="sst2", student=spec["students"][0], seeds=spec["seeds"],
+        group.update(task="sst2", teacher=spec["teacher"], student=spec["students"][0], seeds=spec["seeds"],
                      points={method: grid_points(spec, method) for method in group["methods"]})
     return groups
 
@@ -106,7 +106,8 @@ def evidence(carry: Path, data: Path) -> int:
             shutil.copy(data / "glue/SST-2" / split, glue / split)
         (workdir / "minilm").symlink_to(carry / "minilm", target_is_directory=True)
         (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False, width=120))
-        listing = replay.export([workdir / "config.yaml"], targets=[target(run) for run in runs], directory=workdir)
+        listing = replay.export([workdir / "config.yaml"], directory=workdir,
+                                targets=[teacher_metrics(group) for group in groups] + [target(run) for run in runs])
         with tarfile.open(carry / "data.tar.xz", "w:xz") as archive:
             archive.add(workdir / "data", arcname="data")
     (carry / "evidence_jobs.json").write_text(json.dumps(listing))

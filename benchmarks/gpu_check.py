@@ -89,7 +89,8 @@ TINY_TARGETS = [paths.STUDENT_METRICS.format(experiment="universal_kd_table2", t
 # The tiny profile trains the demo's models one epoch each: its jobs check code paths, not scores.
 TINY_CONFIG = {part: {"epochs": 1} for part in ("teacher_defaults", "pseudo_heads", "student_defaults")}
 # The tiny profile's evidence: one more run of the same demo experiment, recorded as the GPU's runs are.
-TINY_GROUPS = [{"experiment": "universal_kd_table2", "task": "sst2", "student": "bert_3", "methods": ["no_kd"],
+TINY_GROUPS = [{"experiment": "universal_kd_table2", "task": "sst2", "teacher": "tiny_bert", "student": "bert_3",
+                "methods": ["no_kd"],
                 "points": {"no_kd": ["default"]}, "seeds": [0]}]
 
 
@@ -389,7 +390,8 @@ def evidence(context: dict, stop_at: float) -> dict:
         directory, groups, recorded = demo_directory(context, context["precisions"][0]), TINY_GROUPS, []
         listing = jobs_listing(context, "evidence_jobs.json", ["demo/config.yaml"],
                                {**TINY_CONFIG, "device": context["device"]},
-                               [target(run) for group in groups for run in group_runs(group)])
+                               [teacher_metrics(group) for group in groups]
+                               + [target(run) for group in groups for run in group_runs(group)])
     else:
         carried = json.loads((context["carry"] / "evidence.json").read_text())
         directory, groups, recorded = context["work"] / "evidence", carried["groups"], carried["recorded"]
@@ -402,15 +404,14 @@ def evidence(context: dict, stop_at: float) -> dict:
     commit = (context.get("provenance") or {}).get("commit", "unknown")
     found, jobs = [], []
 
-    def train(runs: list[dict]) -> None:
+    def train(group: dict, runs: list[dict]) -> None:
         done = {record_key(r) for r in recorded + found}
         todo = [run for run in runs if record_key(run) not in done]
-        ran = replay.run(listing, directory, context["evidence_jobs"], stop_at, log=log,
-                         targets=[target(run) for run in todo])
-        jobs.extend(ran)
-        seconds = {Path(record["output"][0]).parent: record["seconds"] for record in ran if record["returncode"] == 0}
-        teacher = next(iter(sorted(directory.glob(paths.TEACHER_METRICS.format(teacher="*", task="*")))), None)
-        teacher_dev = json.loads(teacher.read_text())["scores"]["dev"] if teacher else None
+        jobs.extend(replay.run(listing, directory, context["evidence_jobs"], stop_at, log=log,
+                               targets=[teacher_metrics(group)] + [target(run) for run in todo]))
+        seconds = finished_seconds(directory)
+        teacher = directory / teacher_metrics(group)
+        teacher_dev = json.loads(teacher.read_text())["scores"]["dev"] if teacher.exists() else None
         with open(context["out"] / "evidence_runs.jsonl", "a") as out:
             for run in todo:
                 wall = seconds.get(Path(target(run)).parent)
@@ -424,7 +425,7 @@ def evidence(context: dict, stop_at: float) -> dict:
 
     for group in groups:
         first = group["seeds"][0]
-        train([run for run in group_runs(group) if run["seed"] == first])
+        train(group, [run for run in group_runs(group) if run["seed"] == first])
         kept = {}
         for method in group["methods"]:
             searched = [{"point": r["point"], "seed": r["seed"], "scores": {"dev": r["scores"]}}
@@ -432,7 +433,7 @@ def evidence(context: dict, stop_at: float) -> dict:
                         (group["experiment"], method, first)]
             if {r["point"] for r in searched} == set(group["points"][method]):
                 kept[method] = select(searched, TASKS[group["task"]].main_metric, [first])["selected"]
-        train([run for seed in group["seeds"][1:] for method, point in kept.items()
+        train(group, [run for seed in group["seeds"][1:] for method, point in kept.items()
                for run in group_runs(group) if (run["method"], run["point"], run["seed"]) == (method, point, seed)])
         if time.monotonic() > stop_at:
             break
@@ -447,6 +448,19 @@ def group_runs(group: dict) -> list[dict]:
 
 def target(run: dict) -> str:
     return str(run_dir(Path(), run) / "metrics.json")
+
+
+def teacher_metrics(group: dict) -> str:
+    """The group's teacher's dev and test scores (rule evaluate_teacher), which every record of it keeps."""
+    return paths.TEACHER_METRICS.format(teacher=group["teacher"], task=group["task"])
+
+
+def finished_seconds(directory: Path) -> dict[Path, float]:
+    """The wall seconds of every job that finished in ``directory``, by its first output's folder, from every
+    replay there (replay.jsonl): a later call on the same work directory reads back what earlier calls trained."""
+    log_file = directory / "replay.jsonl"
+    records = [json.loads(line) for line in log_file.read_text().splitlines()] if log_file.exists() else []
+    return {Path(record["output"][0]).parent: record["seconds"] for record in records if record["returncode"] == 0}
 
 
 # --- the run ------------------------------------------------------------------------------------------------------

@@ -167,6 +167,17 @@ def test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile(tmp_path):
     assert (sharing.examples_per_second > 0).all()
     [record] = [json.loads(line) for line in (out / "evidence_runs.jsonl").read_text().splitlines()]
     assert record["method"] == "no_kd" and record["profile"] == "tiny" and len(record["dev_predictions"]) > 0
+    assert set(record["teacher_dev"]) == {"accuracy"}, record["teacher_dev"]
+    # a second call on the same work directory (a still-warm GPU) trains nothing again and reads the run back
+    again = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--device", "cpu", "--tiny", "--parts",
+                            "environment", "evidence", "--out", str(tmp_path / "again"), "--carry",
+                            str(tmp_path / "carry"), "--work", str(tmp_path / "work")],
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    [read_back] = [json.loads(line) for line in (tmp_path / "again/evidence_runs.jsonl").read_text().splitlines()]
+    assert {key: read_back[key] for key in ("dev", "wall_seconds", "teacher_dev", "dev_predictions")} == \
+        {key: record[key] for key in ("dev", "wall_seconds", "teacher_dev", "dev_predictions")}
+    assert json.loads((tmp_path / "again/summary.json").read_text())["parts"]["evidence"]["jobs"] == 0
     refused = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--adopt", str(out)], cwd=REPO,
                              capture_output=True, text=True)
     assert refused.returncode != 0 and "only a full run on a GPU is adopted" in refused.stderr
@@ -189,6 +200,6 @@ def test_the_evidence_takes_kd_and_no_kd_first_then_every_other_claims_method_on
     assert sorted(taken) == sorted(expected) and len(set(taken)) == len(taken)
     for group in groups:
         spec = config["experiments"][group["experiment"]]
-        assert group["seeds"] == [1, 2, 3, 4, 5] and group["task"] == "sst2"
+        assert group["seeds"] == [1, 2, 3, 4, 5] and group["task"] == "sst2" and group["teacher"] == spec["teacher"]
         assert all(group["points"][method] == grid_points(spec, method) for method in group["methods"])
 
