@@ -22,6 +22,7 @@ from kdflow.reporting.report_menu import (
     paper_table_place,
 )
 from kdflow.reporting.status import status_inputs
+from kdflow.reporting.works import paper_files
 from kdflow.workflow.job_inputs import (
     experiment_run_files,
     raw_task_files,

@@ -13,6 +13,10 @@ SELECTED = (
 )
 
 
+# [paper, item, template]: which files make the works' tables and figures, for the status page and the ledger.
+PAPER_FILES = paper_files(config)
+
+
 # Thesis Table 4.5: the jobs of the pipeline up to the thesis's students, whose benchmark files it sums.
 RUNTIME_TABLE = config.get("runtime_table", {})
 
@@ -60,7 +64,7 @@ rule status_page:
     """
     input:
         artifacts="reference/paper_artifacts.csv",
-        made=status_inputs(DEFAULT_TARGETS),
+        made=status_inputs(DEFAULT_TARGETS, PAPER_FILES),
     output:
         **page_and_csv(
             caption="../report/status.rst",
@@ -83,6 +87,7 @@ rule status_page:
         runtime=10,
     params:
         targets=DEFAULT_TARGETS,
+        paper_files=PAPER_FILES,
         code=code_of("status_page.py"),
     script:
         "../scripts/status_page.py"
@@ -116,6 +121,7 @@ rule ledger_table:
         runtime=10,
     params:
         targets=sorted(DEFAULT_TARGETS),  # a stable order: the exploration experiments are a set
+        paper_files=PAPER_FILES,
         code=code_of("ledger_table.py"),
     script:
         "../scripts/ledger_table.py"

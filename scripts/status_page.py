@@ -1,9 +1,10 @@
 """Rule status_page: every table and figure of the three works and what this run has of it -> CSV, Markdown, HTML."""
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.status import artifact_status, paper_table_cells, read_artifacts, status_document
+from kdflow.reporting.status import artifact_status, paper_table_cells, read_status_artifacts, status_document
 
 with rule_job(snakemake):
-    status = artifact_status(read_artifacts(snakemake.input.artifacts), snakemake.params.targets)
+    artifacts = read_status_artifacts(snakemake.params.paper_files, snakemake.input.artifacts)
+    status = artifact_status(artifacts, snakemake.params.targets)
     status.to_csv(snakemake.output.table, index=False)
     status_document(status, paper_table_cells(status)).write(snakemake.output.markdown, snakemake.output.html)

@@ -19,6 +19,7 @@ from kdflow.reporting.ledger import (
 )
 from kdflow.reporting.protocols import OTHER_RESULTS
 from kdflow.reporting.report_menu import paper_place, paper_table_place
+from kdflow.reporting.works import paper_files
 from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config_files import load_config_file
 from kdflow.workflow.exploration import exploration_experiments
@@ -36,9 +37,17 @@ TARGETS = [paths.PAPER_TABLE_MD.format(paper_table="alp_kd_table1"),
            paths.PAPER_TABLE_MD.format(paper_table="alp_kd_table2"), paths.PROBING_THESIS_PNG.format(figure="6_1")]
 
 
+FILES = paper_files(snakemake_config("config.yaml"))  # which files make the works' items, as config.yaml names them
+
+
 def workflow_targets(path: str) -> list[str]:
     """The default targets of a config as the workflow sees it."""
     return default_targets(snakemake_config(path), set(exploration_experiments(load_config_file(REPO / path))))
+
+
+def workflow_run(path: str) -> tuple[list[str], list[list[str]]]:
+    """A config's default targets and the files that make the works' items, as rule ledger_table gets them."""
+    return workflow_targets(path), paper_files(snakemake_config(path))
 
 
 def sections(markdown: str) -> dict[str, str]:
@@ -55,7 +64,7 @@ def rows(text: str) -> list[list[str]]:
 
 
 def test_a_row_per_entry_with_its_results_in_the_papers_order_and_its_fields_on_one_line():
-    frame = ledger_frame(ENTRIES, TARGETS)
+    frame = ledger_frame(ENTRIES, TARGETS, FILES)
     assert list(frame.columns) == ["entry", "results", "affects", "not_run", "kind", "settings", "values", "paper",
                                    "kdflow", "why", "effect"]
     assert frame.iloc[0].to_dict() == {
@@ -71,7 +80,7 @@ def test_a_row_per_entry_with_its_results_in_the_papers_order_and_its_fields_on_
 
 
 def test_a_two_entry_ledger_renders_each_entry_once_under_its_work_with_contents():
-    text = ledger_document(ENTRIES, TARGETS).markdown()
+    text = ledger_document(ENTRIES, TARGETS, FILES).markdown()
     found = sections(text)
     assert list(found) == ["Contents", "ALP-KD (Passban et al. 2021)", "Several works", "Entries by result"]
     assert ("- ALP-KD (Passban et al. 2021): 1 entry\n- Several works: 1 entry\n"
@@ -92,7 +101,7 @@ def test_a_two_entry_ledger_renders_each_entry_once_under_its_work_with_contents
 
 def test_an_entry_only_about_results_the_run_does_not_make_is_listed_apart():
     entries = [{**ENTRIES[1], "tables": ["universal_kd_table8", "universal_kd_table9"]}, ENTRIES[0]]
-    found = sections(ledger_document(entries, TARGETS).markdown())
+    found = sections(ledger_document(entries, TARGETS, FILES).markdown())
     assert list(found) == ["Contents", "ALP-KD (Passban et al. 2021)", ONLY_NOT_RUN, "Entries by result"]
     assert result_of("hyperparameter_exploration").short == (
         "hyperparameter exploration (Table 5.1 and Figures B.1–B.7)")
@@ -113,8 +122,8 @@ def test_each_result_is_named_as_the_report_names_its_items():
 def real():
     """The real ledger against config.yaml's default targets: its entries, CSV rows and Markdown page."""
     entries = read_ledger(REPO / "reference" / "deviations.yaml")
-    targets = workflow_targets("config.yaml")
-    return entries, ledger_frame(entries, targets), ledger_document(entries, targets)
+    run = workflow_run("config.yaml")
+    return entries, ledger_frame(entries, *run), ledger_document(entries, *run)
 
 
 def test_the_real_ledger_has_one_row_per_entry_on_the_page_and_in_the_csv(real):
@@ -156,7 +165,7 @@ def test_the_contents_list_every_section_of_the_page(real):
 def test_config_yaml_runs_every_result_the_ledger_names_and_the_demo_not_universal_kd_tables_8_and_9(real):
     entries, frame, _ = real
     assert (frame.not_run == "").all()
-    demo = ledger_frame(entries, workflow_targets("demo/config.yaml"))
+    demo = ledger_frame(entries, *workflow_run("demo/config.yaml"))
     assert set("; ".join(demo.not_run).split("; ")) - {""} == {"universal_kd_table8", "universal_kd_table9"}
-    page = ledger_document(entries, workflow_targets("demo/config.yaml")).markdown()
+    page = ledger_document(entries, *workflow_run("demo/config.yaml")).markdown()
     assert "| does not run it |" in page and "Table 8 (not run)" in page

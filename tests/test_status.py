@@ -23,7 +23,7 @@ from kdflow.reporting.status import (
     status_document,
     status_inputs,
 )
-from kdflow.reporting.works import PAPERS, produced_files, read_artifacts
+from kdflow.reporting.works import PAPERS, item_of, paper_files, produced_files, read_artifacts, table_key, with_files
 from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config_files import load_config_file
 from kdflow.workflow.exploration import exploration_experiments
@@ -36,8 +36,19 @@ def workflow_targets(path: str) -> list[str]:
 
 
 def artifacts(*rows) -> pd.DataFrame:
-    columns = ["paper", "kind", "number", "section", "caption", "kdflow", "not_reproduced"]
-    return pd.DataFrame([dict(zip(columns, row)) for row in rows], columns=columns)
+    """Items of the works, each with the one template that makes it (``""``: none)."""
+    columns = ["paper", "kind", "number", "section", "caption", "template", "not_reproduced"]
+    frame = pd.DataFrame([dict(zip(columns, row)) for row in rows], columns=columns)
+    return frame.drop(columns="template").assign(templates=[[t] if t else [] for t in frame.template])
+
+
+def config_files(path: str = "config.yaml") -> list[list[str]]:
+    return paper_files(snakemake_config(path))
+
+
+def config_artifacts(path: str = "config.yaml") -> pd.DataFrame:
+    """The works' items with the templates of a config's files that make each."""
+    return with_files(read_artifacts(), config_files(path))
 
 
 def write_cells(path: str, **columns) -> None:
@@ -167,11 +178,10 @@ def test_the_page_shows_code_as_code_and_no_backtick(tmp_path, monkeypatch):
 def test_every_item_shown_under_another_shares_its_file_and_the_rules_file_that_there():
     """The items of :data:`SHOWN_UNDER` are those whose kdflow file another item names too, and the rule making it
     files its report entry under that other item."""
-    found = read_artifacts()
-    found["item"] = found.kind.str.capitalize() + " " + found.number
-    shared = found[(found.kdflow != "") & found.duplicated(["paper", "kdflow"], keep=False)]
+    found = pd.DataFrame(config_files(), columns=["paper", "item", "template"])
+    shared = found[found.duplicated(["paper", "template"], keep=False)]
     hosts = {}
-    for (paper, pattern), items in shared.groupby(["paper", "kdflow"]):
+    for (paper, pattern), items in shared.groupby(["paper", "template"]):
         carried = [item for item in items.item if (paper, item) not in SHOWN_UNDER]
         assert len(carried) == 1, (pattern, carried)  # one report entry, named after one item
         hosts |= {(paper, item): carried[0] for item in items.item if item != carried[0]}
@@ -183,6 +193,44 @@ def test_every_item_shown_under_another_shares_its_file_and_the_rules_file_that_
     assert hosts == SHOWN_UNDER
 
 
+def test_each_fixed_file_of_a_works_item_is_made_by_a_rule_filed_under_that_item_or_its_host():
+    """results_paths.PAPER_ITEMS and the rules' report places name the same items: the rule writing a fixed file
+    files its report entry under the item PAPER_ITEMS says it makes (or the item that item is shown under)."""
+    rules = []  # per rule: the templates of its outputs (paths.X or paths.X.format(...)), its report places
+    for block in rule_blocks().values():
+        if "\n    output:" in block:
+            output = block.split("\n    output:")[1].split("\n    log:")[0]
+            rules.append(({eval(path, {"paths": paths}) for path in re.findall(r"paths\.\w+(?:\.format\([^)]*\))?",
+                                                                                output)},
+                          set(re.findall(r'paper_place\("([^"]+)", "([^"]+)"\)', output))))
+    for (paper, item), template in paths.PAPER_ITEMS.items():
+        [places] = [places for templates, places in rules if template in templates]
+        assert (paper, SHOWN_UNDER.get((paper, item), item)) in places, (paper, item, template)
+
+
+def test_the_config_names_the_files_of_its_paper_tables_attention_maps_and_exploration_figures():
+    config = {"paper_tables": {"tables": {"mine": {"source": ALP, "table": "2"}}},
+              "attention_maps": {"first_layer": {"paper": ALP, "figure": "3"}},
+              "exploration": {"figures": {"B.2": {}}}}
+    named = [row for row in paper_files(config) if (row[0], row[1]) not in paths.PAPER_ITEMS]
+    assert named == [[ALP, "Table 2", paths.PAPER_TABLE_CSV.format(paper_table="mine")],
+                     [ALP, "Figure 3", paths.ATTENTION_PNG.format(figure="first_layer")],
+                     [THESIS, "Figure B.2", paths.THESIS_FIGURE_PNG.format(figure="B.2")]]
+    found = with_files(read_artifacts(), paper_files(config))
+    assert found[(found.paper == ALP) & (found.number == "2")].templates.tolist() == [[], [named[0][2]]]  # fig., table
+    status = artifact_status(found[(found.paper == ALP) & (found.number == "3")], targets=[])
+    assert status.why.tolist() == [f"the config asks for no {named[1][2]}",
+                                   "the config's paper_tables name no file for it"]  # Figure 3, Table 3
+    with pytest.raises(ValueError, match=r"no such table or figure .*'Table 12'"):
+        with_files(read_artifacts(), paper_files({"paper_tables": {"tables": {"x": {"source": ALP, "table": "12"}}}}))
+
+
+def test_config_yaml_names_each_paper_table_by_its_key():
+    """The deviation ledger refers to a paper table by its key (kdflow.reporting.works.table_key)."""
+    for name, spec in snakemake_config("config.yaml")["paper_tables"]["tables"].items():
+        assert name == table_key(spec["source"], str(spec["table"]))
+
+
 def test_a_pattern_matches_whole_path_segments_only():
     figure = paths.MISTAKE_OVERLAP_PNG
     targets = [figure.format(task="sst2"), figure.format(task="sst2").removesuffix(".png") + ".csv",
@@ -191,30 +239,32 @@ def test_a_pattern_matches_whole_path_segments_only():
 
 
 def test_the_list_names_every_paper_table_kdflow_reproduces_and_nothing_twice():
-    found = read_artifacts()
+    found = config_artifacts()
     assert set(found.paper) == set(PAPERS)
     assert not found.duplicated(["paper", "kind", "number"]).any()
-    assert ((found.kdflow == "") != (found.not_reproduced == "")).all()  # a result to make, or why there is none
+    # config.yaml makes a result of each item, or the list says why there is none
+    assert ((found.templates.str.len() == 0) != (found.not_reproduced == "")).all()
     reference = read_reference(REPO / "reference/paper_results.csv")
     tables = found[found.kind == "table"]
     for source, table in reference[["source", "table"]].drop_duplicates().itertuples(index=False):
         row = tables[(tables.paper == source) & (tables.number == str(table))]
-        assert len(row) == 1 and row.kdflow.iloc[0].startswith(f"{paths.PAPER_TABLES}/"), (source, table)
+        assert len(row) == 1 and row.templates.iloc[0][0].startswith(f"{paths.PAPER_TABLES}/"), (source, table)
 
 
 def test_the_full_config_makes_every_result_of_the_three_works():
     """Every table and figure that holds a result is among what config.yaml's default target makes."""
     targets = workflow_targets("config.yaml")
-    missing = [f"{row.paper} {row.kind} {row.number}" for row in read_artifacts().itertuples()
-               if row.kdflow and not produced_files(row.kdflow, targets)]
+    missing = [f"{row.paper} {item_of(row)}" for row in config_artifacts().itertuples()
+               if row.templates and not any(produced_files(template, targets) for template in row.templates)]
     assert missing == []
-    assert len(status_inputs(targets)) > 40
+    assert len(status_inputs(targets, config_files())) > 40
 
 
 def test_the_demo_status_page_reads_what_the_demo_makes():
     targets = workflow_targets("demo/config.yaml")
-    assert paths.PAPER_TABLE_CSV.format(paper_table="alp_kd_table2") in status_inputs(targets)
-    assert all(path.startswith(f"{paths.RESULTS}/") for path in status_inputs(targets))
+    made = status_inputs(targets, config_files("demo/config.yaml"))
+    assert paths.PAPER_TABLE_CSV.format(paper_table="alp_kd_table2") in made
+    assert all(path.startswith(f"{paths.RESULTS}/") for path in made)
 
 
 def test_the_report_files_a_works_tables_first_then_its_figures_in_the_papers_order():

@@ -2,7 +2,8 @@
 runs and what a paper did, and every setting a paper leaves open, with the paper's value, kdflow's, the kind of the
 difference, why and its effect. :mod:`kdflow.reporting.protocols` keeps the ledger complete; this renders it.
 
-An entry names the results it concerns by kdflow's keys (``alp_kd_table2``, ``probing``). The page shows each entry
+An entry names the results it concerns by kdflow's keys (``alp_kd_table2``: :func:`kdflow.reporting.works.table_key`,
+``probing``). The page shows each entry
 once, under the work it concerns (or "several works"), and names its results as the report's menus do ("ALP-KD
 Table 2"), in the report's order of the works and each work's order of its items, tables first
 (:func:`kdflow.reporting.report_menu.paper_items`). A result that the run's default targets do not make is marked:
@@ -20,8 +21,7 @@ import yaml
 
 from kdflow.core.documents import Bullets, Code, Document, Fold, Heading, Paragraph, Table
 from kdflow.reporting.report_menu import paper_items
-from kdflow.reporting.works import PAPERS, SHORT_NAMES, produced_files, read_artifacts
-from kdflow.workflow.results_paths import PAPER_TABLE_CSV
+from kdflow.reporting.works import PAPERS, SHORT_NAMES, produced_files, read_artifacts, table_key
 
 COLUMNS = ["entry", "results", "affects", "not_run", "kind", "settings", "values", "paper", "kdflow", "why", "effect"]
 PAGE_COLUMNS = ["entry", "affects", "kind", "settings", "values", "paper", "kdflow", "why", "effect"]
@@ -89,36 +89,37 @@ def _items_text(paper: str, items: tuple[str, ...]) -> str:
 
 
 def result_of(key: str, artifacts: pd.DataFrame | None = None) -> Result:
-    """The result an entry's key names: a paper table of the config (the artifact kdflow writes to
-    :data:`~kdflow.workflow.results_paths.PAPER_TABLE_CSV`) or one of :data:`THESIS_RESULTS`."""
+    """The result an entry's key names: a table of the works (its :func:`~kdflow.reporting.works.table_key`) or one
+    of :data:`THESIS_RESULTS`."""
     artifacts = read_artifacts() if artifacts is None else artifacts
     if key in THESIS_RESULTS:
         label, listed = THESIS_RESULTS[key]
         paper, items = THESIS, tuple(sorted(listed, key=paper_items(THESIS).index))
         short = f"{label} ({_items_text(paper, items)})"
     else:
-        rows = artifacts[artifacts.kdflow == PAPER_TABLE_CSV.format(paper_table=key)]
+        tables = artifacts[artifacts.kind == "table"]
+        rows = tables[[table_key(paper, number) == key for paper, number in zip(tables.paper, tables.number)]]
         if rows.empty:
-            raise ValueError(f"unknown paper result {key!r}: neither a paper table in reference/paper_artifacts.csv "
+            raise ValueError(f"unknown paper result {key!r}: neither a table of reference/paper_artifacts.csv "
                              f"nor one of {sorted(THESIS_RESULTS)}")
         paper, items = rows.paper.iloc[0], (f"Table {rows.number.iloc[0]}",)
         short = items[0]
     return Result(key, paper, short, items, (list(PAPERS).index(paper), paper_items(paper).index(items[0])))
 
 
-def _is_run(result: Result, targets: list[str], artifacts: pd.DataFrame) -> bool:
-    """Whether the run's default ``targets`` make any of the result's items: the status page's test for an item the
-    config asks for."""
-    rows = artifacts[(artifacts.paper == result.paper)
-                     & (artifacts.kind.str.capitalize() + " " + artifacts.number).isin(result.items)]
-    return any(produced_files(pattern, targets) for pattern in rows.kdflow if pattern)
+def _is_run(result: Result, targets: list[str], files: list[list[str]]) -> bool:
+    """Whether the run's default ``targets`` make any of the result's items (``files``:
+    kdflow.reporting.works.paper_files of the run's config): the status page's test for an item the config asks
+    for."""
+    return any(produced_files(template, targets) for paper, item, template in files
+               if paper == result.paper and item in result.items)
 
 
-def _results(entries: list[dict], targets: list[str]) -> dict[str, tuple[Result, bool]]:
+def _results(entries: list[dict], targets: list[str], files: list[list[str]]) -> dict[str, tuple[Result, bool]]:
     """Every result the entries name, in the report's order, and whether the run makes it."""
     artifacts = read_artifacts()
     found = [result_of(key, artifacts) for key in dict.fromkeys(key for entry in entries for key in entry["tables"])]
-    return {result.key: (result, _is_run(result, targets, artifacts))
+    return {result.key: (result, _is_run(result, targets, files))
             for result in sorted(found, key=lambda result: result.place)}
 
 
@@ -138,13 +139,14 @@ def _rows(entries: list[dict], results: dict[str, tuple[Result, bool]]) -> pd.Da
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def ledger_frame(entries: list[dict], targets: list[str]) -> pd.DataFrame:
+def ledger_frame(entries: list[dict], targets: list[str], files: list[list[str]]) -> pd.DataFrame:
     """One row per entry, for machines: its number in the file (``entry``, as the test suite names it), the keys of
     the results it concerns in the report's order (``results``) and their names (``affects``), the keys the run's
-    default ``targets`` do not make (``not_run``), its kind, the setting paths it names and the values kdflow runs
-    there (both empty for a difference no setting shows), the paper's value, kdflow's, why and the effect. Lists
-    are joined by "; ", an entry's values of a setting by " | "."""
-    return _rows(entries, _results(entries, targets))
+    default ``targets`` do not make (``not_run``; ``files``: kdflow.reporting.works.paper_files of its config), its
+    kind, the setting paths it names and the values kdflow runs there (both empty for a difference no setting
+    shows), the paper's value, kdflow's, why and the effect. Lists are joined by "; ", an entry's values of a
+    setting by " | "."""
+    return _rows(entries, _results(entries, targets, files))
 
 
 def _section(keys: str, results: dict[str, tuple[Result, bool]]) -> str:
@@ -177,11 +179,12 @@ def _entries(count: int) -> str:
     return f"{count} entr{'y' if count == 1 else 'ies'}"
 
 
-def ledger_document(entries: list[dict], targets: list[str]) -> Document:
+def ledger_document(entries: list[dict], targets: list[str], files: list[list[str]]) -> Document:
     """The contents, then each entry once, under the work it concerns (apart: entries about several works, and
     those about results the run does not make), ordered by the first result it concerns; then, per result, the
-    numbers of its entries. ``targets``: the run's default targets, which say what results it makes."""
-    results = _results(entries, targets)
+    numbers of its entries. ``targets``: the run's default targets, which say what results it makes, and ``files``
+    which of the works' items each makes (kdflow.reporting.works.paper_files)."""
+    results = _results(entries, targets, files)
     order = list(results)
     frame = _rows(entries, results).sort_values(
         "results", key=lambda column: column.map(lambda keys: order.index(keys.split("; ")[0])), kind="stable")

@@ -21,7 +21,7 @@ import pandas as pd
 from kdflow.core.documents import Bullets, Code, Document, Heading, Paragraph, Span, Table
 from kdflow.reporting.paper_tables import NOT_IN_PAPER, column_namer
 from kdflow.reporting.report_menu import paper_place
-from kdflow.reporting.works import ARTIFACTS, PAPERS, produced_files, read_artifacts
+from kdflow.reporting.works import ARTIFACTS, PAPERS, item_of, produced_files, read_artifacts, with_files
 from kdflow.workflow import results_paths
 
 PAPER_TABLES = f"{results_paths.PAPER_TABLES}/"  # where rule paper_table writes a paper table's cells (CSV)
@@ -32,15 +32,22 @@ NO_OWN_ENTRY = "no entry of its own"  # made, but in a file the report files und
 # classify_sentences's holds Tables 6.3 and C.1 and is filed under 6.3. (paper, item) -> the item it is filed under.
 SHOWN_UNDER = {("thesis_sucik2020", "Table 6.1"): "Table 6.2", ("thesis_sucik2020", "Table C.1"): "Table 6.3"}
 FILLED = "✓"  # a cell of a paper table that kdflow has a number for; the other cells hold a letter, their reason's
+# Where a config names the file of an item kdflow has no fixed file for (kdflow.reporting.works.paper_files)
+CONFIG_NAMED = {"table": "paper_tables", "figure": "attention_maps and exploration.figures"}
 PLACE_SEPARATOR = " › "
 NO_ENTRY = "no entry"  # an item's place where the report has no entry for it
 COLUMNS = ["paper", "item", "section", "caption", "status", "made", "why", "place", "files"]
 
 
-def status_inputs(targets: list[str], path=ARTIFACTS) -> list[str]:
-    """What rule status_page reads: the works' tables and figures that the config's default ``targets`` make."""
-    artifacts = read_artifacts(path)
-    return sorted({file for pattern in artifacts.kdflow if pattern for file in produced_files(pattern, targets)})
+def status_inputs(targets: list[str], files: list[list[str]]) -> list[str]:
+    """What rule status_page reads: the works' tables and figures that the config's default ``targets`` make
+    (``files``: kdflow.reporting.works.paper_files of the config)."""
+    return sorted({file for _, _, template in files for file in produced_files(template, targets)})
+
+
+def read_status_artifacts(files: list[list[str]], path=ARTIFACTS) -> pd.DataFrame:
+    """The works' tables and figures, each with the templates of the config's ``files`` that make it."""
+    return with_files(read_artifacts(path), files)
 
 
 def plain(text: str) -> str:
@@ -77,19 +84,21 @@ def artifact_status(artifacts: pd.DataFrame, targets: list[str]) -> pd.DataFrame
     where the report has no entry for it) and ``files`` (kdflow's of the entry that carries it)."""
     rows = []
     for artifact in artifacts.itertuples(index=False):
-        item = f"{artifact.kind.capitalize()} {artifact.number}"
-        files = produced_files(artifact.kdflow, targets) if artifact.kdflow else []
+        item = item_of(artifact)
+        files = sorted({file for template in artifact.templates for file in produced_files(template, targets)})
         host = SHOWN_UNDER.get((artifact.paper, item))
         place = sidebar_path(artifact.paper, host or item) if files else ""
         made = False
         if artifact.not_reproduced:
             status, why = NOT_A_RESULT, artifact.not_reproduced
         elif not files:
-            status, why = NOT_IN_CONFIG, f"the config asks for no {artifact.kdflow}"
+            status, why = NOT_IN_CONFIG, (f"the config asks for no {', '.join(artifact.templates)}"
+                                          if artifact.templates else f"the config's {CONFIG_NAMED[artifact.kind]} "
+                                                                     "name no file for it")
         elif host:
             status, why = NO_OWN_ENTRY, f"the report shows it in {host}'s entry: kdflow makes it in {', '.join(files)}"
             files = []
-        elif artifact.kdflow.startswith(PAPER_TABLES):
+        elif files[0].startswith(PAPER_TABLES):
             cells = read_cells(files[0])
             filled = int(cells.kdflow.notna().sum())
             status, made = f"{filled}/{len(cells)} cells", filled > 0

@@ -136,6 +136,28 @@ PROBING_THESIS_PAGE = f"{PAGES}/probing_thesis.html"
 THESIS_TABLE51_PAGE = f"{PAGES}/thesis_table51.html"
 PLAN_MEASURED_PAGE = f"{PAGES}/plan_measured.html"
 
+# The works' numbered tables and figures a fixed template makes, (paper, "Table N" or "Figure N") -> the template
+# (reference/paper_artifacts.csv lists the items). Those the config names, its paper tables, attention maps and the
+# exploration's figures, come from the config: kdflow.reporting.works.paper_files.
+PAPER_ITEMS = {
+    ("alp_kd_passban2021", "Figure 4"): LAYER_OUTPUTS_PNG,
+    **{("thesis_sucik2020", item): template for item, template in {
+        "Figure 4.2": TEACHER_CURVES_PNG,
+        "Table 4.5": RUNTIME_TABLE_CSV,
+        "Table 5.1": THESIS_TABLE51_CSV,
+        **{f"Figure {figure}": PROBING_THESIS_PNG.format(figure=figure.replace(".", "_"))
+           for figure in ("6.1", "6.2", "6.3", "C.1")},
+        "Table 6.1": ANALYSIS_JSON,  # the prediction analysis's page holds Tables 6.1 and 6.2
+        "Table 6.2": ANALYSIS_JSON,
+        "Figure 6.5": CONFIDENCE_CORRELATION_PNG,
+        "Figure 6.6": AVERAGE_CONFIDENCE_PNG,
+        "Table 6.3": SENTENCE_PROBES_CSV,  # and the sentence probes' Tables 6.3 and C.1
+        "Table C.1": SENTENCE_PROBES_CSV,
+        "Figure A.1": CLASS_DISTRIBUTION_PNG,
+        "Figure C.2": MISTAKE_OVERLAP_PNG,
+    }.items()},
+}
+
 # The cost plan (before the run) and the plan calibrated on the jobs that ran
 PLAN_CSV = f"{RESULTS}/plan.csv"  # per section and rule: jobs, work, estimated hours
 PLAN_JOBS_CSV = f"{RESULTS}/plan_jobs.csv"  # each job's estimate and the benchmark file it writes
