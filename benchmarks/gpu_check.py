@@ -40,6 +40,7 @@ import tempfile
 import time
 import traceback
 import zlib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -376,11 +377,30 @@ def unpack_minilm(carry: Path, directory: Path) -> None:
             (directory / file.name).write_bytes(file.read_bytes())
 
 
+def evidence_waves(groups: list[dict], kept: Callable[[dict], dict[str, str]]):
+    """The evidence's runs in waves, each (group, run) of a wave trained together before the next wave is asked
+    for: a group's search on its first seed, then the points it keeps (``kept(group)``, asked once its search
+    has run) on its other seeds, seed by seed so that a cut leaves pairs, together with the next group's search.
+    A group's search (3 or 4 runs) alone would leave most of the GPU's 8 job slots idle."""
+    previous = None
+    for group in [*groups, None]:
+        wave = []
+        if previous is not None:
+            points = kept(previous)
+            wave += [(previous, run) for seed in previous["seeds"][1:] for method, point in points.items()
+                     for run in group_runs(previous) if (run["method"], run["point"], run["seed"]) == (method, point, seed)]
+        if group is not None:
+            wave += [(group, run) for run in group_runs(group) if run["seed"] == group["seeds"][0]]
+        if wave:
+            yield wave
+        previous = group
+
+
 def evidence(context: dict, stop_at: float) -> dict:
-    """The carried groups of methods (benchmarks/gpu_carry.py: evidence_groups), one after another until
+    """The carried groups of methods (benchmarks/gpu_carry.py: evidence_groups) in :func:`evidence_waves` until
     ``stop_at``: each method's search on the first seed, its point kept as kdflow selects
-    (kdflow.distillation.selection.select on that seed), then the kept points' other seeds, seed by seed so that a
-    cut leaves pairs; each finished run recorded as benchmarks/quality_claims.py records its own."""
+    (kdflow.distillation.selection.select on that seed), then the kept points' other seeds; each finished run
+    recorded as benchmarks/quality_claims.py records its own."""
     from quality_claims import record_key, run_record
 
     from kdflow.core.tasks import TASKS
@@ -404,17 +424,17 @@ def evidence(context: dict, stop_at: float) -> dict:
     commit = (context.get("provenance") or {}).get("commit", "unknown")
     found, jobs = [], []
 
-    def train(group: dict, runs: list[dict]) -> None:
+    def train(wave: list[tuple[dict, dict]]) -> None:
         done = {record_key(r) for r in recorded + found}
-        todo = [run for run in runs if record_key(run) not in done]
+        todo = [(group, run) for group, run in wave if record_key(run) not in done]
+        teachers = list(dict.fromkeys(teacher_metrics(group) for group, _ in wave))
         jobs.extend(replay.run(listing, directory, context["evidence_jobs"], stop_at, log=log,
-                               targets=[teacher_metrics(group)] + [target(run) for run in todo]))
+                               targets=teachers + [target(run) for _, run in todo]))
         seconds = finished_seconds(directory)
-        teacher = directory / teacher_metrics(group)
-        teacher_dev = json.loads(teacher.read_text())["scores"]["dev"] if teacher.exists() else None
         with open(context["out"] / "evidence_runs.jsonl", "a") as out:
-            for run in todo:
-                wall = seconds.get(Path(target(run)).parent)
+            for group, run in todo:
+                wall, teacher = seconds.get(Path(target(run)).parent), directory / teacher_metrics(group)
+                teacher_dev = json.loads(teacher.read_text())["scores"]["dev"] if teacher.exists() else None
                 record = run_record(directory, run, commit, {**how, "wall_seconds": wall, "teacher_dev": teacher_dev}) \
                     if wall is not None else None
                 if record is not None:
@@ -423,18 +443,19 @@ def evidence(context: dict, stop_at: float) -> dict:
                     log(f"evidence {run['experiment']} {run['method']} {run['point']} seed {run['seed']}: "
                         f"dev {record['metric']} {record['dev']:.2f} in {wall:.0f} s")
 
-    for group in groups:
-        first = group["seeds"][0]
-        train(group, [run for run in group_runs(group) if run["seed"] == first])
-        kept = {}
+    def kept(group: dict) -> dict[str, str]:
+        """The point each method of ``group`` keeps on its first seed, for those whose search is complete."""
+        first, points = group["seeds"][0], {}
         for method in group["methods"]:
             searched = [{"point": r["point"], "seed": r["seed"], "scores": {"dev": r["scores"]}}
                         for r in recorded + found if (r["experiment"], r["method"], r["seed"]) ==
                         (group["experiment"], method, first)]
             if {r["point"] for r in searched} == set(group["points"][method]):
-                kept[method] = select(searched, TASKS[group["task"]].main_metric, [first])["selected"]
-        train(group, [run for seed in group["seeds"][1:] for method, point in kept.items()
-               for run in group_runs(group) if (run["method"], run["point"], run["seed"]) == (method, point, seed)])
+                points[method] = select(searched, TASKS[group["task"]].main_metric, [first])["selected"]
+        return points
+
+    for wave in evidence_waves(groups, kept):
+        train(wave)
         if time.monotonic() > stop_at:
             break
     return {"runs": len(found), "jobs": len(jobs), "failed_jobs": sum(job["returncode"] != 0 for job in jobs)}

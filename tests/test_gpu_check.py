@@ -130,6 +130,27 @@ def test_a_run_recorded_before_or_by_an_earlier_call_is_adopted_once():
     assert kept == [run(2), run(3), run(3, "NVIDIA H100")]
 
 
+def test_the_evidence_trains_a_groups_held_out_seeds_with_the_next_groups_search():
+    """A wave is one replay: the GPU's job slots hold the last group's kept points on their other seeds (first,
+    seed by seed) and the next group's search; a group's points are asked for once its search has run."""
+    def group(name, methods):
+        return {"experiment": name, "task": "sst2", "student": "bert_3", "methods": list(methods), "seeds": [1, 2, 3],
+                "points": methods}
+    groups = [group("a", {"no_kd": ["default"], "kd": ["beta0.2", "beta0.5"]}), group("b", {"pkd": ["g1", "g2"]})]
+    asked, waves = [], []
+    def kept(chosen):
+        asked.append((chosen["experiment"], len(waves)))
+        return {"no_kd": "default", "kd": "beta0.5"} if chosen["experiment"] == "a" else {"pkd": "g2"}
+    for wave in gpu_check.evidence_waves(groups, kept):
+        waves.append([(g["experiment"], r["method"], r["point"], r["seed"]) for g, r in wave])
+    assert waves == [
+        [("a", "no_kd", "default", 1), ("a", "kd", "beta0.2", 1), ("a", "kd", "beta0.5", 1)],
+        [("a", "no_kd", "default", 2), ("a", "kd", "beta0.5", 2), ("a", "no_kd", "default", 3),
+         ("a", "kd", "beta0.5", 3), ("b", "pkd", "g1", 1), ("b", "pkd", "g2", 1)],
+        [("b", "pkd", "g2", 2), ("b", "pkd", "g2", 3)]]
+    assert asked == [("a", 1), ("b", 2)]  # after the wave holding its search
+
+
 def test_a_second_check_of_the_same_day_and_gpu_is_kept_beside_the_first_not_over_it(tmp_path):
     first = {"started": "2026-11-28 18:42:13 UTC", "environment": {"gpu": "NVIDIA H200"}}
     second = {**first, "started": "2026-11-28 21:33:08 UTC"}
