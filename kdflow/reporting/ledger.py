@@ -21,11 +21,10 @@ import yaml
 
 from kdflow.core.documents import Bullets, Code, Document, Fold, Heading, Paragraph, Table
 from kdflow.reporting.report_menu import paper_items
-from kdflow.reporting.works import PAPERS, SHORT_NAMES, produced_files, read_artifacts, table_key
+from kdflow.reporting.works import PAPERS, SHORT_NAMES, THESIS, produced_files, read_artifacts, table_key
 
 COLUMNS = ["entry", "results", "affects", "not_run", "kind", "settings", "values", "paper", "kdflow", "why", "effect"]
 PAGE_COLUMNS = ["entry", "affects", "kind", "settings", "values", "paper", "kdflow", "why", "effect"]
-THESIS = "thesis_sucik2020"
 # The thesis's results that are not paper tables (kdflow.reporting.protocols.OTHER_RESULTS): what each is called and
 # the thesis's tables and figures it makes. reference/paper_artifacts.csv has the items but not this grouping.
 THESIS_RESULTS = {
