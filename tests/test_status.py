@@ -213,13 +213,16 @@ def test_the_config_names_the_files_of_its_paper_tables_attention_maps_and_explo
               "attention_maps": {"first_layer": {"paper": ALP, "figure": "3"}},
               "exploration": {"figures": {"B.2": {}}}}
     named = [row for row in paper_files(config) if (row[0], row[1]) not in paths.PAPER_ITEMS]
-    assert named == [[ALP, "Table 2", paths.PAPER_TABLE_CSV.format(paper_table="mine")],
-                     [ALP, "Figure 3", paths.ATTENTION_PNG.format(figure="first_layer")],
+    assert named == [[ALP, "Figure 3", paths.ATTENTION_PNG.format(figure="first_layer")],
+                     [ALP, "Table 2", paths.PAPER_TABLE_CSV.format(paper_table="mine")],
                      [THESIS, "Figure B.2", paths.THESIS_FIGURE_PNG.format(figure="B.2")]]
+    tables = {"mine": {"source": ALP, "table": "2"}, "other": {"source": ALP, "table": "3"}}
+    assert paper_files({"paper_tables": {"tables": tables}}) == paper_files(  # a YAML dump's key order reruns nothing
+        {"paper_tables": {"tables": dict(reversed(tables.items()))}})
     found = with_files(read_artifacts(), paper_files(config))
-    assert found[(found.paper == ALP) & (found.number == "2")].templates.tolist() == [[], [named[0][2]]]  # fig., table
+    assert found[(found.paper == ALP) & (found.number == "2")].templates.tolist() == [[], [named[1][2]]]  # fig., table
     status = artifact_status(found[(found.paper == ALP) & (found.number == "3")], targets=[])
-    assert status.why.tolist() == [f"the config asks for no {named[1][2]}",
+    assert status.why.tolist() == [f"the config asks for no {named[0][2]}",
                                    "the config's paper_tables name no file for it"]  # Figure 3, Table 3
     with pytest.raises(ValueError, match=r"no such table or figure .*'Table 12'"):
         with_files(read_artifacts(), paper_files({"paper_tables": {"tables": {"x": {"source": ALP, "table": "12"}}}}))

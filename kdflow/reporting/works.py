@@ -52,15 +52,16 @@ def item_of(artifact) -> str:
 def paper_files(config: dict) -> list[list[str]]:
     """[paper, item, template] of every file that makes one of the works' tables and figures: the fixed ones
     (results_paths.PAPER_ITEMS), and those the config names: its paper tables (``paper_tables.tables``), attention
-    maps (``attention_maps``) and the exploration's figures (thesis Figs. B.N, ``exploration.figures``). A list
-    of lists, as a rule's params hold it."""
+    maps (``attention_maps``) and the exploration's figures (thesis Figs. B.N, ``exploration.figures``). A sorted
+    list of lists, as a rule's params hold it: the order of the config's keys, which a YAML dump may change,
+    does not rerun the jobs that read it."""
     named = [*[[spec["source"], f"Table {spec['table']}", PAPER_TABLE_CSV.format(paper_table=name)]
                for name, spec in config.get("paper_tables", {}).get("tables", {}).items()],
              *[[spec["paper"], f"Figure {spec['figure']}", ATTENTION_PNG.format(figure=name)]
                for name, spec in config.get("attention_maps", {}).items()],
              *[[THESIS, f"Figure {figure}", THESIS_FIGURE_PNG.format(figure=figure)]
                for figure in config.get("exploration", {}).get("figures", {})]]
-    return [[paper, item, template] for (paper, item), template in PAPER_ITEMS.items()] + named
+    return sorted([[paper, item, template] for (paper, item), template in PAPER_ITEMS.items()] + named)
 
 
 def with_files(artifacts: pd.DataFrame, files: list[list[str]]) -> pd.DataFrame:
