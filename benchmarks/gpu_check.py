@@ -431,10 +431,11 @@ def evidence(context: dict, stop_at: float) -> dict:
         jobs.extend(replay.run(listing, directory, context["evidence_jobs"], stop_at, log=log,
                                targets=teachers + [target(run) for _, run in todo]))
         seconds = finished_seconds(directory)
+        teacher_devs = {teacher: json.loads((directory / teacher).read_text())["scores"]["dev"]
+                        for teacher in teachers if (directory / teacher).exists()}
         with open(context["out"] / "evidence_runs.jsonl", "a") as out:
             for group, run in todo:
-                wall, teacher = seconds.get(Path(target(run)).parent), directory / teacher_metrics(group)
-                teacher_dev = json.loads(teacher.read_text())["scores"]["dev"] if teacher.exists() else None
+                wall, teacher_dev = seconds.get(Path(target(run)).parent), teacher_devs.get(teacher_metrics(group))
                 record = run_record(directory, run, commit, {**how, "wall_seconds": wall, "teacher_dev": teacher_dev}) \
                     if wall is not None else None
                 if record is not None:

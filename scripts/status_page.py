@@ -1,10 +1,11 @@
 """Rule status_page: every table and figure of the three works and what this run has of it -> CSV, Markdown, HTML."""
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.status import artifact_status, paper_table_cells, read_status_artifacts, status_document
+from kdflow.reporting.status import artifact_status, paper_table_cells, status_document
+from kdflow.reporting.works import read_artifacts, with_files
 
 with rule_job(snakemake):
-    artifacts = read_status_artifacts(snakemake.params.paper_files, snakemake.input.artifacts)
+    artifacts = with_files(read_artifacts(snakemake.input.artifacts), snakemake.params.paper_files)
     status = artifact_status(artifacts, snakemake.params.targets)
     status.to_csv(snakemake.output.table, index=False)
     status_document(status, paper_table_cells(status)).write(snakemake.output.markdown, snakemake.output.html)

@@ -133,6 +133,8 @@ def test_gpu_runs_are_costed_by_their_wall_clock_as_they_share_the_gpu():
     text = claims_document(runs, LABELS, {}).markdown()
     assert "wall-min per run" in text and "| 2.5 |" in text and "0.1 wall-hours" in text
     assert "jobs shared the GPU" in text and "CPU-hours" not in text
+    runs[1] |= {"resumed": True}  # a continuation call resumed it from its checkpoint
+    assert "their wall time is their last attempt's alone" in claims_document(runs, LABELS, {}).markdown()
 
 
 REPO = Path(__file__).resolve().parents[1]

@@ -308,7 +308,7 @@ def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
                         Paragraph(f"{len(runs)} runs; {hours:.1f} {unit}-hours of student training in the record (the "
                                   "teachers, pseudo-heads and teacher signals not included"
                                   + ("; jobs shared the GPU, so these hours overlap)." if unit == "wall" else ").")
-                                  + (f" {resumed} of them resumed from a checkpoint after an interruption: their CPU "
-                                     "time is their last attempt's alone, so the total is a lower bound and the "
-                                     "CPU-min per run leaves them out." if resumed else ""))]
+                                  + (f" {resumed} of them resumed from a checkpoint after an interruption: their "
+                                     f"{unit} time is their last attempt's alone, so the total is a lower bound and "
+                                     f"the {unit}-min per run leaves them out." if resumed else ""))]
     return document

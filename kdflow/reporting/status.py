@@ -21,7 +21,7 @@ import pandas as pd
 from kdflow.core.documents import Bullets, Code, Document, Heading, Paragraph, Span, Table
 from kdflow.reporting.paper_tables import NOT_IN_PAPER, column_namer
 from kdflow.reporting.report_menu import paper_place
-from kdflow.reporting.works import ARTIFACTS, PAPERS, item_of, produced_files, read_artifacts, with_files
+from kdflow.reporting.works import PAPERS, item_of, produced_files
 from kdflow.workflow import results_paths
 
 PAPER_TABLES = f"{results_paths.PAPER_TABLES}/"  # where rule paper_table writes a paper table's cells (CSV)
@@ -43,11 +43,6 @@ def status_inputs(targets: list[str], files: list[list[str]]) -> list[str]:
     """What rule status_page reads: the works' tables and figures that the config's default ``targets`` make
     (``files``: kdflow.reporting.works.paper_files of the config)."""
     return sorted({file for _, _, template in files for file in produced_files(template, targets)})
-
-
-def read_status_artifacts(files: list[list[str]], path=ARTIFACTS) -> pd.DataFrame:
-    """The works' tables and figures, each with the templates of the config's ``files`` that make it."""
-    return with_files(read_artifacts(path), files)
 
 
 def plain(text: str) -> str:
