@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import math
 import os
@@ -433,10 +434,12 @@ def evidence(context: dict, stop_at: float) -> dict:
         seconds = finished_seconds(directory)
         teacher_devs = {teacher: json.loads((directory / teacher).read_text())["scores"]["dev"]
                         for teacher in teachers if (directory / teacher).exists()}
+        digests = {teacher_metrics(group): teacher_digest(directory, group) for group, _ in wave}
         with open(context["out"] / "evidence_runs.jsonl", "a") as out:
             for group, run in todo:
                 wall, teacher_dev = seconds.get(Path(target(run)).parent), teacher_devs.get(teacher_metrics(group))
-                record = run_record(directory, run, commit, {**how, "wall_seconds": wall, "teacher_dev": teacher_dev}) \
+                teacher = {"teacher_dev": teacher_dev, "teacher_digest": digests[teacher_metrics(group)]}
+                record = run_record(directory, run, commit, {**how, "wall_seconds": wall, **teacher}) \
                     if wall is not None else None
                 if record is not None:
                     out.write(json.dumps(record, separators=(",", ":")) + "\n")
@@ -475,6 +478,13 @@ def target(run: dict) -> str:
 def teacher_metrics(group: dict) -> str:
     """The group's teacher's dev and test scores (rule evaluate_teacher), which every record of it keeps."""
     return paths.TEACHER_METRICS.format(teacher=group["teacher"], task=group["task"])
+
+
+def teacher_digest(directory: Path, group: dict) -> str | None:
+    """The first 16 hex digits of the SHA-256 of the group's teacher's weights, which every record of it keeps:
+    each check fine-tunes the teacher again, and kdflow.reporting.claims pairs only runs of one teacher."""
+    weights = directory / paths.TEACHER_MODEL.format(teacher=group["teacher"], task=group["task"]) / "model.safetensors"
+    return hashlib.sha256(weights.read_bytes()).hexdigest()[:16] if weights.exists() else None
 
 
 def finished_seconds(directory: Path) -> dict[Path, float]:

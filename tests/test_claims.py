@@ -137,6 +137,41 @@ def test_gpu_runs_are_costed_by_their_wall_clock_as_they_share_the_gpu():
     assert "their wall time is their last attempt's alone" in claims_document(runs, LABELS, {}).markdown()
 
 
+def on_gpu(runs, teacher=None, invocation="benchmarks/gpu_check.py --work /tmp/kdflow-check"):
+    """GPU runs, with their teacher's digest (None: recorded before digests, named by commit and work directory)."""
+    return [run | {"device": "NVIDIA H200", "wall_seconds": 150.0, "invocation": invocation}
+            | ({"teacher_digest": teacher} if teacher else {}) for run in runs]
+
+
+def test_runs_of_different_teachers_are_never_paired_and_the_pairs_left_out_are_said():
+    """Each GPU check fine-tunes its teacher again: a side trained under one teacher and the other side under
+    another differ by the teachers too, so those seeds are left out, not tested."""
+    kd, no_kd = runs_of("kd", "claims_alp", {1: 90, 2: 91, 3: 89, 4: 90}), runs_of("no_kd", "claims_alp",
+                                                                                  {1: 60, 2: 62, 3: 61, 4: 61})
+    same = verdicts(on_gpu(kd, "aaaa") + on_gpu(no_kd, "aaaa"), LABELS).set_index("link").loc["KD > no KD"]
+    assert (same["pairs"], same["other_teachers"], same["verdict"]) == (4, 0, "holds")
+    other = verdicts(on_gpu(kd, "aaaa") + on_gpu(no_kd, "bbbb"), LABELS).set_index("link").loc["KD > no KD"]
+    assert (other["pairs"], other["other_teachers"], other["verdict"]) == (0, 4, "inconclusive")
+    assert math.isnan(other["difference"])
+    mixed = on_gpu(no_kd[:2], "aaaa") + on_gpu(no_kd[2:], "bbbb")  # seeds 3 and 4 under another teacher
+    found = verdicts(on_gpu(kd, "aaaa") + mixed, LABELS).set_index("link").loc["KD > no KD"]
+    assert (found["pairs"], found["other_teachers"]) == (2, 2)  # seed 1 chose nothing: no_kd has no grid
+    text = claims_document(on_gpu(kd, "aaaa") + mixed, LABELS, {}).markdown()
+    assert "Seed pairs left out because their two runs learnt from different teachers" in text
+    assert "sst2 KD \\> no KD, 2." in text  # Markdown escapes the >
+
+
+def test_runs_recorded_before_teacher_digests_pair_by_commit_and_work_directory_and_cpu_runs_always_pair():
+    kd, no_kd = runs_of("kd", "claims_alp", {1: 90, 2: 91, 3: 89}), runs_of("no_kd", "claims_alp", {1: 60, 2: 62, 3: 61})
+    first_check = "benchmarks/gpu_check.py --parts environment evidence --work /tmp/gpu-check-e1k_0d69 --budget 290"
+    found = verdicts(on_gpu(kd, invocation=first_check) + on_gpu(no_kd, invocation=first_check), LABELS)
+    assert found.set_index("link").loc["KD > no KD", "pairs"] == 3
+    later = on_gpu(no_kd, "cccc")  # a later check's teacher
+    found = verdicts(on_gpu(kd, invocation=first_check) + later, LABELS).set_index("link").loc["KD > no KD"]
+    assert (found["pairs"], found["other_teachers"]) == (0, 3)
+    assert verdicts(kd + no_kd, LABELS).set_index("link").loc["KD > no KD", "other_teachers"] == 0  # CPU runs
+
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -1,6 +1,7 @@
 """The GPU check (benchmarks/gpu_check.py, issue 50) and its runner without Snakemake (kdflow.workflow.replay): the
 kit runs every part on CPU in its tiny profile, so that it cannot rot between the sessions that get a GPU."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -189,6 +190,10 @@ def test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile(tmp_path):
     [record] = [json.loads(line) for line in (out / "evidence_runs.jsonl").read_text().splitlines()]
     assert record["method"] == "no_kd" and record["profile"] == "tiny" and len(record["dev_predictions"]) > 0
     assert set(record["teacher_dev"]) == {"accuracy"}, record["teacher_dev"]
+    group = gpu_check.TINY_GROUPS[0]  # which teacher: the digest of its weights (claims pair runs of one teacher)
+    teacher = paths.TEACHER_MODEL.format(teacher=group["teacher"], task=group["task"]) + "/model.safetensors"
+    [weights] = [path for path in (tmp_path / "work").rglob("model.safetensors") if path.as_posix().endswith(teacher)]
+    assert record["teacher_digest"] == hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
     # a second call on the same work directory (a still-warm GPU) trains nothing again and reads the run back
     again = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--device", "cpu", "--tiny", "--parts",
                             "environment", "evidence", "--out", str(tmp_path / "again"), "--carry",
@@ -196,8 +201,8 @@ def test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile(tmp_path):
                            cwd=REPO, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     [read_back] = [json.loads(line) for line in (tmp_path / "again/evidence_runs.jsonl").read_text().splitlines()]
-    assert {key: read_back[key] for key in ("dev", "wall_seconds", "teacher_dev", "dev_predictions")} == \
-        {key: record[key] for key in ("dev", "wall_seconds", "teacher_dev", "dev_predictions")}
+    kept = ("dev", "wall_seconds", "teacher_dev", "teacher_digest", "dev_predictions")
+    assert {key: read_back[key] for key in kept} == {key: record[key] for key in kept}
     assert json.loads((tmp_path / "again/summary.json").read_text())["parts"]["evidence"]["jobs"] == 0
     refused = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--adopt", str(out)], cwd=REPO,
                              capture_output=True, text=True)

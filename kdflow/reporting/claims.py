@@ -11,8 +11,8 @@ headline, the like of a paper's best dev score. A method with a grid is then jud
 seeds only, held out of the choice; a method without one chooses nothing, and all its seeds count. CKD's variant
 (the better of its NO and PO bucketings) is chosen the same way, on the first seed.
 
-**A link "A > B" (or "A >= B")** is tested over the seeds both sides hold out, paired by seed, and the dev
-examples together (:func:`kdflow.core.statistics.seed_example_test`). Its p-value is adjusted with Holm's method
+**A link "A > B" (or "A >= B")** is tested over the seeds both sides hold out, paired by seed (a pair only where
+its two runs learnt from the same teacher, :func:`teacher_of`), and the dev examples together (:func:`kdflow.core.statistics.seed_example_test`). Its p-value is adjusted with Holm's method
 across the links of its claim (all tasks), and so is the equivalence test at the paper's own gain (TOST,
 :func:`kdflow.core.statistics.equivalence_p`), the gain being the difference of the two methods in the paper's
 table (``reference/paper_results.csv``). Its verdict, from the adjusted p-values:
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -157,13 +158,34 @@ def paper_gain(reference: pd.DataFrame, sources: list[tuple], task: str, better,
     return math.nan
 
 
+def teacher_of(run: dict) -> str | None:
+    """The teacher a run learnt from, as far as pairing goes: two runs of one seed are a pair only if this is
+    equal, since with two teachers their difference would carry the teachers' as well.
+    - A GPU check's run names the digest of its teacher's weights (``teacher_digest``): each check fine-tunes the
+      teacher again, and two checks' teachers differ.
+    - The 11 GPU runs recorded before digests (2026-11-28) all came from one teacher: the check's second call ran
+      on the first call's work directory and reused it. They are named by that directory and their commit.
+    - CPU runs: None. The CPU benchmark fine-tunes one teacher per task, its runs are bit-exact, and a fix to the
+      teacher moves the runs it voids to superseded_runs.jsonl (benchmarks/quality_claims.py)."""
+    if "teacher_digest" in run:
+        return run["teacher_digest"]
+    if "device" not in run:
+        return None
+    work = re.search(r"--work (\S+)", run.get("invocation", ""))
+    return f"{run['commit']} {work[1] if work else run.get('invocation', '')}"
+
+
 def compare_sides(better: dict, worse: dict, gold, gain: float = math.nan) -> dict:
-    """The held-out runs of two sides, paired by seed, tested over seeds and dev examples together (x100): the
-    difference, its p-value, interval and detectable difference, and, at the paper's ``gain``, the equivalence
-    test's p-value and the held-out seeds that would detect it."""
-    ours = {run["seed"]: np.asarray(run["dev_predictions"]) for run in better["held_out"]}
-    theirs = {run["seed"]: np.asarray(run["dev_predictions"]) for run in worse["held_out"]}
+    """The held-out runs of two sides, paired by seed where both runs learnt from one teacher, tested over seeds and
+    dev examples together (x100): the difference, its p-value, interval and detectable difference, and, at the
+    paper's ``gain``, the equivalence test's p-value and the held-out seeds that would detect it.
+    ``other_teachers``: the seeds both sides hold out whose runs learnt from different teachers, left out."""
+    ours, theirs = ({run["seed"]: run for run in side["held_out"]} for side in (better, worse))
+    common = ours.keys() & theirs.keys()
+    paired = {seed for seed in common if teacher_of(ours[seed]) == teacher_of(theirs[seed])}
+    ours, theirs = ({seed: np.asarray(runs[seed]["dev_predictions"]) for seed in paired} for runs in (ours, theirs))
     result = statistics.seed_example_test(ours, theirs, np.asarray(gold), metrics.METRICS[better["metric"]])
+    result["other_teachers"] = len(common) - len(paired)
     scaled = {name: 100 * result[name] for name in ("difference", "standard_error", "low", "high")}
     variances = 1e4 * result["seed_variance"], 1e4 * result["example_variance"]
     return {**result, **scaled, "seed_variance": variances[0], "example_variance": variances[1], "paper_gain": gain,
@@ -276,6 +298,13 @@ def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
             "p equiv. (Holm)": [number(p, "{:.3f}") for p in rows["p_equivalence_holm"]],
             "seeds needed": ["—" if n is None or pd.isna(n) else str(int(n)) for n in rows["seeds_needed"]],
             "verdict": rows["verdict"]})))
+    left_out = found[found["other_teachers"] > 0] if len(found) else found
+    if len(left_out):
+        document.blocks.append(Paragraph(
+            "Seed pairs left out because their two runs learnt from different teachers (each GPU check fine-tunes "
+            "its own, and such a difference would hold the teachers' too): "
+            + "; ".join(f"{row.task} {row.link}, {row.other_teachers}" for row in left_out.itertuples())
+            + ". Each of these links is tested on its pairs that share a teacher, if it has any."))
     if len(found):
         document.blocks += planner_blocks(found)
     # a GPU check's runs share the GPU and time themselves by the wall clock; the CPU runs by their CPU time
