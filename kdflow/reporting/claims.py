@@ -12,8 +12,9 @@ seeds only, held out of the choice; a method without one chooses nothing, and al
 (the better of its NO and PO bucketings) is chosen the same way, on the first seed.
 
 **A link "A > B" (or "A >= B")** is tested over the seeds both sides hold out, paired by seed (a pair only where
-its two runs learnt from the same teacher, :func:`teacher_of`), and the dev examples together (:func:`kdflow.core.statistics.seed_example_test`). Its p-value is adjusted with Holm's method
-across the links of its claim (all tasks), and so is the equivalence test at the paper's own gain (TOST,
+its two runs learnt from the same teacher, :func:`teacher_of`), and the dev examples together
+(:func:`kdflow.core.statistics.seed_example_test`). Its p-value is adjusted with Holm's method across the links of
+its claim (all tasks), and so is the equivalence test at the paper's own gain (TOST,
 :func:`kdflow.core.statistics.equivalence_p`), the gain being the difference of the two methods in the paper's
 table (``reference/paper_results.csv``). Its verdict, from the adjusted p-values:
 - **holds**: A is ahead and the test rejects "no difference";
