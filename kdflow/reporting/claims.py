@@ -168,7 +168,7 @@ def teacher_of(run: dict) -> str | None:
       on the first call's work directory and reused it. They are named by that directory and their commit.
     - CPU runs: None. The CPU benchmark fine-tunes one teacher per task, its runs are bit-exact, and a fix to the
       teacher moves the runs it voids to superseded_runs.jsonl (benchmarks/quality_claims.py)."""
-    if "teacher_digest" in run:
+    if run.get("teacher_digest"):  # None where the check found no teacher weights: named as below
         return run["teacher_digest"]
     if "device" not in run:
         return None
