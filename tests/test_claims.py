@@ -170,9 +170,11 @@ def test_runs_recorded_before_teacher_digests_pair_by_commit_and_work_directory_
     found = verdicts(on_gpu(kd, invocation=first_check) + later, LABELS).set_index("link").loc["KD > no KD"]
     assert (found["pairs"], found["other_teachers"]) == (0, 3)
     assert verdicts(kd + no_kd, LABELS).set_index("link").loc["KD > no KD", "other_teachers"] == 0  # CPU runs
-    unknown = [run | {"teacher_digest": None} for run in on_gpu(no_kd, invocation="gpu_check.py --work /tmp/other")]
-    found = verdicts(on_gpu(kd, invocation=first_check) + unknown, LABELS).set_index("link").loc["KD > no KD"]
-    assert (found["pairs"], found["other_teachers"]) == (0, 3)  # no digest: its work directory names its teacher
+    def unknown(runs, work):  # a check that found no teacher weights to digest
+        return [run | {"teacher_digest": None} for run in on_gpu(runs, invocation=f"gpu_check.py --work {work}")]
+
+    found = verdicts(unknown(kd, "/tmp/a") + unknown(no_kd, "/tmp/b"), LABELS).set_index("link").loc["KD > no KD"]
+    assert (found["pairs"], found["other_teachers"]) == (0, 3)  # its work directory names its teacher
 
 
 REPO = Path(__file__).resolve().parents[1]
