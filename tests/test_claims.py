@@ -161,20 +161,23 @@ def test_runs_of_different_teachers_are_never_paired_and_the_pairs_left_out_are_
     assert "sst2 KD \\> no KD, 2." in text  # Markdown escapes the >
 
 
-def test_runs_recorded_before_teacher_digests_pair_by_commit_and_work_directory_and_cpu_runs_always_pair():
+def test_runs_recorded_before_teacher_digests_pair_with_each_other_and_cpu_runs_always_pair():
     kd, no_kd = runs_of("kd", "claims_alp", {1: 90, 2: 91, 3: 89}), runs_of("no_kd", "claims_alp", {1: 60, 2: 62, 3: 61})
-    first_check = "benchmarks/gpu_check.py --parts environment evidence --work /tmp/gpu-check-e1k_0d69 --budget 290"
-    found = verdicts(on_gpu(kd, invocation=first_check) + on_gpu(no_kd, invocation=first_check), LABELS)
+    # the two calls of 2026-11-28's check, the second on the first's work directory: one teacher
+    first_call = "benchmarks/gpu_check.py --parts environment evidence --out /root/out"
+    second_call = "benchmarks/gpu_check.py --parts environment evidence --work /tmp/gpu-check-e1k_0d69 --budget 290"
+    found = verdicts(on_gpu(kd, invocation=first_call) + on_gpu(no_kd, invocation=second_call), LABELS)
     assert found.set_index("link").loc["KD > no KD", "pairs"] == 3
     later = on_gpu(no_kd, "cccc")  # a later check's teacher
-    found = verdicts(on_gpu(kd, invocation=first_check) + later, LABELS).set_index("link").loc["KD > no KD"]
+    found = verdicts(on_gpu(kd, invocation=first_call) + later, LABELS).set_index("link").loc["KD > no KD"]
     assert (found["pairs"], found["other_teachers"]) == (0, 3)
     assert verdicts(kd + no_kd, LABELS).set_index("link").loc["KD > no KD", "other_teachers"] == 0  # CPU runs
-    def unknown(runs, work):  # a check that found no teacher weights to digest
-        return [run | {"teacher_digest": None} for run in on_gpu(runs, invocation=f"gpu_check.py --work {work}")]
 
-    found = verdicts(unknown(kd, "/tmp/a") + unknown(no_kd, "/tmp/b"), LABELS).set_index("link").loc["KD > no KD"]
-    assert (found["pairs"], found["other_teachers"]) == (0, 3)  # its work directory names its teacher
+    def undigested(runs, invocation):  # a check that found no teacher weights to digest
+        return [run | {"teacher_digest": None} for run in on_gpu(runs, invocation=invocation)]
+
+    found = verdicts(undigested(kd, first_call) + undigested(no_kd, second_call), LABELS).set_index("link")
+    assert (found.loc["KD > no KD", "pairs"], found.loc["KD > no KD", "other_teachers"]) == (0, 3)
 
 
 REPO = Path(__file__).resolve().parents[1]

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -163,17 +162,19 @@ def teacher_of(run: dict) -> str | None:
     """The teacher a run learnt from, as far as pairing goes: two runs of one seed are a pair only if this is
     equal, since with two teachers their difference would carry the teachers' as well.
     - A GPU check's run names the digest of its teacher's weights (``teacher_digest``): each check fine-tunes the
-      teacher again, and two checks' teachers differ.
-    - The 11 GPU runs recorded before digests (2026-11-28) all came from one teacher: the check's second call ran
-      on the first call's work directory and reused it. They are named by that directory and their commit.
+      teacher again, and two checks' teachers differ. A check that found no weights to digest (None) is named by
+      its commit and command line, so that its runs pair with no other call's.
+    - The 11 GPU runs recorded before digests (2026-11-28, commit 2e2eb12) all came from one teacher: the check's
+      second call ran on the first call's work directory and reused it. They are named by commit and device.
     - CPU runs: None. The CPU benchmark fine-tunes one teacher per task, its runs are bit-exact, and a fix to the
       teacher moves the runs it voids to superseded_runs.jsonl (benchmarks/quality_claims.py)."""
-    if run.get("teacher_digest"):  # None where the check found no teacher weights: named as below
+    if run.get("teacher_digest"):
         return run["teacher_digest"]
     if "device" not in run:
         return None
-    work = re.search(r"--work (\S+)", run.get("invocation", ""))
-    return f"{run['commit']} {work[1] if work else run.get('invocation', '')}"
+    if "teacher_digest" not in run:
+        return f"{run['commit']} {run['device']}"
+    return f"{run['commit']} {run.get('invocation', '')}"
 
 
 def compare_sides(better: dict, worse: dict, gold, gain: float = math.nan) -> dict:
