@@ -434,7 +434,8 @@ def evidence(context: dict, stop_at: float) -> dict:
         seconds = finished_seconds(directory)
         teacher_devs = {teacher: json.loads((directory / teacher).read_text())["scores"]["dev"]
                         for teacher in teachers if (directory / teacher).exists()}
-        digests = {teacher_metrics(group): teacher_digest(directory, group) for group, _ in wave}
+        digests = {teacher: teacher_digest(directory, group)  # each teacher's weights read once
+                   for teacher, group in {teacher_metrics(group): group for group, _ in wave}.items()}
         with open(context["out"] / "evidence_runs.jsonl", "a") as out:
             for group, run in todo:
                 wall, teacher_dev = seconds.get(Path(target(run)).parent), teacher_devs.get(teacher_metrics(group))

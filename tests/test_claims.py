@@ -138,7 +138,7 @@ def test_gpu_runs_are_costed_by_their_wall_clock_as_they_share_the_gpu():
 
 
 def on_gpu(runs, teacher=None, invocation="benchmarks/gpu_check.py --work /tmp/kdflow-check"):
-    """GPU runs, with their teacher's digest (None: recorded before digests, named by commit and work directory)."""
+    """GPU runs, with their teacher's digest (None: recorded before digests, named by commit and device)."""
     return [run | {"device": "NVIDIA H200", "wall_seconds": 150.0, "invocation": invocation}
             | ({"teacher_digest": teacher} if teacher else {}) for run in runs]
 
