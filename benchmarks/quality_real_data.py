@@ -29,7 +29,7 @@ The settings of the thesis's experiment, per task (the BiLSTM student is the the
     (b) lstm_s_train/mse_logits       KD (MSE on the teacher's logits) on the labelled examples
     (c) lstm_s_unlabelled/mse_logits  KD over the labelled + the unlabelled sentences
     (d) lstm_s_generated/mse_logits   KD over the labelled + sentences sampled from a GPT-2 trained from scratch
-(a) and (c) again with LSTM_S from scratch (random vectors in place of the teacher's wordpiece vectors). The BERT_3
+(a)-(d) again with LSTM_S from scratch (random vectors in place of the teacher's wordpiece vectors). The BERT_3
 students of ALP-KD's and Universal-KD's claims run from benchmarks/quality_claims.py, in the same work directory.
 """
 
@@ -64,14 +64,16 @@ TASKS = {  # task -> (GLUE directory, train.tsv has a header, sentence column, m
 # smaller), no unlabelled text (the thesis's transfer sets are single sentences).
 PAIR_TASKS = {"stsb": "STS-B", "mrpc": "MRPC"}
 EXPERIMENTS = ("lstm_s_train", "lstm_s_unlabelled", "lstm_s_generated", "lstm_s_scratch_train",
-               "lstm_s_scratch_unlabelled")
+               "lstm_s_scratch_unlabelled", "lstm_s_scratch_generated")
 SETTINGS = {  # (experiment, method) -> the issue's setting
     ("lstm_s_train", "no_kd"): "(a) no KD",
     ("lstm_s_train", "mse_logits"): "(b) KD, labelled",
     ("lstm_s_unlabelled", "mse_logits"): "(c) KD, + unlabelled",
     ("lstm_s_generated", "mse_logits"): "(d) KD, + generated",
     ("lstm_s_scratch_train", "no_kd"): "(a) no KD, random vectors",
+    ("lstm_s_scratch_train", "mse_logits"): "(b) KD, labelled, random vectors",
     ("lstm_s_scratch_unlabelled", "mse_logits"): "(c) KD, + unlabelled, random vectors",
+    ("lstm_s_scratch_generated", "mse_logits"): "(d) KD, + generated, random vectors",
 }
 INDEPENDENT = "independent_runs.json"  # the independent KD's runs, in the work directory
 INDEPENDENT_EPOCHS = (10, 3)  # (a) and (c), as benchmarks/quality/config.yaml's
@@ -147,14 +149,17 @@ def merge(base: dict, extra: dict) -> dict:
     return merged
 
 
-def benchmark_config(tasks: list[str], seeds: list[int], quick: bool) -> dict:
+def benchmark_config(tasks: list[str], seeds: list[int], quick: bool, only: tuple[str, ...] | None = None) -> dict:
     """benchmarks/quality/config.yaml for ``tasks`` and ``seeds`` (the thesis's BiLSTM settings' seeds; the
     claims' experiments keep theirs), reduced for a smoke run with ``quick``. Every experiment on a task that is
-    run stays in the config whatever is run: which teacher signals of a task are cached (hidden states or not)
-    depends on all of them, and changing it would rerun them."""
+    run stays in the config whatever is run (which teacher signals of a task are cached, hidden states or not,
+    depends on all of them, and changing it would rerun them), unless ``only`` names the experiments of a work
+    directory that never runs the others (the thesis's subsets, benchmarks/quality_claims.py)."""
     config = load_config_file(CONFIG)
     if quick:
         config = merge(config, QUICK_CONFIG)
+    if only is not None:
+        config["experiments"] = {name: spec for name, spec in config["experiments"].items() if name in only}
     config["teachers"][TEACHER]["tasks"] = [t for t in config["teachers"][TEACHER]["tasks"] if t in tasks]
     for name, spec in list(config["experiments"].items()):
         spec["tasks"] = [t for t in spec["tasks"] if t in tasks]
@@ -402,7 +407,8 @@ def independent_kd(workdir: Path, settings: list[str], seed: int, epochs: dict[s
 
 
 def prepare(workdir: Path, data: Path, checkpoint: Path | None, tasks: list[str], seeds: tuple[int, ...] = (1, 2, 3),
-            quick: bool = False, labelled: int = 4000, unlabelled: int = 20000, data_seed: int = 0) -> dict:
+            quick: bool = False, labelled: int = 4000, unlabelled: int = 20000, data_seed: int = 0,
+            only: tuple[str, ...] | None = None) -> dict:
     """The work directory before the workflow runs: the teacher's link, the derived data of every task (the
     generator's vocabulary is both thesis tasks', whatever is run), and config.yaml for ``tasks``; returns it."""
     if checkpoint is None:
@@ -437,7 +443,7 @@ def prepare(workdir: Path, data: Path, checkpoint: Path | None, tasks: list[str]
                                  (data / "glue" / directory / split).read_text(encoding="utf-8"))
             print(f"{task}: {len(chosen)} of {len(rows)} GLUE train examples; full dev and test", flush=True)
     write_if_changed(workdir / "data" / "generator_vocab.txt", generator_vocabulary(link, labelled_sentences))
-    config = benchmark_config(tasks, list(seeds), quick)
+    config = benchmark_config(tasks, list(seeds), quick, only)
     write_if_changed(workdir / "config.yaml", yaml.safe_dump(config, sort_keys=False, width=120))
     return config
 

@@ -103,7 +103,7 @@ def test_the_committed_record_reads_and_renders(tmp_path):
     assert read_runs(tmp_path / "none.jsonl") == []
     html = claims_document(runs, LABELS).html()
     assert "No link of this claim has both sides&#x27; searches complete" in html and "<td>80.00</td>" in html
-    assert "no verdict until they are retrained" in html  # the thesis's transcribed runs
+    assert "The thesis, random vectors: KD over a large transfer set" in html  # both of the thesis's claims
     assert np.isclose(runs[0]["cpu_seconds"], 60.0)
 
 
@@ -221,3 +221,37 @@ def test_the_benchmark_records_runs_only_from_a_clean_commit_on_main(tmp_path):
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "2")
     with pytest.raises(SystemExit, match="is not on main"):
         recordable_commit(repo)
+
+
+def test_the_thesis_phase_trains_every_setting_with_both_vectors_and_records_one_commit(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from quality_claims import THESIS_EXPERIMENTS, thesis_commit, thesis_runs
+    from quality_real_data import benchmark_config
+
+    config = benchmark_config(["sst2"], [3], False, THESIS_EXPERIMENTS)
+    assert set(config["experiments"]) == set(THESIS_EXPERIMENTS)  # a subset's work directory runs nothing else
+    runs = thesis_runs(config, 3)
+    settings = {(run["student"], run["experiment"].removeprefix("lstm_s_").removeprefix("scratch_"), run["method"])
+                for run in runs}
+    assert len(runs) == 8 and {run["seed"] for run in runs} == {3} and {run["task"] for run in runs} == {"sst2"}
+    assert settings == {(student, experiment, method) for student in ("lstm_s", "lstm_s_scratch")
+                        for experiment, method in (("train", "no_kd"), ("train", "mse_logits"),
+                                                   ("unlabelled", "mse_logits"), ("generated", "mse_logits"))}
+    record = tmp_path / "thesis_runs.jsonl"
+    thesis_commit(record, "b" * 40)  # no record yet: any clean commit may start it
+    record.write_text(json.dumps(runs_of("kd", "lstm_s_train", {1: 80})[0] | {"commit": "a" * 40}) + "\n")
+    thesis_commit(record, "a" * 40)
+    with pytest.raises(SystemExit, match="runs of commit aaaaaaaaaaaa, not bbbbbbbbbbbb: resume from a worktree"):
+        thesis_commit(record, "b" * 40)
+
+
+def test_thesis_runs_pair_within_a_subset_and_its_teacher_only():
+    runs = [run | {"teacher_digest": f"teacher{run['seed']}"} for run in
+            runs_of("mse_logits", "lstm_s_train", {1: 80, 2: 81, 3: 79}) + runs_of("no_kd", "lstm_s_train",
+                                                                                 {1: 70, 2: 72, 3: 71})]
+    row = verdicts(runs, LABELS).set_index("link").loc["(b) KD, labelled > (a) no KD"]
+    assert row["pairs"] == 3 and row["other_teachers"] == 0
+    crossed = [run | {"teacher_digest": "other"} if run["method"] == "no_kd" and run["seed"] == 3 else run
+               for run in runs]
+    row = verdicts(crossed, LABELS).set_index("link").loc["(b) KD, labelled > (a) no KD"]
+    assert row["pairs"] == 2 and row["other_teachers"] == 1

@@ -2,8 +2,8 @@
 
 The record (benchmarks/quality/claims_runs.jsonl) holds one run per line: its experiment, task, student, method,
 grid point (``config``), seed, main dev metric and score (x100), its dev predictions and the clean commit on main
-that trained it. The thesis's runs (thesis_runs.jsonl) are transcribed from an earlier README, without predictions
-or commit: they are shown, and no verdict uses them.
+that trained it. The thesis's runs (thesis_runs.jsonl) are LSTM_S students of the benchmark's ``thesis`` phase, one
+labelled subset and teacher per seed, each run keeping its teacher's digest.
 
 **Selection apart from what it reports.** Each method's point is chosen on the first seed's dev score (kdflow's
 :func:`kdflow.distillation.selection.select`; exact ties to the first point in name order): that is the cell's
@@ -66,17 +66,20 @@ CLAIMS = [
     ("Investigation: Universal-KD (IL) against KD with a three times longer schedule (6 + 3 epochs)",
      "not a paper table: is the scaled 2 + 1 schedule what holds Universal-KD back? Both at beta 0.5",
      [((UKD + "_long", "universal_kd_il"), (UKD + "_long", "kd"), ">")], [UKD_TABLE2]),
-    ("The thesis: KD over a large transfer set > KD on the labelled set > no KD",
-     "Sučík (2020) Table 5.2; LSTM_S from MiniLM-L6 on 4,000 labelled examples, the runs of the thesis check "
-     "of docs/evidence.md (transcribed: no predictions or commit kept, so no verdict until they are retrained)",
-     [(("lstm_s_unlabelled", "mse_logits"), ("lstm_s_train", "mse_logits"), ">"),
-      (("lstm_s_generated", "mse_logits"), ("lstm_s_train", "mse_logits"), ">"),
-      (("lstm_s_train", "mse_logits"), ("lstm_s_train", "no_kd"), ">")], []),
+] + [
+    (f"The thesis{kind}: KD over a large transfer set > KD on the labelled set > no KD",
+     f"Sučík (2020) Table 5.2; LSTM_S{kind} from MiniLM-L6, each seed with its own 4,000 labelled SST-2 examples "
+     "(and the teacher fine-tuned on them), benchmarks/quality_claims.py --phases thesis",
+     [((f"{prefix}_unlabelled", "mse_logits"), (f"{prefix}_train", "mse_logits"), ">"),
+      ((f"{prefix}_generated", "mse_logits"), (f"{prefix}_train", "mse_logits"), ">"),
+      ((f"{prefix}_train", "mse_logits"), (f"{prefix}_train", "no_kd"), ">")], [])
+    for prefix, kind in (("lstm_s", ""), ("lstm_s_scratch", ", random vectors"))
 ]
 VERDICTS = ("holds", "contradicted", "no difference as large as the paper's", "inconclusive")
-NAMES = {("lstm_s_train", "no_kd"): "(a) no KD", ("lstm_s_train", "mse_logits"): "(b) KD, labelled",
-         ("lstm_s_unlabelled", "mse_logits"): "(c) KD, + unlabelled",
-         ("lstm_s_generated", "mse_logits"): "(d) KD, + generated"}
+NAMES = {(f"{prefix}_{experiment}", method): name for prefix in ("lstm_s", "lstm_s_scratch")
+         for experiment, method, name in (("train", "no_kd", "(a) no KD"), ("train", "mse_logits", "(b) KD, labelled"),
+                                          ("unlabelled", "mse_logits", "(c) KD, + unlabelled"),
+                                          ("generated", "mse_logits", "(d) KD, + generated"))}
 METHOD_NAMES = {"no_kd": "no KD", "kd": "KD", "pkd": "PKD", "ckd_no": "CKD-NO", "ckd_po": "CKD-PO", "alp": "ALP-KD",
                 "alp_no": "ALP-KD NO", "alp_po": "ALP-KD PO", "universal_kd_il": "Universal-KD IL",
                 "universal_kd_cg": "Universal-KD CG", "universal_kd_ca": "Universal-KD CA"}
@@ -166,8 +169,9 @@ def teacher_of(run: dict) -> str | None:
       its commit and command line, so that its runs pair with no other call's.
     - The 11 GPU runs recorded before digests (2026-11-28, commit 2e2eb12) all came from one teacher: the check's
       second call ran on the first call's work directory and reused it. They are named by commit and device.
-    - CPU runs: None. The CPU benchmark fine-tunes one teacher per task, its runs are bit-exact, and a fix to the
-      teacher moves the runs it voids to superseded_runs.jsonl (benchmarks/quality_claims.py)."""
+    - A thesis run (CPU) names its teacher's digest too: each seed's labelled subset has its own teacher.
+    - Other CPU runs: None. The CPU benchmark fine-tunes one teacher per task, its runs are bit-exact, and a fix to
+      the teacher moves the runs it voids to superseded_runs.jsonl (benchmarks/quality_claims.py)."""
     if run.get("teacher_digest"):
         return run["teacher_digest"]
     if "device" not in run:
