@@ -19,6 +19,7 @@ from kdflow.core.precision import FP32
 from kdflow.core.tasks import get_task
 from kdflow.teachers.finetune import build_teacher, evaluate_teacher, finetune
 from kdflow.training import loop
+from kdflow.training.step_counts import StepCounts
 from kdflow.workflow import provenance
 from kdflow.workflow.catalog_cache import CACHE_DIR, catalog_file, load_catalog
 from kdflow.workflow.config_files import load_config_file, validate_config
@@ -175,6 +176,33 @@ def loss_turns_nan(monkeypatch):
         return losses
 
     return at
+
+
+@pytest.fixture
+def training_syncs(monkeypatch):
+    """training_syncs(module, job): run ``job()`` with the ``train`` that ``module`` imported counted
+    (kdflow.training.step_counts); the host syncs of its training loops (set-up and outputs left out) and their
+    optimiser steps. Two jobs that differ only in their steps' count tell the syncs of a step from those of the
+    evaluations."""
+
+    def measure(module, job) -> tuple[Counter, int]:
+        found, steps, real = Counter(), [], module.train
+
+        def counted(*args, **kwargs):
+            with StepCounts() as counts:
+                result = real(*args, **kwargs)
+            found.update(counts.syncs)
+            steps.append(result.history[-1]["step"])
+            return result
+
+        monkeypatch.setattr(module, "train", counted)
+        try:
+            job()
+        finally:
+            monkeypatch.setattr(module, "train", real)
+        return found, sum(steps)
+
+    return measure
 
 
 def rule_blocks() -> dict[str, str]:

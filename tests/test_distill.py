@@ -143,7 +143,7 @@ def test_a_student_whose_loss_turns_nan_ends_its_schedule_and_writes_its_outputs
     stages = [{"epochs": 1}, {"epochs": 2}]  # 4 steps per epoch: step 6 of the job is stage 2's second
     losses = loss_turns_nan(6)
     run(separable, teacher, tmp_path, "bilstm", "kd", stages=stages, max_train_examples=64)
-    assert len(losses) == 6
+    assert len(losses) == 8 and math.isnan(losses[5])  # read back at the epoch's end, which named step 6
     saved = json.loads((tmp_path / "metrics.json").read_text())
     assert saved["diverged"] == {"stage": 2, "epoch": 1, "step": 2, "what": "training loss nan"} and saved["best"] == {"stage": 2, "epoch": 1}
     assert [(r["stage"], r["epoch"]) for r in saved["history"]] == [(1, 1)]
@@ -228,3 +228,21 @@ def test_a_word_level_student_trains_and_reloads_identically_without_its_vectors
         logits = torch.cat([reloaded(b).logits for b in batches(dev, 64, False)]).numpy()
     saved = pd.read_parquet(out / "predictions.parquet").query("split == 'dev'")
     np.testing.assert_array_equal(np.stack(saved["logits"]), logits)
+
+
+@pytest.mark.parametrize("student", sorted(STUDENTS))
+def test_a_training_step_never_waits_for_the_host_for_any_student_or_method(student, teacher, separable, tmp_path,
+                                                                           training_syncs):
+    """Twice the optimiser steps with the same evaluations (a half batch, one epoch) read the host no more often:
+    every sync of a run is at its evaluation, none in its steps (on a GPU each would stall the step)."""
+    from kdflow.distillation import distill as module
+
+    for method in TEACHER_METHODS:
+        def job(batch_size):
+            return lambda: run(separable, teacher, tmp_path / f"{method}-{batch_size}", student, method,
+                               max_train_examples=64, batch_size=batch_size, log_every=10_000)
+
+        few, few_steps = training_syncs(module, job(16))
+        many, many_steps = training_syncs(module, job(8))
+        assert many_steps == 2 * few_steps
+        assert many == few, (student, method, dict(many - few))

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.training import loop as loop_module
 from kdflow.training.loop import build_optimizer, lr_schedule, train
 
 CPU = torch.device("cpu")
@@ -165,3 +166,36 @@ def test_the_gradient_norm_is_the_whole_gradients_with_or_without_clipping(max_g
     norm = torch.cat([p.grad.flatten() for p in by_hand.parameters()]).norm().item()
     (record,) = result.history
     assert record["grad_norm_mean"] == record["grad_norm_max"] == pytest.approx(norm, rel=1e-6)
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "adam"])
+def test_the_fused_optimiser_trains_as_the_unfused_one(monkeypatch, optimizer):
+    """The fused kernel (a few ops a step instead of several per parameter) computes the same update: the same loss
+    history and weights as torch's foreach implementation, up to float rounding."""
+    options = dict(optimizer=optimizer, weight_decay=0.01, epochs=3, evaluate_every_steps=2, log_every=3)
+    fused_net, fused = fit(**options)
+    assert build_optimizer(fused_net.named_parameters(), Hyperparameters(**{**BASE, **options})).defaults["fused"]
+    monkeypatch.setattr(loop_module, "FUSED", set())
+    unfused_net, unfused = fit(**options)
+    assert [r["step"] for r in fused.history] == [r["step"] for r in unfused.history]
+    for ours, theirs in zip(fused.history, unfused.history):
+        for key in ("train_loss", "grad_norm_mean", "grad_norm_max", "lr"):
+            assert ours[key] == pytest.approx(theirs[key], rel=1e-5, abs=1e-7), key
+    for ours, theirs in zip(fused_net.parameters(), unfused_net.parameters()):
+        torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_a_divergence_is_found_at_the_next_logging_point_and_names_its_own_step(monkeypatch):
+    """The loop reads losses back every log_every steps, not every step: a NaN at step 5 stops the run at step 6
+    (log_every 3), and the divergence names step 5."""
+    calls = iter(range(1, 100))
+
+    def turning_nan(net, batch):
+        return (float("nan") if next(calls) == 5 else 1.0) * loss_fn(net, batch)
+
+    torch.manual_seed(1)
+    net = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 2))
+    result = train(net, turning_nan, batches, len(X), lambda net: {"score": 0.0}, "score",
+                   Hyperparameters(**{**BASE, "log_every": 3}), CPU)
+    assert result.diverged == {"epoch": 1, "step": 5, "what": "training loss nan"}
+    assert next(calls) == 7  # steps 1-6 ran: 6 is the logging point that read step 5's loss

@@ -126,7 +126,7 @@ def test_a_teacher_whose_loss_turns_nan_records_where_and_writes_its_outputs(pre
     checkpoint = Checkpoint(tmp_path / "job.ckpt", "fingerprint", every_minutes=None)
     losses = loss_turns_nan(6)
     report = finetuned(data, TINY_BERT, hp, tmp_path / "out", CPU, checkpoint)
-    assert len(losses) == 6 and math.isnan(losses[-1])  # stopped at the NaN step
+    assert len(losses) == 8 and math.isnan(losses[5])  # stopped where the losses were read back: epoch 2's end
     saved = json.loads((tmp_path / "out/metrics.json").read_text())
     assert saved["diverged"] == report["diverged"] == {"epoch": 2, "step": 6, "what": "training loss nan"}
     assert all(math.isnan(value) for value in saved["scores"]["dev"].values())
@@ -135,7 +135,7 @@ def test_a_teacher_whose_loss_turns_nan_records_where_and_writes_its_outputs(pre
     assert (tmp_path / "out/model/config.json").exists()
 
     rerun = finetuned(data, TINY_BERT, hp, tmp_path / "rerun", CPU, checkpoint)  # restored, not trained again
-    assert len(losses) == 6 and rerun["diverged"] == saved["diverged"]
+    assert len(losses) == 8 and rerun["diverged"] == saved["diverged"]
 
 
 def test_a_non_finite_dev_score_is_a_divergence_too():
@@ -286,3 +286,28 @@ def test_a_diverged_teacher_stops_its_job_with_the_step_the_loss_and_what_to_cha
         "max_grad_norm), or set teachers.tiny_bert.keep_diverged: true to keep the run and its NaN scores")
     check_divergence(record, "tiny_bert", "stsb", keep=True)  # kept: no error
     check_divergence({**record, "diverged": None}, "tiny_bert", "stsb", keep=False)
+
+
+@pytest.mark.parametrize("task_name", ["sst2", "stsb"])
+def test_teacher_and_pseudo_head_steps_never_wait_for_the_host(prepared, trained_teacher, separable, training_syncs,
+                                                               tmp_path, task_name):
+    """Twice the steps (half the batch) and the same evaluations: the same host syncs, so none is in a step."""
+    from kdflow.teachers import finetune as finetune_module
+    from kdflow.teachers import pseudo_heads as heads_module
+
+    data = prepared(task_name)
+
+    def teacher_job(batch_size):
+        hp = Hyperparameters(**{**HP, "epochs": 1, "batch_size": batch_size, "max_train_examples": 64,
+                                "log_every": 10_000})
+        return lambda: finetuned(data, TINY_BERT, hp, tmp_path / f"teacher-{batch_size}", CPU)
+
+    def heads_job(batch_size):
+        settings = {**HEADS, "epochs": 1, "batch_size": batch_size, "log_every": 10_000}
+        return lambda: train_pseudo_heads(separable, trained_teacher[0], settings, tmp_path / f"heads-{batch_size}",
+                                          CPU)
+
+    for module, job in ((finetune_module, teacher_job), (heads_module, heads_job)):
+        few, few_steps = training_syncs(module, job(16))
+        many, many_steps = training_syncs(module, job(8))
+        assert many_steps == 2 * few_steps and many == few, (module.__name__, dict(many - few))

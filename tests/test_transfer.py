@@ -415,3 +415,18 @@ def test_distinct_n_and_statistics(separable):
     assert "| distinct-1 (6 each) | " in markdown and "|  | train | generated |\n|---|---:|---:|" in markdown
     assert r"- a \*great\* \<b\>film\</b\> — *positive* (0.73)" in markdown
     assert "<li>a *great* &lt;b&gt;film&lt;/b&gt; — <em>positive</em> (0.73)</li>" in html
+
+
+def test_a_generator_step_never_waits_for_the_host(separable, training_syncs, tmp_path):
+    """Its causal mask goes to the model in 4-D: transformers then asks nothing of the padding on the host."""
+    from kdflow.transfer import generation
+
+    def job(batch_size):
+        hp = Hyperparameters(**{**GENERATOR_HP, "epochs": 1, "batch_size": batch_size, "log_every": 10_000,
+                                "max_train_examples": 64})
+        return lambda: finetune_generator(separable, {"architecture": TINY_GPT2, "tokenizer": str(DEMO_VOCAB)}, hp,
+                                          tmp_path / f"generator-{batch_size}", CPU)
+
+    few, few_steps = training_syncs(generation, job(16))
+    many, many_steps = training_syncs(generation, job(8))
+    assert many_steps == 2 * few_steps and many == few, dict(many - few)

@@ -104,8 +104,9 @@ def distill(
              sum(p.numel() for p in student.parameters()) / 1e6, widths, method_name, method.options)
 
     # Each term's mean over the training batches since the last evaluation (unweighted, as the method computes it),
-    # for the curves: which term a method's loss is made of as it trains (train_ce, train_kd, train_inter).
-    term_sums: dict[str, float] = {}
+    # for the curves: which term a method's loss is made of as it trains (train_ce, train_kd, train_inter). The
+    # sums stay on the device until the evaluation reads them.
+    term_sums: dict[str, torch.Tensor | int] = {}
     term_segments: list[dict[str, float]] = []
 
     def loss_fn(model, batch):
@@ -115,8 +116,8 @@ def distill(
             rows_in_batch = len(batch["index"])
             for name, value in terms.items():
                 if name != "loss":
-                    term_sums[name] = term_sums.get(name, 0.0) + float(value.detach()) * rows_in_batch
-            term_sums["rows"] = term_sums.get("rows", 0.0) + rows_in_batch
+                    term_sums[name] = term_sums.get(name, 0.0) + value.detach().double() * rows_in_batch
+            term_sums["rows"] = term_sums.get("rows", 0) + rows_in_batch
         return terms["loss"]
 
     def student_logits(split):
@@ -125,8 +126,10 @@ def distill(
                        device, precision)
 
     def evaluate(model):
-        seen = term_sums.pop("rows", 0.0)
-        term_segments.append({f"train_{name}": total / seen for name, total in term_sums.items()} if seen else {})
+        seen = term_sums.pop("rows", 0)
+        totals = dict(zip(term_sums, torch.stack(list(term_sums.values()))
+                          .tolist())) if term_sums else {}  # one read-back for every term
+        term_segments.append({f"train_{name}": total / seen for name, total in totals.items()} if seen else {})
         term_sums.clear()
         return metrics.score_logits(metric_names, student_logits(dev_split), dev_split.labels, regression)
 

@@ -262,7 +262,7 @@ def probe(train_X: np.ndarray, train_y: np.ndarray, dev_X: np.ndarray, dev_y: np
         tensors(train_X, train_y), tensors(dev_X, dev_y), tensors(test_X, test_y))
     n_classes = int(max(y_train.max(), y_dev.max(), y_test.max())) + 1
     model = ProbeGrid(input_dim, n_classes, settings, init_seed).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=settings.learning_rate)  # L2: model.add_l2_gradients
+    optimizer = torch.optim.Adam(model.parameters(), lr=settings.learning_rate, fused=True)  # L2: add_l2_gradients
     shuffle_rng = np.random.default_rng(shuffle_seed)
     dropout_base = int(dropout_seed.generate_state(1, np.uint64)[0])
     uses_dropout = any(dropout > 0 for _, dropout, _ in grid)

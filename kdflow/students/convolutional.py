@@ -23,8 +23,8 @@ class GatedConvLayer(nn.Module):
         super().__init__()
         self.conv = nn.Conv1d(width, 2 * width, kernel_width, padding=kernel_width // 2)  # W and V as one conv
 
-    def forward(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        states = states.masked_fill(~mask.unsqueeze(-1), 0.0)
+    def forward(self, states: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        states = states.masked_fill(~mask.unsqueeze(-1), 0.0)  # (``lengths``: only recurrent layers pack by them)
         gated = F.glu(self.conv(states.transpose(1, 2)), dim=1)  # first half ⊗ sigmoid(second half)
         return states + gated.transpose(1, 2)
 

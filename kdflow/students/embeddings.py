@@ -46,6 +46,7 @@ from transformers import AutoModel
 from kdflow.core.errors import UserError
 from kdflow.students.registry import StudentContext, StudentOutput, with_defaults
 from kdflow.students.tokens import WordTokenizer
+from kdflow.training.batching import host_lengths
 
 log = logging.getLogger("kdflow")
 
@@ -260,8 +261,8 @@ class AttentionSum(nn.Module):
 
 
 class AttentionPooledStudent(nn.Module):
-    """Universal-KD §5.5: embeddings, a stack of sequence layers (each ``(states [B, T, H_in], mask) -> [B, T, H]``,
-    pads must not affect real tokens), every layer's output reduced by its own attention sum (the per-layer vectors
+    """Universal-KD §5.5: embeddings, a stack of sequence layers (each ``(states [B, T, H_in], mask, lengths on the
+    host) -> [B, T, H]``, pads must not affect real tokens), every layer's output reduced by its own attention sum (the per-layer vectors
     the pseudo classifiers of Eq. 3 need), and a linear classifier on the top layer's vector. Dropout (A.2 tunes it
     in [0.1, 0.8]) is applied to every layer's input and to the classifier's input."""
 
@@ -274,10 +275,10 @@ class AttentionPooledStudent(nn.Module):
         self.classifier = nn.Linear(width, num_labels)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> StudentOutput:
-        mask = batch["attention_mask"].bool()
+        mask, lengths = batch["attention_mask"].bool(), host_lengths(batch)
         states = self.embed(batch["input_ids"])
         pooled = []
         for layer, pool in zip(self.layers, self.pools):
-            states = layer(self.dropout(states), mask)
+            states = layer(self.dropout(states), mask, lengths)
             pooled.append(pool(states, mask))
         return StudentOutput(self.classifier(self.dropout(pooled[-1])), pooled)

@@ -13,23 +13,33 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
 from kdflow.students.embeddings import AttentionPooledStudent, token_embedding
 from kdflow.students.registry import StudentContext, StudentOutput, register
 from kdflow.students.tokens import WholeSentences, input_tokenizer
+from kdflow.training.batching import host_lengths
 
 
-def packed_lstm(lstm: nn.LSTM, states: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run a batch-first ``lstm`` over the real tokens only: outputs [B, T, H] (zero at pads) and the final hidden
-    states [layers * directions, B, H_dir]. On CPU under a mixed precision the LSTM computes in float32: oneDNN's
-    bfloat16 LSTM (torch 2.13) has no kernel for some batches, equal lengths among them, and fails on them."""
+def packed_lstm(lstm: nn.LSTM, states: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run a batch-first ``lstm`` over the real tokens only (``lengths`` of them per row, on the host): outputs
+    [B, T, H] (zero at pads) and the final hidden states [layers * directions, B, H_dir]. On CPU under a mixed
+    precision the LSTM computes in float32: oneDNN's bfloat16 LSTM (torch 2.13) has no kernel for some batches,
+    equal lengths among them, and fails on them."""
     cpu_mixed = states.device.type == "cpu" and torch.is_autocast_enabled("cpu")
     with torch.autocast("cpu", enabled=False) if cpu_mixed else contextlib.nullcontext():
-        packed = pack_padded_sequence(states.float() if cpu_mixed else states, mask.sum(1).cpu(), batch_first=True,
+        packed = pack_padded_sequence(states.float() if cpu_mixed else states, lengths, batch_first=True,
                                       enforce_sorted=False)
         outputs, (final, _) = lstm(packed)
-    return pad_packed_sequence(outputs, batch_first=True, total_length=states.shape[1])[0], final
+    return padded(outputs, states.shape[1]), final
+
+
+def padded(sequence: PackedSequence, length: int) -> torch.Tensor:
+    """A batch-first packed sequence as [B, ``length``, H], zero at pads, in the batch's order: torch's
+    ``pad_packed_sequence`` without the lengths it also returns, which it indexes on the host
+    (``unsorted_indices.cpu()``, a wait for the device in every step on a GPU)."""
+    states, _ = torch.ops.aten._pad_packed_sequence(sequence.data, sequence.batch_sizes, True, 0.0, length)
+    return states.index_select(0, sequence.unsorted_indices)
 
 
 class BiLSTMLayer(nn.Module):
@@ -39,8 +49,8 @@ class BiLSTMLayer(nn.Module):
         super().__init__()
         self.lstm = nn.LSTM(input_size, width // 2, batch_first=True, bidirectional=True)
 
-    def forward(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return packed_lstm(self.lstm, states, mask)[0]
+    def forward(self, states: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return packed_lstm(self.lstm, states, lengths)[0]
 
 
 @register("bilstm", {"layers": 3, "hidden_size": 768, "dropout": 0.1, "embeddings": None})
@@ -82,7 +92,7 @@ class ThesisBiLSTM(nn.Module):
         self.classifier = nn.Linear(fc, num_labels)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> StudentOutput:
-        _, final = packed_lstm(self.lstm, self.embed(batch["input_ids"]), batch["attention_mask"].bool())
+        _, final = packed_lstm(self.lstm, self.embed(batch["input_ids"]), host_lengths(batch))
         layers, batch_size = self.lstm.num_layers, final.shape[1]
         # final is [layer0 forward, layer0 backward, layer1 forward, ...]: pair the two directions of each layer
         per_layer = final.view(layers, 2, batch_size, -1).transpose(1, 2).reshape(layers, batch_size, -1)

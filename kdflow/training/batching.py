@@ -14,6 +14,11 @@ import pandas as pd
 import torch
 
 
+# Each row's count of real tokens, kept on the host by to_device: packing a recurrent student's sequences needs them
+# there (pack_padded_sequence), and reading them from the device mask would make every step wait for it.
+HOST_LENGTHS = "lengths"
+
+
 @dataclass
 class EncodedSplit:
     """Token ids of every example of a split (unpadded) and its labels (None when unlabelled)."""
@@ -55,6 +60,7 @@ def collate(split: EncodedSplit, indices: np.ndarray, regression: bool) -> dict[
         labels = split.labels[indices]
         batch["labels"] = torch.tensor(labels, dtype=torch.float32 if regression else torch.long)
     batch["index"] = torch.as_tensor(indices)
+    batch[HOST_LENGTHS] = attention_mask.sum(1)
     return batch
 
 
@@ -72,7 +78,14 @@ def batches(
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    return {key: value.to(device, non_blocking=True) for key, value in batch.items()}
+    """The batch on ``device``, but for its tokens' counts (:data:`HOST_LENGTHS`), which stay on the host."""
+    return {key: value if key == HOST_LENGTHS else value.to(device, non_blocking=True) for key, value in batch.items()}
+
+
+def host_lengths(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Each row's count of real tokens, on the host (read from the mask, a host sync, if the batch lacks them)."""
+    lengths = batch.get(HOST_LENGTHS)
+    return lengths if lengths is not None else batch["attention_mask"].sum(1).cpu()
 
 
 def batch_rows(batch: dict[str, torch.Tensor]) -> int:

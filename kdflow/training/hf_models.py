@@ -23,8 +23,30 @@ def _accepted(forward_class: type) -> tuple[str, ...]:
 
 
 def model_inputs(model, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The batch entries ``model.forward`` accepts."""
-    return {key: batch[key] for key in _accepted(type(model))}
+    """The batch entries ``model.forward`` accepts, the padding mask in the 4-D form its attention uses."""
+    inputs = {key: batch[key] for key in _accepted(type(model))}
+    if "attention_mask" in inputs:
+        inputs["attention_mask"] = attention_mask_4d(model, inputs["attention_mask"])
+    return inputs
+
+
+def attention_mask_4d(model, mask: torch.Tensor | None, causal: bool = False) -> torch.Tensor | None:
+    """A [B, T] padding mask as the [B, 1, 1, T] mask the model's attention takes (with ``causal``, [B, 1, T, T]:
+    each query sees the real keys up to itself), which transformers uses as it is: SDPA's True where a query may
+    see a key, eager's 0 there and the dtype's minimum elsewhere. Given the 2-D mask, transformers 5 first asks
+    whether every token is real (``padding_mask.all()``, to drop the mask), which makes every forward pass wait
+    for the device. Other attention kernels (flash, flex) get the mask unchanged."""
+    implementation = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    if mask is None or mask.ndim != 2 or implementation not in ("sdpa", "eager"):
+        return mask
+    keep = mask[:, None, None, :].bool()
+    if causal:
+        length = mask.shape[1]
+        keep = keep & torch.ones(length, length, dtype=torch.bool, device=mask.device).tril()
+    if implementation == "sdpa":
+        return keep
+    dtype = model.dtype
+    return torch.zeros(keep.shape, dtype=dtype, device=mask.device).masked_fill(~keep, torch.finfo(dtype).min)
 
 
 def load_classifier(path, **kwargs):

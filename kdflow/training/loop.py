@@ -10,9 +10,15 @@ Forward passes (the loss's and the dev evaluation's) run in the job's :class:`~k
 (autocast; the weights and the optimiser stay float32); with fp16 a gradient scaler scales each loss before its
 backward pass and skips the steps whose gradients overflowed.
 
-A run whose training loss or dev score turns non-finite has diverged: it stops there (every later step would start
-from non-finite values) and returns its divergence as its result instead of raising, so that the rest of a
+A run whose training loss or dev score turns non-finite has diverged: it stops (every later step would start from
+non-finite values) and returns its divergence as its result instead of raising, so that the rest of a
 hyper-parameter grid goes on and the divergence is reported where the scores are (see :class:`TrainResult`).
+
+A step never waits for the device: its loss and gradient norm stay device tensors until the loop reads them back,
+all at once, at its next logging point (every ``log_every`` steps), evaluation or checkpoint. A non-finite loss is
+found there, and the divergence names its own step; the steps in between trained on non-finite weights, which a
+diverged run keeps anyway. The optimiser is torch's fused one where it has one (AdamW and Adam): a few kernels a
+step instead of several per parameter (:mod:`kdflow.training.step_counts` counts both).
 """
 
 from __future__ import annotations
@@ -43,10 +49,10 @@ log = logging.getLogger("kdflow")
 
 Batch = dict[str, torch.Tensor]
 LossFn = Callable[[nn.Module, Batch], torch.Tensor]
-# backpropagates weight x a batch's loss into .grad (scaled by the run's gradient scaler) and returns weight x loss;
-# the bool is False for every micro-batch of a step but its last (a data-parallel job all-reduces the gradients once
+# backpropagates weight x a batch's loss into .grad (scaled by the run's gradient scaler) and returns weight x loss
+# (detached, on the device: reading it would make the step wait); the bool is False for every micro-batch of a step but its last (a data-parallel job all-reduces the gradients once
 # per step)
-Backward = Callable[[Batch, float, bool], float]
+Backward = Callable[[Batch, float, bool], torch.Tensor]
 # makes a run's Backward from its model, its loss (already in the run's precision), device and gradient scaler
 MakeBackward = Callable[[nn.Module, LossFn, torch.device, torch.amp.GradScaler], Backward]
 
@@ -76,6 +82,7 @@ class TrainResult:
 
 
 OPTIMIZERS = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam, "adadelta": torch.optim.Adadelta}
+FUSED = {"adamw", "adam"}  # torch's fused kernels, on CPU and CUDA; Adadelta has none and runs its foreach form
 
 
 def build_optimizer(parameters: Iterable[tuple[str, nn.Parameter]], hp: Hyperparameters) -> torch.optim.Optimizer:
@@ -90,6 +97,8 @@ def build_optimizer(parameters: Iterable[tuple[str, nn.Parameter]], hp: Hyperpar
     options = {name: getattr(hp, name) for name in ("eps", "rho") if getattr(hp, name) is not None}
     if hp.betas is not None:
         options["betas"] = tuple(hp.betas)
+    if hp.optimizer in FUSED:
+        options["fused"] = True
     return OPTIMIZERS[hp.optimizer](groups, lr=hp.learning_rate, **options)
 
 
@@ -172,7 +181,8 @@ def train(
     shuffler = np.random.default_rng(hp.seed)
     result = TrainResult()
     step, first_epoch, batches_done, elapsed = 0, 1, 0, 0.0
-    running = []  # (loss, learning rate, gradient norm) of each optimiser step since the last evaluation
+    running = []  # (loss, learning rate, gradient norm) of each optimiser step since the last evaluation, read back
+    pending = []  # (step, learning rate, loss, gradient norm) of the steps since the last read-back: device tensors
     parameters = list(model.parameters())
     scaler = precision.grad_scaler()
     backward = (data_parallel or _backward_in_one_process)(model, _in_precision(loss_fn, precision), device, scaler)
@@ -198,6 +208,18 @@ def train(
         log.info("resuming run %s from its checkpoint: epoch %d, batch %d (step %d)", run, first_epoch,
                  batches_done, step)
     live = LiveCurves(run, resumed_at_step=step, writes=rank == 0)
+
+    def read_back() -> tuple[int, float] | None:
+        """Move the pending steps' losses and norms to ``running`` in one transfer; the first step whose loss is
+        not finite, and that loss, if one is."""
+        if not pending:
+            return None
+        values = torch.stack([torch.stack((loss, norm)) for _, _, loss, norm in pending]).tolist()
+        first = next(((at, loss) for (at, _, _, _), (loss, _) in zip(pending, values) if not math.isfinite(loss)),
+                     None)
+        running.extend((loss, rate, norm) for (_, rate, _, _), (loss, norm) in zip(pending, values))
+        pending.clear()
+        return first
 
     def save(epoch: int, batches: int, epoch_shuffler: dict, seconds: float, finished: bool = False) -> None:
         generators = None if finished else _every_ranks(random_states())
@@ -227,6 +249,7 @@ def train(
     def evaluation(epoch: int) -> float:
         """Evaluate on dev, record it, keep the model if it is the best so far; return the selection score."""
         nonlocal elapsed, started, seen
+        read_back()  # the caller has looked for a divergence already
         with precision.autocast():
             scores = _rank_0s(evaluate(model))  # ranks select alike even if their floats differ
         losses, rates, norms = zip(*running)
@@ -264,17 +287,23 @@ def train(
                 rows = batch_rows(batch)
                 parts = _micro_batches(batch, hp.gradient_accumulation_steps)
                 loss = sum(backward(part, batch_rows(part) / rows, i == len(parts) - 1) for i, part in enumerate(parts))
-                if not math.isfinite(loss):  # the whole batch's loss: every rank stops at the same step
-                    return diverge(epoch, step + 1, f"training loss {loss}")
                 scaler.unscale_(optimizer)  # the true gradient, to measure and clip
-                running.append((loss, optimizer.param_groups[0]["lr"], _gradient_norm(parameters, hp.max_grad_norm)))
-                scaler.step(optimizer)  # fp16: skipped if the gradient is not finite
+                pending.append((step + 1, optimizer.param_groups[0]["lr"], loss,
+                                _gradient_norm(parameters, hp.max_grad_norm)))
+                scaler.step(optimizer)  # fp16: skipped if the gradient is not finite (the scaler reads it back)
                 scaler.update()
                 with warnings.catch_warnings():  # a skipped first step makes torch warn that the schedule runs ahead
                     warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step", UserWarning)
                     scheduler.step()
                 step += 1
                 seen += rows
+                due = step % hp.log_every == 0 or (hp.evaluate_every_steps and step % hp.evaluate_every_steps == 0)
+                saving = checkpoint is not None and _rank_0s(checkpoint.due(step))  # ranks' clocks differ
+                if due or saving:
+                    # every rank reads the whole batches' losses alike, so all stop at the same step
+                    nonfinite = read_back()
+                    if nonfinite is not None:
+                        return diverge(epoch, nonfinite[0], f"training loss {nonfinite[1]}")
                 if step % hp.log_every == 0:
                     log.info(
                         "epoch %d step %d/%d loss %.4f lr %.2e %.1f ex/s",
@@ -286,11 +315,14 @@ def train(
                     if not math.isfinite(score):
                         return diverge(epoch, step, f"dev {select_metric} {score}")
                     model.train()  # evaluate() may have switched to eval mode
-                if checkpoint is not None and _rank_0s(checkpoint.due(step)):  # ranks' clocks differ
+                if saving:
                     save(epoch, position + 1, epoch_shuffler, elapsed + time.perf_counter() - started)
                     if _rank_0s(checkpoint.terminated):
                         raise Terminated(f"run {run} stopped by SIGTERM at epoch {epoch}, step {step}, after saving "
                                          "its checkpoint: a rerun resumes from it")
+            nonfinite = read_back()
+            if nonfinite is not None:
+                return diverge(epoch, nonfinite[0], f"training loss {nonfinite[1]}")
             if not result.history or result.history[-1]["step"] != step:  # unless evaluated at this step already
                 score = evaluation(epoch)
                 if not math.isfinite(score):
@@ -327,21 +359,21 @@ def _in_precision(loss_fn: LossFn, precision: Precision) -> LossFn:
 
 def _backward_in_one_process(model: nn.Module, loss_fn: LossFn, device: torch.device,
                              scaler: torch.amp.GradScaler) -> Backward:
-    def backward(batch: Batch, weight: float, last: bool) -> float:
+    def backward(batch: Batch, weight: float, last: bool) -> torch.Tensor:
         loss = loss_fn(model, to_device(batch, device)) * weight
         scaler.scale(loss).backward()
-        return loss.item()
+        return loss.detach()
 
     return backward
 
 
-def _gradient_norm(parameters: list[nn.Parameter], max_norm: float | None) -> float:
-    """The gradient's total 2-norm before clipping, clipping it to ``max_norm`` if set (``clip_grad_norm_``'s
-    two halves, so that a run without clipping measures its norm alike)."""
+def _gradient_norm(parameters: list[nn.Parameter], max_norm: float | None) -> torch.Tensor:
+    """The gradient's total 2-norm before clipping (on the device), clipping it to ``max_norm`` if set
+    (``clip_grad_norm_``'s two halves, so that a run without clipping measures its norm alike)."""
     norm = nn.utils.get_total_norm([p.grad for p in parameters if p.grad is not None])
     if max_norm:
         nn.utils.clip_grads_with_norm_(parameters, max_norm, norm)
-    return norm.item()
+    return norm
 
 
 def _micro_batches(batch: Batch, parts: int) -> list[Batch]:

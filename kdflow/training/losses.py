@@ -21,14 +21,16 @@ def task_loss(logits: torch.Tensor, labels: torch.Tensor, regression: bool) -> t
     """Cross-entropy on gold labels, or MSE for regression, averaged over the labelled examples of the batch.
     Examples of an augmented transfer set that the generator wrote have no gold label (class -1, or NaN for
     regression) and are left out; a batch without any labelled example contributes 0."""
+    # A mask, not boolean indexing, whose shape would depend on the data (a host sync on a GPU): the unlabelled rows
+    # get a stand-in label and weight 0, and the mean is over the labelled rows (at least 1, so an all-unlabelled
+    # batch gives 0, still connected to the graph).
     labelled = ~torch.isnan(labels) if regression else labels >= 0
-    if not labelled.all():
-        logits, labels = logits[labelled], labels[labelled]
-        if not len(labels):
-            return logits.sum() * 0.0  # zero, still connected to the graph
     if regression:
-        return F.mse_loss(logits.squeeze(-1), labels)
-    return F.cross_entropy(logits, labels)
+        per_row = F.mse_loss(logits.squeeze(-1), torch.where(labelled, labels, 0.0), reduction="none")
+    else:
+        per_row = F.cross_entropy(logits, labels.clamp(min=0), reduction="none")
+    weight = labelled.to(per_row.dtype)
+    return (per_row * weight).sum() / weight.sum().clamp(min=1.0)
 
 
 def soft_kl(teacher_probs: torch.Tensor, student_log_probs: torch.Tensor) -> torch.Tensor:

@@ -151,7 +151,7 @@ def data_parallel(model: nn.Module, loss_fn: LossFn, device: torch.device, scale
     torch.manual_seed(int(np.random.SeedSequence([torch.initial_seed(), rank]).generate_state(1)[0]))
     replicas = DistributedDataParallel(_Loss(model, loss_fn), device_ids=[device] if device.type == "cuda" else None)
 
-    def backward(batch: Batch, weight: float, last: bool) -> float:
+    def backward(batch: Batch, weight: float, last: bool) -> torch.Tensor:
         rows = batch_rows(batch)
         share = {name: value.tensor_split(ranks)[rank] for name, value in batch.items()}
         share_rows = batch_rows(share)
@@ -161,8 +161,8 @@ def data_parallel(model: nn.Module, loss_fn: LossFn, device: torch.device, scale
             loss = replicas(to_device(share, device))
             scaler.scale(loss * (weight * ranks * share_rows / rows)).backward()
         whole = loss.detach() * (weight * share_rows / rows)
-        dist.all_reduce(whole)
-        return whole.item()
+        dist.all_reduce(whole)  # on the device: the loop reads it back at its logging points
+        return whole
 
     return backward
 

@@ -37,7 +37,7 @@ from kdflow.core.precision import FP32, Precision
 from kdflow.training.batching import EncodedSplit, batches, to_device
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.curves import write_curves
-from kdflow.training.hf_models import build_tokenizer, from_hub, save_trained
+from kdflow.training.hf_models import attention_mask_4d, build_tokenizer, from_hub, save_trained
 from kdflow.training.loop import subset_indices, train
 
 log = logging.getLogger("kdflow")
@@ -109,7 +109,8 @@ def lm_split(sequences: list[list[int]], pad_id: int) -> EncodedSplit:
 def lm_loss(model, batch) -> torch.Tensor:
     """Mean next-token cross-entropy over the real tokens of the batch (padding excluded)."""
     labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-    return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=labels).loss
+    mask = attention_mask_4d(model, batch["attention_mask"], causal=True)
+    return model(input_ids=batch["input_ids"], attention_mask=mask, labels=labels).loss
 
 
 @torch.no_grad()
