@@ -169,3 +169,15 @@ def test_the_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path, monkeyp
                                    " [self](#title-here) [web](https://example.org/x)\n")
     (tmp_path / "b.md").write_text("## Part one\n")
     assert broken_links(tmp_path / "a.md") == ["c.md", "b.md#nowhere"]
+
+
+def test_the_readme_and_the_configuration_page_say_what_a_change_reruns_in_the_same_words():
+    """One sentence, in both: a reader of either learns the same, and a test of the fingerprints
+    (tests/test_package.py) checks what it says."""
+    def sentence(path):
+        text = " ".join(path.read_text().split())
+        found = re.search(r"What a change reruns: [^.]*\([^)]*\)\.", text)
+        assert found, path
+        return found[0]
+
+    assert sentence(REPO / "README.md") == sentence(REPO / "docs/configuration.md")

@@ -174,13 +174,14 @@ def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, m
 
     def fingerprints():
         script_fingerprint.cache_clear()
+        provenance.code_form.cache_clear()
         return {script.name: script_fingerprint(script) for script in sorted((copy / "scripts").glob("*.py"))}
 
     before = fingerprints()
     for edited in ("students/recurrent.py", "distillation/methods/hidden_methods.py", "transfer/generation.py",
                    "reporting/figures/style.py"):
         with open(copy / "kdflow" / edited, "a") as file:
-            file.write("# edited\n")
+            file.write("EDITED = 1\n")
         after = fingerprints()
         changed = {name for name in before if before[name] != after[name]}
         users = {script.name for script in (copy / "scripts").glob("*.py")
@@ -188,6 +189,36 @@ def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, m
         assert changed == users and changed, edited
         before = after
     script_fingerprint.cache_clear()
+    provenance.code_form.cache_clear()
+
+
+def test_comments_docstrings_and_formatting_change_no_fingerprint(tmp_path, monkeypatch):
+    """A file counts by its syntax tree without docstrings (provenance.code_form): a typo fixed in a docstring of
+    core/io.py, which every script runs, reruns nothing; a changed constant reruns them all."""
+    copy = tmp_path / "repo"
+    shutil.copytree(PACKAGE, copy / "kdflow", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(SCRIPTS, copy / "scripts")
+    monkeypatch.setattr(provenance, "PACKAGE_ROOT", copy / "kdflow")
+
+    def fingerprints():
+        script_fingerprint.cache_clear()
+        provenance.code_form.cache_clear()
+        return {script.name: script_fingerprint(script) for script in sorted((copy / "scripts").glob("*.py"))}
+
+    before = fingerprints()
+    io = copy / "kdflow/core/io.py"
+    source = io.read_text()
+    first_docstring = source.index('"""') + 3
+    restyled = (source[:first_docstring] + "A reworded docstring. " + source[first_docstring:]).replace(
+        "\n\n\n", "\n\n\n# a comment\n\n")
+    io.write_text(restyled)
+    assert fingerprints() == before
+    io.write_text(restyled + "\nCONSTANT = 2\n")
+    after = fingerprints()
+    assert {name for name in before if before[name] != after[name]} == {
+        script.name for script in (copy / "scripts").glob("*.py") if io in script_closure(script)}
+    script_fingerprint.cache_clear()
+    provenance.code_form.cache_clear()
 
 
 def test_an_import_in_any_nested_block_is_in_the_closure(tmp_path):

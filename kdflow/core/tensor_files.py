@@ -23,10 +23,31 @@ def tensor_checksum(tensor: torch.Tensor) -> int:
 
 
 def save_tensors(tensors: dict[str, torch.Tensor], path: str | Path, metadata: dict[str, str] | None = None) -> None:
-    """Tensors as safetensors, with each one's CRC-32 in the metadata (checked by :class:`TensorFile`)."""
+    """Tensors as safetensors, with each one's CRC-32 in the metadata (checked by :class:`TensorFile`); the same
+    tensors and metadata are the same bytes in every process (:func:`sort_metadata`)."""
     tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in tensors.items()}
     checksums = json.dumps({name: tensor_checksum(tensor) for name, tensor in tensors.items()})
     save_file(tensors, str(path), metadata={**(metadata or {}), CHECKSUMS: checksums})
+    sort_metadata(path)
+
+
+def sort_metadata(path: str | Path) -> None:
+    """Rewrite a safetensors file's metadata in key order, in place. safetensors (0.8) writes it from a Rust
+    HashMap, whose order is drawn anew in each process, so two runs wrote equal tensors as different bytes. The
+    header keeps its length (the same pairs in another order, in serde_json's compact form, padded with the
+    spaces safetensors pads with), so the tensors' offsets stay valid."""
+    with open(path, "r+b") as handle:
+        length = int.from_bytes(handle.read(8), "little")
+        header = json.loads(handle.read(length))
+        metadata = header.get("__metadata__") or {}
+        if len(metadata) < 2:
+            return
+        header["__metadata__"] = dict(sorted(metadata.items()))
+        text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+        if len(text) > length:  # cannot happen for the same pairs; refuse rather than move the tensors
+            raise ValueError(f"{path}: the sorted header ({len(text)} bytes) outgrows the written one ({length})")
+        handle.seek(8)
+        handle.write(text.ljust(length, b" "))
 
 
 class TensorFile:

@@ -6,7 +6,8 @@ imports. Importing ``kdflow.a.b`` executes ``kdflow/__init__.py``, ``kdflow/a/__
 ``kdflow/a/b.py``, so the closure holds the parent packages too; a registry package imports its members in its
 ``__init__`` (:mod:`kdflow.students`, :mod:`kdflow.distillation.methods`), which puts every registered student
 and method into the closure of whatever uses the registry. Imports are read from the source (:mod:`ast`), so
-computing a fingerprint imports nothing.
+computing a fingerprint imports nothing. A file counts by what it computes, not how it is written
+(:func:`code_form`): a comment or a docstring reruns nothing.
 """
 
 from __future__ import annotations
@@ -97,14 +98,57 @@ def script_closure(script: str | Path) -> list[Path]:
 
 
 def fingerprint(paths: list[Path]) -> str:
-    """SHA-256 (first 16 hex digits) over the files' contents and their paths from the repository root."""
+    """SHA-256 (first 16 hex digits) over the files' paths from the repository root and their contents: the
+    normal form of Python source (:func:`code_form`), the bytes of anything else."""
     digest = hashlib.sha256()
     root = PACKAGE_ROOT.parent
     for path in paths:
         name = path.relative_to(root) if path.is_relative_to(root) else path.name
         digest.update(Path(name).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
+        digest.update(code_form(path) if path.suffix == ".py" else path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+@cache
+def code_form(path: Path) -> bytes:
+    """What a Python file computes, without how it is written: its syntax tree with the docstrings dropped,
+    serialised node by node (type, then each field that is set). Comments, docstrings, blank lines, line
+    breaks and quotes change nothing; a renamed variable, an edited constant or a moved statement does.
+
+    Written here rather than taken from ``ast.dump``, whose text changes between Python versions (3.13 leaves out
+    empty fields): fields that are None or empty are left out, so a Python release that adds a field with an empty
+    default (3.12's ``type_params``) leaves every fingerprint as it was. One that changes how a construct parses
+    changes the fingerprints of the files using it, once."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    parts: list[str] = []
+
+    def visit(node) -> None:
+        if isinstance(node, ast.AST):
+            body = getattr(node, "body", None)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
+                    and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                body = body[1:]  # the docstring
+            parts.append(type(node).__name__ + "(")
+            for field, value in ast.iter_fields(node):
+                value = body if field == "body" and body is not None else value
+                if value is None or value == []:
+                    continue
+                parts.append(field + "=")
+                visit(value)
+                parts.append(",")
+            parts.append(")")
+        elif isinstance(node, list):
+            parts.append("[")
+            for item in node:
+                visit(item)
+                parts.append(",")
+            parts.append("]")
+        else:
+            parts.append(repr(node))
+
+    visit(tree)
+    return "".join(parts).encode()
 
 
 @cache
