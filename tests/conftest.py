@@ -4,8 +4,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -231,15 +234,55 @@ class VocabularyOfSize:
 DEMO = ["--configfile", "demo/config.yaml", "--replace-workflow-config"]
 
 
-def snakemake(*args, cwd=REPO, check=True, timeout=900):
-    result = subprocess.run(
-        [sys.executable, "-m", "snakemake", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,  # Snakemake reports on stderr; tests read both as one stream
-        text=True,
-        timeout=timeout,
-    )
+# A command that has neither printed nor computed for this long is hung (a stale lock, a scheduler call that never
+# returns); one that is merely slow on a busy machine keeps computing, and is waited for however long it takes.
+STALL_SECONDS = 300
+
+
+def process_tree_cpu(pid: int) -> int:
+    """CPU ticks (user and system) of process ``pid``, its descendants and their ended children, from /proc."""
+    ticks, children = {}, {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended while we looked
+        child = int(stat.parent.name)
+        children.setdefault(int(fields[1]), []).append(child)
+        ticks[child] = sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
+    total, pending = 0, [pid]
+    while pending:
+        process = pending.pop()
+        total += ticks.get(process, 0)
+        pending.extend(children.get(process, []))
+    return total
+
+
+def run_while_progressing(command, stall=STALL_SECONDS, **options) -> subprocess.CompletedProcess:
+    """``command`` to its end, its output (stdout and stderr, as one stream) in the result, as long as it moves:
+    it prints, or it or a process it started uses the CPU. One that does neither for ``stall`` seconds is killed
+    (its process group) and the test fails, naming the stall and showing the output so far."""
+    with tempfile.TemporaryFile("w+") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                   **options)
+        last, since = None, time.monotonic()
+        while process.poll() is None:
+            moved = (sink.tell(), process_tree_cpu(process.pid))
+            if moved != last:
+                last, since = moved, time.monotonic()
+            elif time.monotonic() - since > stall:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                sink.seek(0)
+                raise AssertionError(f"{' '.join(map(str, command))} neither printed nor computed for {stall} s:\n"
+                                     f"{sink.read()[-5000:]}")
+            time.sleep(1)
+        sink.seek(0)
+        return subprocess.CompletedProcess(command, process.returncode, sink.read())
+
+
+def snakemake(*args, cwd=REPO, check=True, stall=STALL_SECONDS):
+    result = run_while_progressing([sys.executable, "-m", "snakemake", *args], stall, cwd=cwd)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout}")
     return result

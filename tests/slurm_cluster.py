@@ -20,11 +20,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_repo, snakemake, trained_outcome
+from conftest import REPO, STALL_SECONDS, copy_repo, process_tree_cpu, snakemake, trained_outcome
 
 from kdflow.workflow import results_paths as paths
 
-RUN_TIMEOUT = 420  # seconds; the plugin can hang (e.g. when sacct fails), so the run is killed after this
+RUN_TIMEOUT = 420  # seconds of a command that ends by itself (a dry run, sacct), where no progress can be seen
+# A run on the cluster fails when it stops moving for STALL_SECONDS (the plugin can hang, e.g. when sacct fails):
+# no new log line, SLURM log or output, and no CPU used by snakemake. A job stopped by a test (SIGSTOP) until its
+# one-minute limit moves nothing meanwhile, well within that.
 
 
 def stdout_of(*command):
@@ -131,12 +134,34 @@ TEACHER_LOG = "logs/finetune_teacher/tiny_bert/sst2.log"
 RESUMED = re.compile(r"resuming run train from its checkpoint: epoch \d+, batch \d+ \(step (\d+)\)")
 
 
-def wait_for(condition, timeout, what):
-    deadline = time.monotonic() + timeout
+def run_progress(*runs) -> tuple:
+    """What moves while runs on the cluster work: their jobs' logs and SLURM logs, their snakemake output and the
+    CPU time of their snakemake processes (``runs``: SnakemakeOnSlurm, or work directories)."""
+    moved = []
+    for run in runs:
+        workdir = run.workdir if isinstance(run, SnakemakeOnSlurm) else Path(run)
+        files = [path for folder in ("logs", ".snakemake/slurm_logs") for path in (workdir / folder).rglob("*")
+                 if path.is_file()]
+        moved += [(str(path), path.stat().st_size) for path in sorted(files)]
+        if isinstance(run, SnakemakeOnSlurm):
+            moved += [run.log.stat().st_size, process_tree_cpu(run.process.pid)]
+    return tuple(moved)
+
+
+def wait_for(condition, timeout, what, progress=None):
+    """Wait until ``condition()``. Without ``progress``, for at most ``timeout`` seconds (short waits on SLURM's
+    state). With it (a callable, such as ``lambda: run_progress(run)``), for as long as what it returns keeps
+    changing: the wait fails once it has not changed for ``timeout`` seconds."""
+    last, since = progress() if progress else None, time.monotonic()
     while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.2)
+        if progress is not None:
+            moved = progress()
+            if moved != last:
+                last, since = moved, time.monotonic()
+        if time.monotonic() - since > timeout:
+            stalled = "with nothing moving " if progress is not None else ""
+            raise AssertionError(f"timed out after {timeout} s {stalled}waiting for {what}")
+        time.sleep(0.2 if progress is None else 1.0)
 
 
 class SnakemakeOnSlurm:
@@ -157,8 +182,9 @@ class SnakemakeOnSlurm:
         """The SLURM ids of the jobs of ``rule`` this run submitted, in order."""
         return [job for job, submitted in submissions(self.output()).items() if submitted == f"rule_{rule}"]
 
-    def wait(self, timeout=RUN_TIMEOUT):
-        self.process.wait(timeout=timeout)
+    def wait(self, stall=STALL_SECONDS):
+        """The run's exit status once it ends; it fails if it stops moving for ``stall`` seconds first."""
+        wait_for(lambda: self.process.poll() is not None, stall, "snakemake to end", lambda: run_progress(self))
         return self.process.returncode
 
     def __enter__(self):
@@ -171,10 +197,12 @@ class SnakemakeOnSlurm:
         subprocess.run(["scancel", *submissions(self.output())], check=False)
 
 
-def wait_for_log(workdir, text, after=0, log=TEACHER_LOG, timeout=RUN_TIMEOUT):
-    """Wait until the job's log holds ``text`` (a log is emptied when an attempt starts): return the log."""
+def wait_for_log(workdir, text, after=0, log=TEACHER_LOG, stall=STALL_SECONDS):
+    """Wait until the job's log holds ``text`` (a log is emptied when an attempt starts), for as long as the work
+    directory's logs move: return the log."""
     path = workdir / log
-    wait_for(lambda: path.exists() and text in path.read_text()[after:], timeout, f"{text!r} in {log}")
+    wait_for(lambda: path.exists() and text in path.read_text()[after:], stall, f"{text!r} in {log}",
+             lambda: run_progress(workdir))
     return path.read_text()
 
 

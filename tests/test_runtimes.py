@@ -130,3 +130,29 @@ def test_the_runtime_pages_show_kdflow_beside_the_thesis(measured, tmp_path):
     assert r"\toprule" in pages[2].read_text() and "1.25 (8)" in pages[3].read_text()
     with pytest.raises(ValueError, match="6 jobs but 5 benchmarks"):
         runtime_table(pd.read_csv(REPO / "reference/thesis_runtimes.csv"), measured[0], measured[1][:5])
+
+
+def test_a_job_measures_its_own_cpu_time_and_the_tables_read_it_over_snakemakes_sample(tmp_path, monkeypatch):
+    """Snakemake's benchmark samples a job's CPU (0.5 s apart, then 30 s) and misses what a loaded machine delays;
+    a rule script's own getrusage at its end misses nothing, and read_benchmark takes it where it exists."""
+    from types import SimpleNamespace
+
+    from kdflow.core.runtime import rule_job
+
+    monkeypatch.chdir(tmp_path)
+    job = "distill_student/e/sst2/bilstm/kd/default/seed0"
+    benchmark = tmp_path / paths.benchmark(job)
+    benchmark.parent.mkdir(parents=True)
+    benchmark.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+                         "3.0\t0:00:03\t100\t200\t90\t95\t0\t0\t50\t0.5\n")
+    assert read_benchmark(benchmark)["cpu_measured"] == "sampled" and read_benchmark(benchmark)["cpu_seconds"] == 0.5
+    usage = paths.job_usage(benchmark)
+    usage.write_text('{"cpu_seconds": 99}')  # a stale attempt's: the next attempt removes it first
+    snakemake = SimpleNamespace(log=[f"logs/{job}.log"], threads=1, input=[], rule="distill_student",
+                                resources={})
+    with rule_job(snakemake):
+        assert not usage.exists()
+        sum(i * i for i in range(2_000_000))  # some CPU
+    measured = read_benchmark(benchmark)
+    assert measured["cpu_measured"] == "job" and 0.05 < measured["cpu_seconds"] < 99
+    assert measured["seconds"] == 3.0  # the wall clock stays Snakemake's

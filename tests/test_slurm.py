@@ -11,9 +11,10 @@ from datetime import datetime
 from types import SimpleNamespace
 
 import pytest
-from conftest import copy_repo, snakemake, trained_outcome
-from slurm_cluster import (RESUMED, RUN_TIMEOUT, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, fault_test_workdir, longer_teacher,
-                           slurm_record, stdout_of, stop_job, submissions, wait_for, wait_for_log, write_test_setup)
+from conftest import copy_repo, run_while_progressing, snakemake, trained_outcome
+from slurm_cluster import (RESUMED, STALL_SECONDS, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, fault_test_workdir,
+                           longer_teacher, run_progress, slurm_record, stdout_of, stop_job, submissions, wait_for,
+                           wait_for_log, write_test_setup)
 
 from kdflow.workflow import results_paths as paths
 from kdflow.workflow import slurm_status
@@ -42,20 +43,13 @@ def accounting(jobs):
 def test_slurm_profile_gives_gpu_jobs_a_gpu_and_cpu_jobs_none(tmp_path, cluster):
     workdir = copy_repo(tmp_path / "kdflow")
     write_test_setup(workdir, cluster)
-    try:
-        result = subprocess.run(
-            [sys.executable, "-m", "snakemake", "--profile", "slurm-test", *TARGETS],
-            cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=RUN_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired as timeout:  # run() has killed snakemake; its jobs are SLURM's to cancel
-        output = (timeout.output or b"").decode(errors="replace")
-        subprocess.run(["scancel", *submissions(output)], check=False)
-        raise AssertionError(f"snakemake did not finish in {RUN_TIMEOUT} s:\n{output}") from None
-    assert result.returncode == 0, result.stdout
+    with SnakemakeOnSlurm(workdir, *TARGETS) as run:  # a run that stops moving is killed, its jobs cancelled
+        assert run.wait() == 0, run.output()
+        output = run.output()
     assert all((workdir / target).exists() for target in TARGETS)
 
-    jobs = submissions(result.stdout)
-    assert sorted(jobs.values()) == sorted(GPU_SUBMISSIONS | CPU_SUBMISSIONS), result.stdout
+    jobs = submissions(output)
+    assert sorted(jobs.values()) == sorted(GPU_SUBMISSIONS | CPU_SUBMISSIONS), output
     records = accounting(jobs)
     assert records.keys() == jobs.keys(), records
     for job, (partition, tres, state) in records.items():
@@ -116,7 +110,7 @@ def test_a_job_past_its_time_limit_is_retried_with_more_time_and_fails_naming_ru
                 running.remove(each)
             return not running
 
-        wait_for(stop_those_at_epoch_12, RUN_TIMEOUT, "both teachers at epoch 12")
+        wait_for(stop_those_at_epoch_12, STALL_SECONDS, "both teachers at epoch 12", lambda: run_progress(run, doomed))
         assert doomed.wait() == 1, doomed.output()
         assert run.wait() == 0, run.output()
     attempts = run.jobs()
@@ -163,9 +157,9 @@ def test_small_students_packed_two_to_a_gpu_run_at_once_in_one_job_and_equal_run
     targets = [f"{student}/metrics.json" for student in PACKED]
     # the targets first: --omit-from and --forcerun take every name that follows them
     snakemake("--cores", "2", *targets, "--omit-from", "distill_student", cwd=workdir)  # what they learn from
-    packed = subprocess.run([sys.executable, "-m", "kdflow.workflow.gpu_packs", "--profile", "slurm-test", "--submit",
-                             "--wait", *targets], cwd=workdir, capture_output=True, text=True, timeout=RUN_TIMEOUT)
-    assert packed.returncode == 0, packed.stdout + packed.stderr
+    packed = run_while_progressing([sys.executable, "-m", "kdflow.workflow.gpu_packs", "--profile", "slurm-test",
+                                    "--submit", "--wait", *targets], cwd=workdir)
+    assert packed.returncode == 0, packed.stdout
     (job,) = re.findall(r"SLURM job (\d+)", packed.stdout)
     partition, tres, state = slurm_record(job, "Partition", "AllocTRES", "State")
     assert (partition, state) == ("gpu", "COMPLETED") and re.search(r"gres/gpu=1(,|$)", tres), tres

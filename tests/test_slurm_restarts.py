@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 from conftest import snakemake, trained_outcome
-from slurm_cluster import (RESUMED, RUN_TIMEOUT, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, all_records, end_remains,
-                           fault_test_workdir, longer_teacher, slurm_record, stdout_of, stop_job, wait_for, wait_for_log)
+from slurm_cluster import (RESUMED, STALL_SECONDS, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, all_records, end_remains,
+                           fault_test_workdir, longer_teacher, run_progress, slurm_record, stdout_of, stop_job, wait_for,
+                           wait_for_log)
 
 
 def start_requeued(job):
@@ -42,8 +43,8 @@ def test_a_restart_after_losing_the_snakemake_process_follows_its_job_through_a_
         assert slurm_record(job, "State") == ["RUNNING"]
         snakemake("--unlock", cwd=workdir)
         with SnakemakeOnSlurm(workdir, TEACHER, name="restart.out") as restart:
-            wait_for(lambda: "following it instead of submitting it again" in restart.output(), RUN_TIMEOUT,
-                     "the restart to follow the running job")
+            wait_for(lambda: "following it instead of submitting it again" in restart.output(), STALL_SECONDS,
+                     "the restart to follow the running job", lambda: run_progress(restart))
             subprocess.run(["scontrol", "requeue", job], check=True, timeout=15)
             start_requeued(job)
             assert restart.wait() == 0, restart.output()

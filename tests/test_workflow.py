@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DEMO, REPO, copy_repo, planned_jobs, planned_outputs, rule_blocks, snakemake
+from conftest import (DEMO, REPO, copy_repo, planned_jobs, planned_outputs, rule_blocks, run_while_progressing,
+                      snakemake)
 from safetensors import safe_open
 
 from kdflow.core.intermediates import read_training_record
@@ -232,11 +233,10 @@ def test_rule_scripts_import_kdflow_without_pythonpath_or_an_installed_package(t
     environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     assert subprocess.run([python, "-c", "import kdflow"], cwd=tmp_path, env=environment).returncode != 0
     workdir = copy_repo(tmp_path / "repository")
-    result = subprocess.run([python, "-m", "snakemake", "--snakefile", workdir / "Snakefile", "--directory", workdir,
-                             "--configfile", workdir / "demo/config.yaml", "--replace-workflow-config", "--cores", "1",
-                             paths.DATA.format(task="sst2")], cwd=tmp_path, env=environment, capture_output=True,
-                            text=True, timeout=900)
-    assert result.returncode == 0, result.stderr
+    result = run_while_progressing([python, "-m", "snakemake", "--snakefile", workdir / "Snakefile", "--directory",
+                                    workdir, "--configfile", workdir / "demo/config.yaml", "--replace-workflow-config",
+                                    "--cores", "1", paths.DATA.format(task="sst2")], cwd=tmp_path, env=environment)
+    assert result.returncode == 0, result.stdout
     assert (workdir / paths.DATA.format(task="sst2") / "meta.json").is_file()
 
 

@@ -154,8 +154,9 @@ def measured_document(table: pd.DataFrame) -> Document:
     return Document(MEASURED_TITLE, [
         Paragraph(" ".join(summary)),
         Paragraph(f"Per section and rule: the plan's jobs and hours ({PLAN_CSV}, made before the run), and of "
-                  "the jobs that ran, their planned hours beside what Snakemake's benchmark files measured "
-                  f"({BENCHMARKS}/): the wall clock and the CPU time (user and system, of the job's processes). "
+                  "the jobs that ran, their planned hours beside what they measured: the wall clock of "
+                  f"Snakemake's benchmark files ({BENCHMARKS}/) and the CPU time (user and system) each job's "
+                  "script measured of itself, or where it left none, Snakemake's sampled CPU time. "
                   "ratio: measured over planned, CPU time for a CPU job (the plan estimates one thread alone on its "
                   "core; waiting for a core on a shared machine is not in it) and the wall clock for a GPU job. A job "
                   "counts as run if its benchmark file exists, also from an earlier run of the same job."),

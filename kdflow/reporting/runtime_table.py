@@ -10,6 +10,7 @@ each a repetition of the one run the thesis timed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pandas as pd
 
 from kdflow.core.documents import Document, Heading, Paragraph, Table
 from kdflow.reporting.paper_tables import _latex
-from kdflow.workflow.results_paths import BENCHMARKS
+from kdflow.workflow.results_paths import BENCHMARKS, job_usage
 from kdflow.workflow.runtime_jobs import PIPELINE_STEPS
 
 TITLE = "Sučík (2020) Table 4.5: runtimes of the pipeline's steps (hours)"
@@ -27,11 +28,17 @@ COLUMNS = ["step", "task", "kdflow_rule", "kdflow_jobs", "kdflow_runs", "kdflow_
 
 def read_benchmark(path) -> dict:
     """The wall-clock seconds, peak memory (MB) and CPU seconds (user and system, of the job's processes) of one
-    Snakemake benchmark file; with ``repeat`` several rows, the mean seconds and the largest peak. Snakemake writes ``-`` where it measured no memory (a job shorter
-    than its first sample)."""
+    Snakemake benchmark file; with ``repeat`` several rows, the mean seconds and the largest peak. Snakemake writes
+    ``-`` where it measured no memory (a job shorter than its first sample). The CPU seconds are the job's own
+    measure where its script left one (:func:`kdflow.workflow.results_paths.job_usage`; ``cpu_measured``
+    "job"), Snakemake's sampled lower bound otherwise ("sampled")."""
     frame = pd.read_csv(path, sep="\t", na_values=["-"])
-    return {"seconds": float(frame["s"].mean()), "max_rss_mb": float(frame["max_rss"].max()),
-            "cpu_seconds": float(frame["cpu_time"].mean())}
+    measured = {"seconds": float(frame["s"].mean()), "max_rss_mb": float(frame["max_rss"].max()),
+                "cpu_seconds": float(frame["cpu_time"].mean()), "cpu_measured": "sampled"}
+    usage = job_usage(path)
+    if usage.exists() and len(frame) == 1:
+        measured.update(cpu_seconds=json.loads(usage.read_text())["cpu_seconds"], cpu_measured="job")
+    return measured
 
 
 def runtime_table(reference: pd.DataFrame, jobs: Sequence[Mapping], benchmarks: Sequence[Mapping]) -> pd.DataFrame:

@@ -10,6 +10,8 @@ they are given their paths by the rules.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 RESULTS = "results"  # kdflow.core.intermediates.RESULTS too: the core stage checks its own files under it
 
 # Stage data
@@ -178,3 +180,17 @@ def benchmark(job: str) -> str:
     """A job's benchmark file: ``job`` is its log's path below ``logs/`` without ``.log`` (``rule/{wildcard}/...``),
     so that every rule's benchmark lies at its log's path (tests/test_workflow.py)."""
     return f"{BENCHMARKS}/{job}.tsv"
+
+
+def job_usage(benchmark_file: str | Path) -> Path:
+    """Beside a job's benchmark file, the CPU time its script measured of itself (kdflow.core.runtime.rule_job):
+    exact where Snakemake's benchmark samples, and misses what a short or delayed job spent between samples."""
+    return Path(benchmark_file).with_suffix(".usage.json")
+
+
+def usage_of_log(log_file: str | Path) -> Path | None:
+    """The usage file of the job whose log is ``log_file`` (``logs/<job>.log``); None for a log elsewhere."""
+    log, logs = Path(log_file).resolve(), Path("logs").resolve()
+    if not log.is_relative_to(logs):
+        return None
+    return job_usage(benchmark(log.relative_to(logs).with_suffix("").as_posix()))
