@@ -199,3 +199,18 @@ def test_a_divergence_is_found_at_the_next_logging_point_and_names_its_own_step(
                    Hyperparameters(**{**BASE, "log_every": 3}), CPU)
     assert result.diverged == {"epoch": 1, "step": 5, "what": "training loss nan"}
     assert next(calls) == 7  # steps 1-6 ran: 6 is the logging point that read step 5's loss
+
+
+def test_the_step_overhead_benchmark_counts_no_sync_in_kdflows_step():
+    """benchmarks/step_overhead.py, in a few steps: it runs, and kdflow's step shows 0 host syncs and the bare
+    loop's operators within 10% (the figures themselves are the benchmark's to print, not a test's to assert)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(repo / "benchmarks/step_overhead.py"), "--families", "gated_cnn",
+                          "--steps", "2", "--repeats", "1"], capture_output=True, text=True, check=True).stdout
+    row = next(line.split() for line in out.splitlines() if line.startswith("gated_cnn"))
+    ours_ops, bare_ops, ours_syncs = float(row[5]), float(row[6]), float(row[8])
+    assert ours_syncs == 0 and ours_ops <= 1.1 * bare_ops, out
