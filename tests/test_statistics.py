@@ -311,3 +311,20 @@ def test_holm_takes_tests_that_could_not_be_made_as_none_too():
 
 def test_a_mark_needs_p_below_the_significance_level():
     assert marks(0.05) == "" and marks(0.0499) == "*"
+
+
+def test_accuracys_example_part_in_closed_form_is_what_the_bootstrap_estimates():
+    """For a mean over examples the bootstrap's variances are var(d) / N: the closed form equals a large bootstrap's
+    estimate within its own noise, and is the same number on every call (no resampling)."""
+    rng = np.random.default_rng(3)
+    gold = rng.integers(0, 2, 800)
+    ours = {s: np.where(rng.random(800) < 0.8, gold, 1 - gold) for s in range(1, 5)}
+    theirs = {s: np.where(rng.random(800) < 0.75, gold, 1 - gold) for s in range(1, 5)}
+    exact = seed_example_test(ours, theirs, gold, metrics.accuracy, per_example=metrics.PER_EXAMPLE["accuracy"])
+    sampled = seed_example_test(ours, theirs, gold, metrics.accuracy, resamples=20_000)
+    assert exact["difference"] == sampled["difference"] and exact["seed_variance"] == sampled["seed_variance"]
+    assert exact["example_variance"] == pytest.approx(sampled["example_variance"], rel=0.1)
+    # by hand: the per-example differences' population variance over N, averaged over seeds and of the seed mean
+    d = np.stack([(ours[s] == gold).astype(float) - (theirs[s] == gold) for s in range(1, 5)])
+    each, averaged = np.mean(np.var(d, axis=1)) / 800, np.var(d.mean(axis=0)) / 800
+    assert exact["example_variance"] == pytest.approx(max(0.0, (4 * averaged - each) / 3))

@@ -92,6 +92,13 @@ METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 }
 
 
+# The metrics that are a mean of one score per example, and that score: their sampling variance has a closed form
+# (kdflow.core.statistics.seed_example_test).
+PER_EXAMPLE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "accuracy": lambda pred, gold: (np.asarray(pred) == np.asarray(gold)).astype(np.float64),
+}
+
+
 def compute(metric_names: Sequence[str], pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     """Score predictions (class ids, or real values for regression) against gold labels."""
     if len(pred) != len(gold):

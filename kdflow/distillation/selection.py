@@ -139,11 +139,13 @@ def compare(runs: list[dict], baseline: list[dict], metric: str, name: str) -> d
     common = {r["seed"] for r in runs} & {r["seed"] for r in baseline}
     gold, predictions = _dev_predictions({r["seed"]: r for r in runs if r["seed"] in common})
     _, baseline_predictions = _dev_predictions({r["seed"]: r for r in baseline if r["seed"] in common})
-    result = statistics.seed_example_test(predictions, baseline_predictions, gold, metrics.METRICS[metric])
+    per_example = metrics.PER_EXAMPLE.get(metric)  # accuracy's example part in closed form, no resampling
+    result = statistics.seed_example_test(predictions, baseline_predictions, gold, metrics.METRICS[metric],
+                                          per_example=per_example)
     return {"baseline": name, "metric": metric, **result, "planned_gain": statistics.PLANNED_GAIN,
             **statistics.sensitivity(statistics.PLANNED_GAIN, result["seed_variance"], result["example_variance"],
                                      result["pairs"]),
-            "confidence": statistics.CONFIDENCE, "resamples": statistics.RESAMPLES}
+            "confidence": statistics.CONFIDENCE, "resamples": None if per_example else statistics.RESAMPLES}
 
 
 def _dev_predictions(runs: dict[int, dict]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
