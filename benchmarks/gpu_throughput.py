@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import platform
 import re
@@ -45,8 +46,8 @@ from kdflow.core.precision import resolve_precision  # noqa: E402
 from kdflow.workflow.catalog_cache import load_catalog  # noqa: E402
 from kdflow.workflow.config_files import SCHEMA, validate_config, workflow_config  # noqa: E402
 from kdflow.workflow.cost_plan import (  # noqa: E402
-    SHARING, STARTUP, THROUGHPUT, charged_share, cost_plan, paper_table_hours, plan_table, read_sharing, read_startup,
-    section_order)
+    PEAK_FLOPS, SHARING, STARTUP, THROUGHPUT, charged_share, cost_plan, paper_table_hours, plan_table, read_sharing,
+    read_startup, section_order)
 from kdflow.workflow.dag_jobs import workflow_jobs  # noqa: E402
 from kdflow.workflow.exploration import with_exploration  # noqa: E402
 from kdflow.workflow.split_sizes import TASK_SIZES  # noqa: E402
@@ -139,15 +140,51 @@ def measure(device: str, precisions: list[str], tiny: bool, deadline: float, log
         with contextlib.nullcontext() if on_gpu else one_thread():
             measured = until(deadline, measurements(tokenizer, workload, torch_device, precision, timer), log,
                              f"throughput {short_name} {name:<5}")
-        for narrow, wide in width_pairs(measured):
-            floor, rate = floor_and_rate(narrow, wide)
-            # Where the wide model was no slower, its arithmetic hid under the floor's noise: the rate is a
-            # placeholder (compute is free) and the floor is the time.
-            unresolved = "; wide no slower: rate unresolved" if wide["seconds"] <= narrow["seconds"] else ""
-            rows.append({"family": narrow["family"], "kind": narrow["kind"], "device": short_name, "precision": name,
-                         "floor_seconds_per_layer": floor, "flops_per_second": rate,
-                         "source": f"{source} ({narrow['label']}, {wide['label']}){unresolved}"})
+        rows += fitted_rows(measured, short_name, name, source, on_gpu)
     return rows
+
+
+def fitted_rows(measured: list[dict], device: str, precision: str, source: str, on_gpu: bool) -> list[dict]:
+    """The throughput rows of one device and precision from its narrow and wide measurements: on a CPU the sum
+    model's floor and rate (plan_throughput.floor_and_rate), on a GPU the larger-of model's (:func:`gpu_floor_and_rate`),
+    as kdflow.workflow.cost_plan prices each."""
+    rows = []
+    for narrow, wide in width_pairs(measured):
+        floor, rate = (gpu_floor_and_rate(narrow, wide, PEAK_FLOPS.get((device, precision), math.inf)) if on_gpu
+                       else floor_and_rate(narrow, wide))
+        # Where the wide model was no slower, its arithmetic hid under the floor's noise: the rate is a placeholder
+        # (the GPU's peak, or compute is free) and the floor is the time.
+        unresolved = "; wide no slower: rate unresolved" if wide["seconds"] <= narrow["seconds"] else ""
+        rows.append({"family": narrow["family"], "kind": narrow["kind"], "device": device, "precision": precision,
+                     "floor_seconds_per_layer": floor, "flops_per_second": rate,
+                     "source": f"{source} ({narrow['label']}, {wide['label']}){unresolved}"})
+    return rows
+
+
+def gpu_floor_and_rate(narrow: dict, wide: dict, peak: float) -> tuple[float, float]:
+    """The floor per layer and the rate that make a batch cost the larger of ``floor x layers`` and ``FLOPs / rate``
+    (kdflow.workflow.cost_plan's GPU model): the narrow model's time is its host's (its arithmetic a few microseconds),
+    the wide one's, if it is slower, its device's. A rate at most the GPU's ``peak``: the sum model's fit of the
+    2026-11-28 H200, which charged the wide model's floor and arithmetic one after the other, gave fp32 98 TFLOP/s."""
+    floor = narrow["seconds"] / narrow["layers"]
+    rate = wide["flops"] / wide["seconds"] if wide["seconds"] > narrow["seconds"] else peak
+    return floor, min(rate, peak)
+
+
+# A throughput line of gpu_check's log: "[hh:mm:ss] throughput H200 fp32  transformer train  4x768   22.26 ms/batch
+# 695.785 GFLOP/batch  4 layers" (plan_throughput.described)
+LOG_LINE = re.compile(r"throughput (\S+) (\w+)\s+(\w+)\s+(\w+)\s+(.+?)\s+([\d.]+) ms/batch\s+([\d.]+) GFLOP/batch\s+(\d+) layers")
+
+
+def refit_log(log_text: str, source: str) -> list[dict]:
+    """The rows of a GPU check's throughput measurements refitted from its log (where it printed every one)."""
+    measured: dict[tuple[str, str], list[dict]] = {}
+    for device, precision, family, kind, label, ms, gflop, layers in LOG_LINE.findall(log_text):
+        measured.setdefault((device, precision), []).append(
+            {"family": family, "kind": kind, "label": label.strip(), "seconds": float(ms) / 1e3,
+             "flops": float(gflop) * 1e9, "layers": int(layers)})
+    return [row for (device, precision), rows in measured.items()
+            for row in fitted_rows(rows, device, precision, source, on_gpu=True)]
 
 
 def until(deadline: float, families: dict[str, Iterator[dict]], log, label: str) -> list[dict]:
@@ -278,6 +315,8 @@ def main(argv: list[str] | None = None) -> None:
     action.add_argument("--device", help="measure on this device (cuda or cpu): OUT/" + MEASURED)
     action.add_argument("--adopt", type=Path, help="a measured table: the plan of config.yaml before and after it "
                                                    "replaces the rows of its GPU")
+    action.add_argument("--refit-log", type=Path, help="a GPU check's log: its throughput lines refitted as OUT/"
+                                                       + MEASURED + ", to --adopt")
     parser.add_argument("--precisions", nargs="+", default=["bf16", "fp32"], help="bf16 first: config.yaml's")
     parser.add_argument("--tiny", action="store_true", help="a few small batches, one pass: the code, not the speed")
     parser.add_argument("--seconds", type=float, default=90, help="stop measuring after this long")
@@ -286,6 +325,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.device:
         rows = pd.DataFrame(measure(args.device, args.precisions, args.tiny, time.monotonic() + args.seconds),
+                            columns=[*KEY, "floor_seconds_per_layer", "flops_per_second", "source"])
+        args.out.mkdir(parents=True, exist_ok=True)
+        rows.to_csv(args.out / MEASURED, index=False, float_format="%.6g")
+        print(rows.drop(columns="source").to_string(index=False))
+        return
+    if args.refit_log:
+        source = re.sub(r"(gpu_check\.py)", r"\1, refitted from its log by gpu_throughput.py --refit-log", next(
+            (row for row in pd.read_csv(REPO / THROUGHPUT).source if "measured-gpu" in row), "measured-gpu"))
+        rows = pd.DataFrame(refit_log(args.refit_log.read_text(), source.split(" (")[0]),
                             columns=[*KEY, "floor_seconds_per_layer", "flops_per_second", "source"])
         args.out.mkdir(parents=True, exist_ok=True)
         rows.to_csv(args.out / MEASURED, index=False, float_format="%.6g")

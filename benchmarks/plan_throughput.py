@@ -58,18 +58,18 @@ from kdflow.teachers.finetune import build_teacher  # noqa: E402
 from kdflow.training.batching import batches, to_device, tokenize  # noqa: E402
 from kdflow.transfer.generation import SamplingSettings, sample  # noqa: E402
 from kdflow.workflow.catalog_cache import load_catalog  # noqa: E402
-from kdflow.workflow.cost_plan import FLOPS_PER_PARAMETER  # noqa: E402
+from kdflow.workflow.cost_plan import FLOPS_PER_PARAMETER, PEAK_FLOPS  # noqa: E402
 from kdflow.workflow.job_work import probe_parameters  # noqa: E402
 from kdflow.workflow.model_sizes import language_model, student_model, transformer  # noqa: E402
 from kdflow.workflow.provenance import rule_scripts  # noqa: E402
 
 VOCAB = REPO / "demo" / "vocab.txt"
-# Dense peak FLOP/s per precision of the SXM parts (NVIDIA's datasheets): bf16 on tensor cores; fp32 IEEE on the
-# CUDA cores, not TF32's 495 and 156, as kdflow.core.precision's fp32 turns TF32 off. Then the fraction of it
-# assumed achieved per family: transformer and GPT-2 blocks are large matmuls (BERT fine-tuning in
+# The GPUs whose rows are scaled from their peak FLOP/s (kdflow.workflow.cost_plan.PEAK_FLOPS; the H200's are
+# measured, benchmarks/gpu_check.py), and the fraction of it assumed achieved per family: transformer and GPT-2 blocks are large matmuls (BERT fine-tuning in
 # mixed precision reaches about a third of peak at these batch sizes); the probe grid is one batched matmul; LSTMs
 # are sequential over time steps and convolutions smaller: a tenth.
-GPUS = {"H100": {"bf16": 989e12, "fp32": 67e12}, "A100": {"bf16": 312e12, "fp32": 19.5e12}}
+GPUS = {gpu: {precision: peak for (name, precision), peak in PEAK_FLOPS.items() if name == gpu}
+        for gpu in ("H100", "A100")}
 MFU = {"transformer": 0.3, "gpt2": 0.3, "probe": 0.3, "lstm": 0.1, "cnn": 0.1}
 # Host seconds per layer and batch on a GPU: a transformer layer's eager training step (forward, backward, AdamW)
 # launches about a hundred kernels at about 10 us each, inference a third of that, a sampling step a few tens; a

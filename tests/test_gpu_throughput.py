@@ -102,3 +102,25 @@ def test_the_plan_before_and_after_halves_its_compute_hours_with_every_gpu_rate_
     first = gpu_throughput.plan_before_after(THROUGHPUT, gpu_throughput.adopt(l40s, THROUGHPUT), inputs)
     assert set(first.gpu_before) == {"H200"} and set(first.gpu_after) == {"L40S"}
     assert first.ratio.to_numpy() == pytest.approx(1)  # H200's figures under L40S's name
+
+
+def test_a_gpu_fit_takes_the_narrow_models_time_as_host_and_the_wide_ones_as_arithmetic_at_most_the_peak():
+    """The plan prices a GPU step as the larger of host and device time; its fit reads each measurement so: the
+    H200's fp32 transformer of 2026-11-28 (15.22 ms narrow, 22.26 ms for 695.8 GFLOP wide) is 31 TFLOP/s, not the
+    sum model's 98 (above the 67 peak)."""
+    narrow = {"seconds": 15.22e-3, "flops": 3.221e9, "layers": 4}
+    wide = {"seconds": 22.26e-3, "flops": 695.785e9, "layers": 4}
+    floor, rate = gpu_throughput.gpu_floor_and_rate(narrow, wide, 67e12)
+    assert floor == pytest.approx(15.22e-3 / 4) and rate == pytest.approx(695.785e9 / 22.26e-3)
+    assert gpu_throughput.floor_and_rate(narrow, wide)[1] > 67e12  # what the sum model made of it
+    assert gpu_throughput.gpu_floor_and_rate(narrow, {**wide, "seconds": 1e-3}, 67e12)[1] == 67e12  # no slower: peak
+    assert gpu_throughput.gpu_floor_and_rate(narrow, {**wide, "flops": 1e15}, 67e12)[1] == 67e12  # capped
+
+
+def test_a_checks_log_refits_to_one_row_per_family_kind_and_precision():
+    log = (REPO / "benchmarks/gpu/2026-11-28-NVIDIA_H200/gpu_check.1.log").read_text()
+    rows = pd.DataFrame(gpu_throughput.refit_log(log, "measured-gpu: test"))
+    assert len(rows) == 20 and not rows.duplicated(["family", "kind", "precision"]).any()
+    assert (rows.flops_per_second <= rows.precision.map({"fp32": 67e12, "bf16": 989e12})).all()
+    transformer = rows.set_index(["family", "kind", "precision"]).loc["transformer", "train", "fp32"]
+    assert transformer.flops_per_second == pytest.approx(695.785e9 / 22.26e-3)

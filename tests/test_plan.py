@@ -133,7 +133,7 @@ def test_augmented_and_unlabelled_transfer_sets_add_their_sentences(tmp_path):
     assert generator.parameters == 2 * (4 * 64**2 + 2 * 64 * 256) + vocabulary * 64
 
 
-def test_estimate_adds_start_up_floor_and_flops():
+def test_estimate_adds_start_up_floor_and_flops_on_a_cpu_and_takes_the_larger_on_a_gpu():
     jobs = toy_jobs()
     rates = pd.DataFrame([{"family": "transformer", "kind": kind, "device": device, "precision": precision,
                            "floor_seconds_per_layer": 0.01, "flops_per_second": 1e9, "source": f"toy {device}"}
@@ -147,7 +147,12 @@ def test_estimate_adds_start_up_floor_and_flops():
     assert on_cpu.seconds == pytest.approx(1 + floors[0] + train_flops + floors[1] + infer_flops)
     assert (on_cpu.device, on_cpu.source) == ("cpu", "toy cpu")
     on_gpu = cost_plan.estimate(jobs, rates, startup, ("G", "bf16")).set_index("rule")
-    assert on_gpu.loc["finetune_teacher"].seconds == pytest.approx(on_cpu.seconds + cost_plan.GPU_START_SECONDS)
+    # on a GPU the host launches while the device computes: each kind of work costs the larger of its two parts
+    teacher = on_gpu.loc["finetune_teacher"]
+    assert teacher.seconds == pytest.approx(1 + cost_plan.GPU_START_SECONDS + max(floors[0], train_flops)
+                                            + max(floors[1], infer_flops))
+    assert teacher.seconds == pytest.approx(teacher.startup_seconds + teacher.floor_seconds + teacher.compute_seconds)
+    assert teacher.floor_seconds == 0 and teacher.compute_seconds == pytest.approx(train_flops + infer_flops)
     assert (on_gpu.loc["teacher_table"].seconds, on_gpu.loc["teacher_table"].device) == (1.0, "cpu")
     estimated = cost_plan.estimate(jobs, rates, startup, ("G", "bf16"))
     table = cost_plan.plan_table(estimated, cost_plan.section_order(toy_config()))
@@ -308,3 +313,16 @@ def test_the_plan_against_the_run_sums_the_jobs_that_ran_and_compares_cpu_time_o
     none = measured_against_plan(jobs.assign(benchmark="b/missing.tsv"), tmp_path)
     assert none.ran.sum() == 0 and none.ratio.isna().all()
     assert "0 of 3 planned jobs have run" in measured_document(none).markdown()
+
+
+def test_no_rate_counts_above_its_gpus_peak():
+    """A fit can give a rate above what the chip can do (the 2026-11-28 H200 fp32 fit: 98 TFLOP/s against a 67 peak):
+    the plan caps it, so that its arithmetic takes at least FLOPs / peak."""
+    jobs = toy_jobs()
+    rates = pd.DataFrame([{"family": "transformer", "kind": kind, "device": "H200", "precision": "fp32",
+                           "floor_seconds_per_layer": 0.0, "flops_per_second": 1e20, "source": "unresolved"}
+                          for kind in ("train", "infer")]).set_index(["family", "kind", "device", "precision"])
+    teacher = cost_plan.estimate(jobs, rates, dict.fromkeys(jobs.rule, 1.0), ("H200", "fp32")).set_index(
+        "rule").loc["finetune_teacher"]
+    peak = cost_plan.PEAK_FLOPS["H200", "fp32"]
+    assert teacher.compute_seconds == pytest.approx(6 * TOY_PARAMETERS * 50 * 1280 / peak + 2 * TOY_PARAMETERS * 50 * 400 / peak)

@@ -10,17 +10,20 @@ Seconds (:func:`estimate`): a job's start-up (importing its script's modules and
 loading one; measured per rule: reference/startup.csv) plus, per kind of work, its batches times a per-batch floor (the Python and dispatch work of
 a step, which grows with the model's layers and is all a tiny model costs) and its FLOPs (6 x parameters x tokens
 to train, 2 x to infer: Kaplan et al. 2020's estimate; attention's quadratic term left out) at the achieved FLOP/s
-of its model family, added up. Both come from reference/throughput.csv (benchmarks/plan_throughput.py): measured on
-a CPU, and scaled to GPUs, where the floor is an assumed host time per layer (eager PyTorch dispatches every kernel
-from Python) and the FLOP/s an assumed fraction of the GPU's peak. On a GPU the host could run ahead of the device,
-but kdflow's training loop reads the loss and the gradient norm at every step, which waits for the GPU: adding the
-two is the cautious bound (at most twice the larger).
+of its model family. Both come from reference/throughput.csv (benchmarks/plan_throughput.py): measured on a CPU,
+and scaled to GPUs, where the floor is an assumed host time per layer (eager PyTorch dispatches every kernel from
+Python) and the FLOP/s an assumed fraction of the GPU's peak, or measured there (benchmarks/gpu_check.py). On a CPU
+the two add up: the host does the arithmetic too. On a GPU a step costs the larger of the two: kdflow's training
+step never waits for the device (kdflow.training.loop), so the host launches the next kernels while the device
+computes, and a step is as long as whichever of them is busy longer. No rate counts above its GPU's peak
+(:data:`PEAK_FLOPS`): a fitted one that does is capped there.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +41,10 @@ START_UP_ONLY = "start-up only"
 ASSUMED_START_UP = "start-up assumed (no row in reference/startup.csv): the median of the tables' and figures'"  # the source of a job that runs no model
 GPU_START_SECONDS = 3.0  # assumed: creating a job's CUDA context and moving its model to the GPU
 FLOPS_PER_PARAMETER = {"train": 6, "infer": 2, "decode": 2, "probe": 6}
+# Dense peak FLOP/s of the GPUs the plan prices (NVIDIA's datasheets, SXM parts): bf16 on the tensor cores, fp32 on
+# the CUDA cores, not TF32's (kdflow.core.precision's fp32 turns TF32 off). The H200 computes as the H100.
+PEAK_FLOPS = {("H200", "bf16"): 989e12, ("H200", "fp32"): 67e12, ("H100", "bf16"): 989e12, ("H100", "fp32"): 67e12,
+              ("A100", "bf16"): 312e12, ("A100", "fp32"): 19.5e12}
 
 
 def config_digest(config: dict) -> str:
@@ -93,10 +100,11 @@ def cost_plan(dag: list[dict], config: dict, task_table: pd.DataFrame, throughpu
 def estimate(jobs: pd.DataFrame, throughput: pd.DataFrame, startup: dict[str, float],
              accelerator: tuple[str, str]) -> pd.DataFrame:
     """``jobs`` (:func:`kdflow.workflow.job_work.planned_jobs`, as a frame) with the ``device``, ``precision``,
-    ``seconds`` and ``source`` of each: start-up, then per kind of work its batches' floor plus its FLOPs at the
-    family's rate; the three parts are also given apart (``startup_seconds``, ``floor_seconds``, ``compute_seconds``:
-    what :mod:`kdflow.workflow.calibration` refits from the jobs that ran), and ``charged_seconds``, the seconds of
-    device time it is charged (:func:`charged_share`).
+    ``seconds`` and ``source`` of each: start-up, then per kind of work its batches' floor and its FLOPs at the
+    family's rate (at most the GPU's peak), added up on a CPU, the larger of them on a GPU. The parts that count are
+    also given apart (``startup_seconds``, ``floor_seconds``, ``compute_seconds``, summing to ``seconds``: on a GPU
+    each kind of work's larger part alone; what :mod:`kdflow.reporting.calibration` refits from the jobs that ran),
+    and ``charged_seconds``, the seconds of device time it is charged (:func:`charged_share`).
     ``accelerator``: (device, precision) of the jobs that ask for a GPU; the others run on the CPU in fp32. A GPU
     job also starts CUDA (:data:`GPU_START_SECONDS`)."""
     rows = []
@@ -111,8 +119,15 @@ def estimate(jobs: pd.DataFrame, throughput: pd.DataFrame, startup: dict[str, fl
             if not examples or job.family == "none":
                 continue
             rate = throughput.loc[(job.family, kind, device, precision)]
-            floor += batches * rate.floor_seconds_per_layer * max(job.layers, 1)
-            compute += FLOPS_PER_PARAMETER[kind] * job.parameters * job.tokens * examples / rate.flops_per_second
+            flops_per_second = min(rate.flops_per_second, PEAK_FLOPS.get((device, precision), math.inf))
+            host = batches * rate.floor_seconds_per_layer * max(job.layers, 1)
+            arithmetic = FLOPS_PER_PARAMETER[kind] * job.parameters * job.tokens * examples / flops_per_second
+            if device == "cpu":
+                floor, compute = floor + host, compute + arithmetic
+            elif host >= arithmetic:  # the host's launches are the step: the device waits
+                floor += host
+            else:  # the device's arithmetic is: the launches hide behind it
+                compute += arithmetic
             sources.add(rate.source)
         rows.append({"device": device, "precision": precision, "seconds": start + floor + compute,
                      "startup_seconds": start, "floor_seconds": floor, "compute_seconds": compute,
