@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from kdflow.core.errors import Terminated, UserError
-from kdflow.core.intermediates import DamagedFile, check_inputs
+from kdflow.core.intermediates import RESULTS, DamagedFile, check_inputs
 from kdflow.core.io import set_aside
 
 log = logging.getLogger("kdflow")
@@ -53,13 +53,9 @@ def rule_job(snakemake):
     (:func:`record_usage`)."""
     setup_logging(snakemake.log[0] if snakemake.log else None)
     set_threads(snakemake.threads)
-    usage = None
-    if snakemake.log:
-        from kdflow.workflow.results_paths import usage_of_log
-
-        usage = usage_of_log(snakemake.log[0])
-        if usage is not None:
-            usage.unlink(missing_ok=True)  # an earlier attempt's: a job killed before its end leaves none
+    usage = usage_file(snakemake.log[0]) if snakemake.log else None
+    if usage is not None:
+        usage.unlink(missing_ok=True)  # an earlier attempt's: a job killed before its end leaves none
     try:
         check_inputs(snakemake.input)
         yield
@@ -84,6 +80,16 @@ def rule_job(snakemake):
     finally:
         if usage is not None:
             record_usage(usage)
+
+
+def usage_file(log_file: str | Path) -> Path | None:
+    """Where a job's own CPU time goes, beside its benchmark file, which lies at its log's path (``logs/<job>.log``,
+    ``results/benchmarks/<job>.tsv``): kdflow.workflow.results_paths.job_usage reads it there. None for a log
+    elsewhere."""
+    log, logs = Path(log_file).resolve(), Path("logs").resolve()
+    if not log.is_relative_to(logs):
+        return None
+    return Path(RESULTS, "benchmarks", log.relative_to(logs)).with_suffix(".usage.json")
 
 
 def record_usage(path: Path) -> None:

@@ -187,10 +187,3 @@ def job_usage(benchmark_file: str | Path) -> Path:
     exact where Snakemake's benchmark samples, and misses what a short or delayed job spent between samples."""
     return Path(benchmark_file).with_suffix(".usage.json")
 
-
-def usage_of_log(log_file: str | Path) -> Path | None:
-    """The usage file of the job whose log is ``log_file`` (``logs/<job>.log``); None for a log elsewhere."""
-    log, logs = Path(log_file).resolve(), Path("logs").resolve()
-    if not log.is_relative_to(logs):
-        return None
-    return job_usage(benchmark(log.relative_to(logs).with_suffix("").as_posix()))
