@@ -15,11 +15,12 @@ The protocol (benchmarks/quality/config.yaml, experiments ``claims_alp``, ``clai
    best dev score (kdflow's own selection, :func:`kdflow.distillation.selection.select`, over that seed).
 2. **Seeds.** The kept point runs the other seeds (SST-2 5, STS-B and MRPC 3 in all, ``--seeds``).
 3. **Verdicts.** Each claim's links are tested on the held-out seeds (all but the one that chose a point) over
-   seeds and dev examples together, Holm-adjusted per claim, with the difference each can detect, the equivalence
-   test at the paper's gain and the seeds planner (:mod:`kdflow.reporting.claims`); the tables and verdicts go to
-   benchmarks/quality/claims.md, and the workflow's report shows the same page (rule ``claims_table``).
-4. **Planned seeds** (``--phases planned``). For every link whose paper's gain the planner says its test would
-   detect with at most 10 seeds in all, both sides run the seeds it names.
+   seeds and dev examples together, against each link's declared margin (benchmarks/quality/claim_margins.yaml),
+   a claim's links as one family (simultaneous intervals), with the difference each can detect and the seeds
+   planner (:mod:`kdflow.reporting.claims`); the tables and verdicts go to benchmarks/quality/claims.md, and the
+   workflow's report shows the same page (rule ``claims_table``).
+4. **Planned seeds** (``--phases planned``). For every link whose margin the planner says its test would detect
+   with at most 10 seeds in all, both sides run the seeds it names.
 
 Every finished run is appended to the committed record, benchmarks/quality/claims_runs.jsonl (its scores, dev
 predictions, CPU time, the commit and command that ran it), as soon as its job ends. A run in the record is never
@@ -64,7 +65,8 @@ from quality_real_data import EXPERIMENTS as THESIS_EXPERIMENTS  # noqa: E402
 from quality_real_data import TEACHER, prepare, read_json, seconds, write_if_changed  # noqa: E402
 
 from kdflow.core.documents import Paragraph  # noqa: E402
-from kdflow.reporting.claims import cells, claims_document, read_runs, searched_points, usable  # noqa: E402
+from kdflow.reporting.claims import (  # noqa: E402
+    cells, claims_document, read_margins, read_runs, searched_points, usable)
 from kdflow.workflow.config_files import load_config_file  # noqa: E402
 from kdflow.workflow import results_paths as paths  # noqa: E402
 from kdflow.workflow.job_settings import grid_points  # noqa: E402
@@ -77,6 +79,7 @@ LABELS = REPO / "benchmarks" / "quality" / "claims_dev_labels.json"
 VERDICTS = REPO / "benchmarks" / "quality" / "claims.md"
 GPU_VERDICTS = REPO / "benchmarks" / "quality" / "claims_gpu.md"
 THESIS_RECORD = REPO / "benchmarks" / "quality" / "thesis_runs.jsonl"
+MARGINS = REPO / "benchmarks" / "quality" / "claim_margins.yaml"  # each link's margin, declared before its runs
 SEEDS = {"sst2": 5, "stsb": 3, "mrpc": 3}  # seeds per task at the selected points (the issue: 5 on SST-2, at least 3)
 THESIS_SEEDS = 5  # labelled subsets (and seeds) of the thesis's claim
 
@@ -139,20 +142,20 @@ def seed_runs(record: list[dict], config: dict, tasks: list[str], seeds: dict[st
     return runs
 
 
-# The planner's bound (issue 49): extra seeds are trained for a link only where its test would detect the paper's gain
-# with at most this many seeds in all.
+# The planner's bound (issue 49): extra seeds are trained for a link only where its test would detect its margin with
+# at most this many seeds in all.
 PLANNED_SEEDS = 10
 
 
 def planned_runs(record: list[dict], config: dict, tasks: list[str], most: int = PLANNED_SEEDS) -> list[dict]:
-    """The runs the seeds planner asks for: for every link with a paper's gain whose test would detect it with at
+    """The runs the seeds planner asks for: for every link whose test would detect its margin with at
     most ``most`` seeds in all (the held-out seeds the planner names, and the seed that chose a side's point), both
     sides' seeds up to that number at their chosen points (the record skips those it has)."""
     import pandas as pd
 
     from kdflow.reporting.claims import verdicts
 
-    found = verdicts(record, read_json(LABELS) or {}, searched_points(config),
+    found = verdicts(record, read_json(LABELS) or {}, read_margins(MARGINS), searched_points(config),
                      pd.read_csv(REPO / "reference" / "paper_results.csv"))
     runs = []
     for row in found.itertuples() if len(found) else ():
@@ -409,11 +412,13 @@ def main() -> None:
     import pandas as pd
 
     reference = pd.read_csv(REPO / "reference" / "paper_results.csv")
-    document = claims_document(read_record() + read_record(THESIS_RECORD), read_json(LABELS) or {}, grids, reference)
+    margins = read_margins(MARGINS)
+    document = claims_document(read_record() + read_record(THESIS_RECORD), read_json(LABELS) or {}, margins, grids,
+                               reference)
     document.write(VERDICTS)
     gpu_runs = read_record(on_gpu=True)
     if gpu_runs:  # the GPU check's runs (benchmarks/gpu_check.py): the full train set, their own verdicts
-        document = claims_document(gpu_runs, read_json(LABELS) or {}, grids, reference)
+        document = claims_document(gpu_runs, read_json(LABELS) or {}, margins, grids, reference)
         devices = sorted({f"{run['device']} ({run['precision']})" for run in gpu_runs})
         document.title += " (GPU runs, full train sets)"
         document.blocks.insert(0, Paragraph(

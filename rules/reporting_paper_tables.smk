@@ -31,6 +31,7 @@ rule claims_table:
         runs=config.get("evidence", {}).get("runs", []),
         dev_labels=config.get("evidence", {}).get("dev_labels", []),
         config=config.get("evidence", {}).get("config", []),
+        margins=config.get("evidence", {}).get("margins", []),
         reference=config.get("paper_tables", {}).get("reference", []),
     output:
         **page_and_csv(

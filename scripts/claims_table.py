@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from kdflow.core.runtime import rule_job
-from kdflow.reporting.claims import claims_document, read_runs, searched_points
+from kdflow.reporting.claims import claims_document, read_margins, read_runs, searched_points
 from kdflow.workflow.config_files import load_config_file
 
 with rule_job(snakemake):
@@ -14,5 +14,6 @@ with rule_job(snakemake):
     labels = json.loads(Path(snakemake.input.dev_labels).read_text())
     grids = searched_points(load_config_file(snakemake.input.config))
     reference = pd.read_csv(snakemake.input.reference) if snakemake.input.get("reference") else None
-    claims_document(runs, labels, grids, reference).write(snakemake.output.markdown, snakemake.output.html,
+    margins = read_margins(snakemake.input.margins)
+    claims_document(runs, labels, margins, grids, reference).write(snakemake.output.markdown, snakemake.output.html,
                                                             snakemake.output.csv)

@@ -11,7 +11,9 @@ import pytest
 
 import pandas as pd
 
-from kdflow.reporting.claims import claims_document, read_runs, searched_points, verdict, verdicts
+from kdflow.reporting.claims import (claims_document, compare_sides, interval, read_margins, read_runs, searched_points,
+                                     verdict, verdicts)
+from scipy.stats import t as scipy_t
 
 
 def runs_of(method, experiment, dev_by_seed, point="default", fixed=0, task="sst2"):
@@ -22,6 +24,7 @@ def runs_of(method, experiment, dev_by_seed, point="default", fixed=0, task="sst
 
 
 LABELS = {"sst2": [1] * 100}
+MARGINS = read_margins(Path(__file__).resolve().parents[1] / "benchmarks/quality/claim_margins.yaml")
 # The paper's numbers of ALP-KD's claim as kdflow looks them up (Universal-KD Table 2's BERT-4 rows): KD 2.2 over
 # no KD, PKD 0.3 under KD.
 REFERENCE = pd.DataFrame([{"source": "universal_kd_wu2021", "table": 2, "student": "bert-4", "task": "sst2",
@@ -29,39 +32,85 @@ REFERENCE = pd.DataFrame([{"source": "universal_kd_wu2021", "table": 2, "student
                           for method, value in (("no_kd", 88.2), ("kd", 90.4), ("pkd", 90.1))])
 
 
-def test_a_link_holds_when_the_adjusted_test_rejects_no_difference():
+def test_a_link_holds_when_its_interval_at_the_claims_level_lies_above_zero():
     # kd is right on 30 more of the 100 dev examples, the same 30 for every seed: the examples, not only the
-    # seeds, must be many enough (10 such examples would be p 0.06 before Holm: 100 examples hold few of them)
+    # seeds, must be many enough (10 such examples would leave the interval across 0: 100 examples hold few)
     runs = (runs_of("kd", "claims_alp", {1: 90, 2: 91, 3: 89, 4: 90})
             + runs_of("no_kd", "claims_alp", {1: 60, 2: 62, 3: 61, 4: 61})  # kd ahead by 29
             + runs_of("pkd", "claims_alp", {1: 91, 2: 90, 3: 90, 4: 92}))  # pkd ahead of kd by 0.75
-    found = verdicts(runs, LABELS, reference=REFERENCE).set_index("link")
+    found = verdicts(runs, LABELS, MARGINS, reference=REFERENCE).set_index("link")
     kd = found.loc["KD > no KD"]
     assert kd["difference"] == pytest.approx(29.0) and kd["pairs"] == 4 and kd["verdict"] == "holds"
-    assert kd["p"] < kd["p_holm"] < 0.05 and kd["low"] > 0  # two links in the family: Holm doubles the smaller p
-    assert kd["paper_gain"] == pytest.approx(2.2)
+    # two links tested in the claim: each interval at 1 - 0.05 / 2, from the t quantile at 3 degrees of freedom
+    assert kd["family"] == 2 and kd["level"] == pytest.approx(0.975)
+    half = scipy_t.ppf(1 - 0.025 / 2, 3) * kd["standard_error"]
+    assert (kd["low"], kd["high"]) == (pytest.approx(29.0 - half), pytest.approx(29.0 + half)) and kd["low"] > 0
+    assert kd["paper_gain"] == pytest.approx(2.2) and kd["margin"] == pytest.approx(2.2)
     assert found.loc["PKD > KD", "verdict"] == "inconclusive"
-    assert found.loc["PKD > KD", "detectable"] > 0.3  # the paper's -0.3 is below what 4 seeds can see
+    assert found.loc["PKD > KD", "margin"] == 1.0  # the paper's -0.3 is no margin: the stated one point
+    assert found.loc["PKD > KD", "detectable"] > 0.3
+
+
+def test_the_four_verdicts_are_exclusive_and_follow_where_the_interval_lies():
+    """By hand, for a `>` link with margin 2 and a `>=` link (non-inferiority) with margin 1."""
+    def of(low, high, margin, relation):
+        return verdict({"low": low, "high": high, "margin": margin}, relation)
+
+    assert of(-3.0, -0.5, 2.0, ">") == "contradicted"
+    assert of(0.1, 0.5, 2.0, ">") == "holds"  # real, and smaller than the margin: the interval says how large
+    assert of(-0.5, 1.5, 2.0, ">") == "no difference as large as the margin"
+    assert of(-0.5, 2.5, 2.0, ">") == "inconclusive"
+    assert of(-0.9, 0.4, 1.0, ">=") == "holds"  # worse by less than the margin at most: not inferior
+    assert of(-3.0, -1.5, 1.0, ">=") == "contradicted"  # worse by more than the margin
+    assert of(-0.5, -0.2, 1.0, ">=") == "holds"
+    assert of(-1.5, 0.5, 1.0, ">=") == "inconclusive"
+    assert of(math.nan, math.nan, 1.0, ">") == "inconclusive"
+
+
+def test_a_claims_links_are_one_family_whose_error_rate_is_alpha():
+    """Simultaneous intervals: with 6 tested links of one true difference of 0 each, the chance that any link gets
+    holds or contradicted is at most 0.05 (simulated: 400 claims of 6 such links, 5 seeds on 1,000 examples)."""
+    rng = np.random.default_rng(7)
+    gold = np.ones(1000)
+    wrong = 0
+    for _ in range(400):
+        found = []
+        for _ in range(6):
+            seeds = {s: (rng.random(1000) < 0.8).astype(int) for s in range(1, 6)}
+            others = {s: (rng.random(1000) < 0.8).astype(int) for s in range(1, 6)}
+            result = compare_sides({"held_out": [{"seed": s, "dev_predictions": v} for s, v in seeds.items()],
+                                    "metric": "accuracy"},
+                                   {"held_out": [{"seed": s, "dev_predictions": v} for s, v in others.items()],
+                                    "metric": "accuracy"}, gold, margin=2.0)
+            found.append(verdict({**result, **interval(result, 6)}, ">"))
+        wrong += any(v in ("holds", "contradicted") for v in found)
+    assert wrong / 400 <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 400)
 
 
 def test_a_link_the_runs_reverse_is_contradicted_and_a_missing_side_is_left_out():
     runs = runs_of("kd", "claims_alp", {1: 60, 2: 61, 3: 62}) + runs_of("pkd", "claims_alp", {1: 90, 2: 92, 3: 91})
-    found = verdicts(runs, LABELS).set_index("link")
+    found = verdicts(runs, LABELS, MARGINS).set_index("link")
     assert found.loc["PKD > KD", "verdict"] == "holds"
     runs = runs_of("kd", "claims_alp", {1: 90, 2: 92, 3: 91}) + runs_of("pkd", "claims_alp", {1: 60, 2: 61, 3: 62})
-    found = verdicts(runs, LABELS).set_index("link")
+    found = verdicts(runs, LABELS, MARGINS).set_index("link")
     assert found.loc["PKD > KD", "verdict"] == "contradicted"
     assert "KD > no KD" not in found.index  # no no_kd runs
 
 
-def test_equal_sides_show_no_difference_as_large_as_the_papers_gain():
-    # kd and no_kd differ by at most one example per seed: the equivalence test at the paper's 2.2 rejects
+def test_equal_sides_show_no_difference_as_large_as_the_margin():
+    # kd and no_kd differ by at most one example per seed: the interval lies below the paper's 2.2, the margin
     runs = (runs_of("kd", "claims_alp", {1: 80, 2: 81, 3: 80, 4: 81, 5: 80})
             + runs_of("no_kd", "claims_alp", {1: 80, 2: 80, 3: 81, 4: 80, 5: 81}))
-    row = verdicts(runs, LABELS, reference=REFERENCE).set_index("link").loc["KD > no KD"]
-    assert row["p_equivalence_holm"] < 0.05 and row["verdict"] == "no difference as large as the paper's"
+    row = verdicts(runs, LABELS, MARGINS, reference=REFERENCE).set_index("link").loc["KD > no KD"]
+    assert row["high"] < row["margin"] == pytest.approx(2.2) and row["low"] < 0
+    assert row["verdict"] == "no difference as large as the margin"
     assert row["seeds_needed"] is not None and row["seeds_needed"] >= 2
-    assert verdict({"p_holm": 0.5, "p_equivalence_holm": math.nan, "difference": 1.0}) == "inconclusive"
+
+
+def test_a_link_without_a_declared_margin_is_a_clear_error():
+    runs = runs_of("kd", "claims_alp", {1: 80, 2: 81}) + runs_of("no_kd", "claims_alp", {1: 70, 2: 72})
+    with pytest.raises(ValueError, match="no margin declared for 'claims_alp/kd > claims_alp/no_kd' on sst2"):
+        verdicts(runs, LABELS, {})
 
 
 def test_each_method_is_judged_on_the_seeds_that_did_not_choose_its_point():
@@ -69,10 +118,10 @@ def test_each_method_is_judged_on_the_seeds_that_did_not_choose_its_point():
     runs = (runs_of("kd", "claims_alp", {1: 75, 2: 95}, point="beta0.2")
             + runs_of("kd", "claims_alp", {1: 85, 2: 84, 3: 82}, point="beta0.7")
             + runs_of("no_kd", "claims_alp", {1: 70, 2: 71, 3: 72}))
-    markdown = claims_document(runs, LABELS).markdown()
+    markdown = claims_document(runs, LABELS, MARGINS).markdown()
     assert ("| sst2 | claims_alp | KD | accuracy | beta0.7 | 85.00 | 2 | 83.00 ± 1.41 | beta0.2 75.00, beta0.7 85.00 |"
             in markdown)
-    row = verdicts(runs, LABELS).set_index("link").loc["KD > no KD"]
+    row = verdicts(runs, LABELS, MARGINS).set_index("link").loc["KD > no KD"]
     assert row["pairs"] == 2 and row["difference"] == pytest.approx(((84 - 71) + (82 - 72)) / 2)
 
 
@@ -82,17 +131,17 @@ def test_the_best_of_ckds_bucketings_on_the_first_seed_stands_for_ckd():
     runs = (runs_of("ckd_no", "claims_alp", {1: 70, 2: 90, 3: 91}) + runs_of("ckd_po", "claims_alp",
                                                                                {1: 80, 2: 81, 3: 80})
             + runs_of("alp", "claims_alp", {1: 80, 2: 80, 3: 80}))
-    row = verdicts(runs, LABELS).set_index("link").loc["ALP-KD >= CKD-PO"]
+    row = verdicts(runs, LABELS, MARGINS).set_index("link").loc["ALP-KD >= CKD-PO"]
     assert row["pairs"] == 2 and row["difference"] == pytest.approx(-0.5)
 
 
 def test_runs_without_predictions_or_a_clean_commit_take_no_part_in_a_verdict():
     runs = runs_of("kd", "claims_alp", {1: 80, 2: 81, 3: 79}) + runs_of("no_kd", "claims_alp", {1: 70, 2: 72, 3: 71})
-    assert len(verdicts(runs, LABELS)) == 1
+    assert len(verdicts(runs, LABELS, MARGINS)) == 1
     dirty = [dict(run, commit=run["commit"] + "-dirty") if run["method"] == "kd" else run for run in runs]
-    assert verdicts(dirty, LABELS).empty
+    assert verdicts(dirty, LABELS, MARGINS).empty
     transcribed = [{k: v for k, v in run.items() if k != "dev_predictions"} for run in runs]
-    assert verdicts(transcribed, LABELS).empty
+    assert verdicts(transcribed, LABELS, MARGINS).empty
 
 
 def test_the_committed_record_reads_and_renders(tmp_path):
@@ -101,7 +150,7 @@ def test_the_committed_record_reads_and_renders(tmp_path):
     runs = read_runs(path)
     assert [run["dev"] for run in runs] == [80]
     assert read_runs(tmp_path / "none.jsonl") == []
-    html = claims_document(runs, LABELS).html()
+    html = claims_document(runs, LABELS, MARGINS).html()
     assert "No link of this claim has both sides&#x27; searches complete" in html and "<td>80.00</td>" in html
     assert "The thesis, random vectors: KD over a large transfer set" in html  # both of the thesis's claims
     assert np.isclose(runs[0]["cpu_seconds"], 60.0)
@@ -113,16 +162,16 @@ def test_a_search_that_has_not_run_every_point_yet_takes_no_part_in_a_verdict():
     assert grids == {("claims_alp", "kd"): {"beta0.2", "beta0.5"}, ("claims_alp", "no_kd"): {"default"}}
     runs = runs_of("kd", "claims_alp", {1: 90, 2: 91, 3: 89, 4: 90}, point="beta0.2") + runs_of(
         "no_kd", "claims_alp", {1: 60, 2: 62, 3: 61, 4: 61})
-    assert verdicts(runs, LABELS, grids).empty  # beta0.5 may still win KD's search
-    assert "| beta0.2 (search 1 of 2) |" in claims_document(runs, LABELS, grids).markdown()
+    assert verdicts(runs, LABELS, MARGINS, grids).empty  # beta0.5 may still win KD's search
+    assert "| beta0.2 (search 1 of 2) |" in claims_document(runs, LABELS, MARGINS, grids).markdown()
     runs += runs_of("kd", "claims_alp", {1: 60}, point="beta0.5")
-    assert verdicts(runs, LABELS, grids).set_index("link").loc["KD > no KD", "verdict"] == "holds"
+    assert verdicts(runs, LABELS, MARGINS, grids).set_index("link").loc["KD > no KD", "verdict"] == "holds"
 
 
 def test_a_resumed_runs_partial_cpu_time_is_left_out_of_the_mean_and_said():
     runs = runs_of("kd", "claims_alp", {1: 80, 2: 81})
     runs[1] |= {"cpu_seconds": 6.0, "resumed": True}  # its last attempt alone
-    text = claims_document(runs, LABELS, {}).markdown()
+    text = claims_document(runs, LABELS, MARGINS, {}).markdown()
     assert "| 80.00 | 2 | 80.50 ± 0.71 |" in text and "| 1.0 |" in text  # 60 s: the resumed run left out of the mean
     assert "1 of them resumed from a checkpoint" in text and "0.0 CPU-hours" in text
 
@@ -130,11 +179,11 @@ def test_a_resumed_runs_partial_cpu_time_is_left_out_of_the_mean_and_said():
 def test_gpu_runs_are_costed_by_their_wall_clock_as_they_share_the_gpu():
     runs = [run | {"device": "NVIDIA H200", "wall_seconds": 150.0, "cpu_seconds": None}
             for run in runs_of("kd", "claims_alp", {1: 80, 2: 81})]
-    text = claims_document(runs, LABELS, {}).markdown()
+    text = claims_document(runs, LABELS, MARGINS, {}).markdown()
     assert "wall-min per run" in text and "| 2.5 |" in text and "0.1 wall-hours" in text
     assert "jobs shared the GPU" in text and "CPU-hours" not in text
     runs[1] |= {"resumed": True}  # a continuation call resumed it from its checkpoint
-    assert "their wall time is their last attempt's alone" in claims_document(runs, LABELS, {}).markdown()
+    assert "their wall time is their last attempt's alone" in claims_document(runs, LABELS, MARGINS, {}).markdown()
 
 
 def on_gpu(runs, teacher=None, invocation="benchmarks/gpu_check.py --work /tmp/kdflow-check"):
@@ -148,15 +197,15 @@ def test_runs_of_different_teachers_are_never_paired_and_the_pairs_left_out_are_
     another differ by the teachers too, so those seeds are left out, not tested."""
     kd, no_kd = runs_of("kd", "claims_alp", {1: 90, 2: 91, 3: 89, 4: 90}), runs_of("no_kd", "claims_alp",
                                                                                   {1: 60, 2: 62, 3: 61, 4: 61})
-    same = verdicts(on_gpu(kd, "aaaa") + on_gpu(no_kd, "aaaa"), LABELS).set_index("link").loc["KD > no KD"]
+    same = verdicts(on_gpu(kd, "aaaa") + on_gpu(no_kd, "aaaa"), LABELS, MARGINS).set_index("link").loc["KD > no KD"]
     assert (same["pairs"], same["other_teachers"], same["verdict"]) == (4, 0, "holds")
-    other = verdicts(on_gpu(kd, "aaaa") + on_gpu(no_kd, "bbbb"), LABELS).set_index("link").loc["KD > no KD"]
+    other = verdicts(on_gpu(kd, "aaaa") + on_gpu(no_kd, "bbbb"), LABELS, MARGINS).set_index("link").loc["KD > no KD"]
     assert (other["pairs"], other["other_teachers"], other["verdict"]) == (0, 4, "inconclusive")
     assert math.isnan(other["difference"])
     mixed = on_gpu(no_kd[:2], "aaaa") + on_gpu(no_kd[2:], "bbbb")  # seeds 3 and 4 under another teacher
-    found = verdicts(on_gpu(kd, "aaaa") + mixed, LABELS).set_index("link").loc["KD > no KD"]
+    found = verdicts(on_gpu(kd, "aaaa") + mixed, LABELS, MARGINS).set_index("link").loc["KD > no KD"]
     assert (found["pairs"], found["other_teachers"]) == (2, 2)  # seed 1 chose nothing: no_kd has no grid
-    text = claims_document(on_gpu(kd, "aaaa") + mixed, LABELS, {}).markdown()
+    text = claims_document(on_gpu(kd, "aaaa") + mixed, LABELS, MARGINS, {}).markdown()
     assert "Seed pairs left out because their two runs learnt from different teachers" in text
     assert "sst2 KD \\> no KD, 2." in text  # Markdown escapes the >
 
@@ -166,17 +215,17 @@ def test_runs_recorded_before_teacher_digests_pair_with_each_other_and_cpu_runs_
     # the two calls of 2026-11-28's check, the second on the first's work directory: one teacher
     first_call = "benchmarks/gpu_check.py --parts environment evidence --out /root/out"
     second_call = "benchmarks/gpu_check.py --parts environment evidence --work /tmp/gpu-check-e1k_0d69 --budget 290"
-    found = verdicts(on_gpu(kd, invocation=first_call) + on_gpu(no_kd, invocation=second_call), LABELS)
+    found = verdicts(on_gpu(kd, invocation=first_call) + on_gpu(no_kd, invocation=second_call), LABELS, MARGINS)
     assert found.set_index("link").loc["KD > no KD", "pairs"] == 3
     later = on_gpu(no_kd, "cccc")  # a later check's teacher
-    found = verdicts(on_gpu(kd, invocation=first_call) + later, LABELS).set_index("link").loc["KD > no KD"]
+    found = verdicts(on_gpu(kd, invocation=first_call) + later, LABELS, MARGINS).set_index("link").loc["KD > no KD"]
     assert (found["pairs"], found["other_teachers"]) == (0, 3)
-    assert verdicts(kd + no_kd, LABELS).set_index("link").loc["KD > no KD", "other_teachers"] == 0  # CPU runs
+    assert verdicts(kd + no_kd, LABELS, MARGINS).set_index("link").loc["KD > no KD", "other_teachers"] == 0  # CPU runs
 
     def undigested(runs, invocation):  # a check that found no teacher weights to digest
         return [run | {"teacher_digest": None} for run in on_gpu(runs, invocation=invocation)]
 
-    found = verdicts(undigested(kd, first_call) + undigested(no_kd, second_call), LABELS).set_index("link")
+    found = verdicts(undigested(kd, first_call) + undigested(no_kd, second_call), LABELS, MARGINS).set_index("link")
     assert (found.loc["KD > no KD", "pairs"], found.loc["KD > no KD", "other_teachers"]) == (0, 3)
 
 
@@ -249,9 +298,9 @@ def test_thesis_runs_pair_within_a_subset_and_its_teacher_only():
     runs = [run | {"teacher_digest": f"teacher{run['seed']}"} for run in
             runs_of("mse_logits", "lstm_s_train", {1: 80, 2: 81, 3: 79}) + runs_of("no_kd", "lstm_s_train",
                                                                                  {1: 70, 2: 72, 3: 71})]
-    row = verdicts(runs, LABELS).set_index("link").loc["(b) KD, labelled > (a) no KD"]
+    row = verdicts(runs, LABELS, MARGINS).set_index("link").loc["(b) KD, labelled > (a) no KD"]
     assert row["pairs"] == 3 and row["other_teachers"] == 0
     crossed = [run | {"teacher_digest": "other"} if run["method"] == "no_kd" and run["seed"] == 3 else run
                for run in runs]
-    row = verdicts(crossed, LABELS).set_index("link").loc["(b) KD, labelled > (a) no KD"]
+    row = verdicts(crossed, LABELS, MARGINS).set_index("link").loc["(b) KD, labelled > (a) no KD"]
     assert row["pairs"] == 2 and row["other_teachers"] == 1

@@ -101,7 +101,7 @@ def initial_student(task: TaskData, transfer: str | Path | None, teacher_model: 
     """An experiment's student before training, with the teacher's tokenizer: built as its job builds it
     (:func:`kdflow.distillation.distill.distill`), from the seed and, for a word-level student, the words of its
     seeded training subset of the transfer set (``transfer``: the augmented set's file, None for train).
-    ``settings``: :func:`kdflow.workflow.config.embedding_settings`."""
+    ``settings``: :func:`kdflow.workflow.job_settings.embedding_settings`."""
     tokenizer = AutoTokenizer.from_pretrained(teacher_model)
     seed_everything(settings["seed"])
     words = None

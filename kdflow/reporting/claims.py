@@ -13,15 +13,19 @@ seeds only, held out of the choice; a method without one chooses nothing, and al
 
 **A link "A > B" (or "A >= B")** is tested over the seeds both sides hold out, paired by seed (a pair only where
 its two runs learnt from the same teacher, :func:`teacher_of`), and the dev examples together
-(:func:`kdflow.core.statistics.seed_example_test`). Its p-value is adjusted with Holm's method across the links of
-its claim (all tasks), and so is the equivalence test at the paper's own gain (TOST,
-:func:`kdflow.core.statistics.equivalence_p`), the gain being the difference of the two methods in the paper's
-table (``reference/paper_results.csv``). Its verdict, from the adjusted p-values:
-- **holds**: A is ahead and the test rejects "no difference";
-- **contradicted**: A is behind and the test rejects it;
-- **no difference as large as the paper's**: the equivalence test rejects a difference of the paper's size;
-- **inconclusive**: neither; the difference the data can detect (80% power) says why, and the seeds planner
-  (:func:`kdflow.core.statistics.seeds_needed`) how many held-out seeds would detect the paper's gain.
+(:func:`kdflow.core.statistics.seed_example_test`), against its **margin**: the smallest difference of interest,
+declared per link and task with its source in benchmarks/quality/claim_margins.yaml (the paper's gain where it is
+positive, else a stated value; :func:`read_margins`). **One family per claim**: the m links of a claim that can be
+tested get simultaneous intervals at level 1 - alpha/m (Bonferroni; each side alpha/2m), and the verdict is where a
+link's interval lies, so that the chance of any wrong verdict in the claim is at most alpha whatever the truth (a
+true difference d can be wrong on at most one side of its interval). The four verdicts are exclusive, taken in
+this order:
+- **contradicted**: the interval lies below 0 (``>``), or below minus the margin (``>=``: worse by more than it);
+- **holds**: it lies above 0 (``>``: superiority), or above minus the margin (``>=``: non-inferiority);
+- **no difference as large as the margin** (``>`` only): it lies below the margin, and holds neither way;
+- **inconclusive**: none of these; the difference the data can detect (80% power at alpha/m) says why, and the
+  seeds planner (:func:`kdflow.core.statistics.seeds_needed`) how many held-out seeds would detect the margin.
+Each verdict is about the grid point each side chose on its first seed, not the method over its grid.
 """
 
 from __future__ import annotations
@@ -75,7 +79,7 @@ CLAIMS = [
       ((f"{prefix}_train", "mse_logits"), (f"{prefix}_train", "no_kd"), ">")], [])
     for prefix, kind in (("lstm_s", ""), ("lstm_s_scratch", ", random vectors"))
 ]
-VERDICTS = ("holds", "contradicted", "no difference as large as the paper's", "inconclusive")
+VERDICTS = ("contradicted", "holds", "no difference as large as the margin", "inconclusive")
 NAMES = {(f"{prefix}_{experiment}", method): name for prefix in ("lstm_s", "lstm_s_scratch")
          for experiment, method, name in (("train", "no_kd", "(a) no KD"), ("train", "mse_logits", "(b) KD, labelled"),
                                           ("unlabelled", "mse_logits", "(c) KD, + unlabelled"),
@@ -161,6 +165,31 @@ def paper_gain(reference: pd.DataFrame, sources: list[tuple], task: str, better,
     return math.nan
 
 
+def side_name(name) -> str:
+    """A link's side as the margins file names it: ``experiment/method``, or ``experiment/a|b`` where the side is
+    the best of several methods on the first seed."""
+    options = [name] if isinstance(name[0], str) else list(name)
+    return f"{options[0][0]}/" + "|".join(method for _, method in options)
+
+
+def read_margins(path) -> dict:
+    """benchmarks/quality/claim_margins.yaml: link -> task -> {margin, source}."""
+    import yaml
+
+    return yaml.safe_load(Path(path).read_text())["links"]
+
+
+def margin_of(margins: dict, better, worse, relation: str, task: str) -> dict:
+    """The declared margin of a link on ``task``, or a clear error where none is (a margin is chosen before the
+    runs it judges, never from them)."""
+    link = f"{side_name(better)} {relation} {side_name(worse)}"
+    try:
+        return margins[link][task]
+    except KeyError:
+        raise ValueError(f"no margin declared for {link!r} on {task}: add one, with its source, to "
+                         "benchmarks/quality/claim_margins.yaml before its runs are judged") from None
+
+
 def teacher_of(run: dict) -> str | None:
     """The teacher a run learnt from, as far as pairing goes: two runs of one seed are a pair only if this is
     equal, since with two teachers their difference would carry the teachers' as well.
@@ -181,11 +210,12 @@ def teacher_of(run: dict) -> str | None:
     return f"{run['commit']} {run.get('invocation', '')}"
 
 
-def compare_sides(better: dict, worse: dict, gold, gain: float = math.nan) -> dict:
+def compare_sides(better: dict, worse: dict, gold, gain: float = math.nan, margin: float = math.nan) -> dict:
     """The held-out runs of two sides, paired by seed where both runs learnt from one teacher, tested over seeds and
-    dev examples together (x100): the difference, its p-value, interval and detectable difference, and, at the
-    paper's ``gain``, the equivalence test's p-value and the held-out seeds that would detect it.
-    ``other_teachers``: the seeds both sides hold out whose runs learnt from different teachers, left out."""
+    dev examples together (x100): the difference, its standard error, degrees of freedom and two-sided p-value,
+    the paper's ``gain`` and the link's ``margin`` (the interval, detectable difference and seeds needed are the
+    claim's: :func:`judged`). ``other_teachers``: the seeds both sides hold out whose runs learnt from different
+    teachers, left out."""
     ours, theirs = ({run["seed"]: run for run in side["held_out"]} for side in (better, worse))
     common = ours.keys() & theirs.keys()
     paired = {seed for seed in common if teacher_of(ours[seed]) == teacher_of(theirs[seed])}
@@ -193,20 +223,42 @@ def compare_sides(better: dict, worse: dict, gold, gain: float = math.nan) -> di
     result = statistics.seed_example_test(ours, theirs, np.asarray(gold), metrics.METRICS[better["metric"]],
                                           per_example=metrics.PER_EXAMPLE.get(better["metric"]))
     result["other_teachers"] = len(common) - len(paired)
-    scaled = {name: 100 * result[name] for name in ("difference", "standard_error", "low", "high")}
+    scaled = {name: 100 * result[name] for name in ("difference", "standard_error")}
     variances = 1e4 * result["seed_variance"], 1e4 * result["example_variance"]
     return {**result, **scaled, "seed_variance": variances[0], "example_variance": variances[1], "paper_gain": gain,
-            **statistics.sensitivity(gain, *variances, result["pairs"]),
-            "p_equivalence": statistics.equivalence_p(scaled["difference"], scaled["standard_error"], result["df"],
-                                                      abs(gain))}
+            "margin": margin}
 
 
-def verdict(result: dict) -> str:
-    """One of :data:`VERDICTS` from a link's Holm-adjusted p-values (see the module)."""
-    if math.isfinite(result["p_holm"]) and result["p_holm"] < statistics.SIGNIFICANCE:
-        return "holds" if result["difference"] > 0 else "contradicted"
-    if math.isfinite(result["p_equivalence_holm"]) and result["p_equivalence_holm"] < statistics.SIGNIFICANCE:
-        return "no difference as large as the paper's"
+def interval(result: dict, family: int) -> dict:
+    """A link's interval at the claim's level, 1 - alpha / ``family`` (the claim's testable links)."""
+    alpha = statistics.SIGNIFICANCE / max(family, 1)
+    error, df, difference = result["standard_error"], result["df"], result["difference"]
+    half = statistics.t_quantile(1 - alpha / 2, df) * error if math.isfinite(error) else math.nan
+    return {"level": 1 - alpha, "low": difference - half, "high": difference + half}
+
+
+def judged(result: dict, relation: str, family: int) -> dict:
+    """A link's :func:`interval`, the difference it detects at that level with 80% power, the held-out seeds that
+    would detect its margin, and its :func:`verdict`."""
+    found = {**interval(result, family), **statistics.sensitivity(
+        result["margin"], result["seed_variance"], result["example_variance"], result["pairs"],
+        statistics.SIGNIFICANCE / max(family, 1))}
+    return {**found, "verdict": verdict({**result, **found}, relation)}
+
+
+def verdict(result: dict, relation: str) -> str:
+    """One of :data:`VERDICTS` from where a link's interval (``low``, ``high``) lies against 0 and its ``margin``,
+    in the module's order, which makes them exclusive."""
+    low, high, margin = result["low"], result["high"], result["margin"]
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "inconclusive"
+    floor = -margin if relation == ">=" else 0.0  # non-inferiority: worse by less than the margin is no worse
+    if high < floor:
+        return "contradicted"
+    if low > floor:
+        return "holds"
+    if relation == ">" and high < margin:
+        return "no difference as large as the margin"
     return "inconclusive"
 
 
@@ -215,10 +267,10 @@ def usable(run: dict) -> bool:
     return "dev_predictions" in run and bool(run.get("commit")) and not run["commit"].endswith("-dirty")
 
 
-def verdicts(runs: list[dict], labels: dict, grids: dict | None = None,
+def verdicts(runs: list[dict], labels: dict, margins: dict, grids: dict | None = None,
              reference: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per claim, task and link whose sides' searches are complete and which a verdict may use, with the
-    p-values raw and adjusted (Holm, across the claim's links) and the verdict."""
+    """One row per claim, task and link whose sides' searches are complete and which a verdict may use, with its
+    margin (``margins``: :func:`read_margins`), its interval at the claim's level and the verdict (the module)."""
     table = cells([run for run in runs if usable(run)], grids)
     reference = reference if reference is not None else pd.DataFrame(columns=["source", "table", "student", "task",
                                                                               "split", "method", "value"])
@@ -232,17 +284,17 @@ def verdicts(runs: list[dict], labels: dict, grids: dict | None = None,
                 if better is None or worse is None or task not in labels:
                     continue
                 gain = paper_gain(reference, sources, task, better_name, worse_name)
-                result = compare_sides(better[1], worse[1], labels[task], gain)
+                declared = margin_of(margins, better_name, worse_name, relation, task)
+                result = compare_sides(better[1], worse[1], labels[task], gain, declared["margin"])
                 found.append({"claim": claim, "task": task, "link": f"{better[0]} {relation} {worse[0]}",
+                              "margin_source": declared["source"],
                               "better": better[0], "worse": worse[0], "relation": relation,
                               "metric": better[1]["metric"], "better_mean": _mean(better[1]["held_out"]),
                               "worse_mean": _mean(worse[1]["held_out"]),
                               "selection_seeds": int(better[1]["chose"] or worse[1]["chose"]),
                               "better_key": better[1]["key"], "worse_key": worse[1]["key"], **result})
-        for name in ("p", "p_equivalence"):
-            for row, adjusted in zip(found, statistics.holm([row[name] for row in found])):
-                row[f"{name}_holm"] = adjusted
-        rows += [{**row, "verdict": verdict(row)} for row in found]
+        family = sum(math.isfinite(row["standard_error"]) for row in found)  # the links a test can judge
+        rows += [{**row, "family": family, **judged(row, row["relation"], family)} for row in found]
     return pd.DataFrame(rows)
 
 
@@ -250,42 +302,52 @@ def _mean(runs: list[dict]) -> float:
     return float(np.mean([run["dev"] for run in runs])) if runs else math.nan
 
 
+def signed(value: float) -> str:
+    """A difference with its sign, or a dash where there is none (no seed was paired)."""
+    return f"{value:+.2f}" if math.isfinite(value) else "—"
+
+
 def planner_blocks(found: pd.DataFrame) -> list:
-    """The seeds planner for every link with a paper's gain: the held-out seeds it has and would need to detect
-    that gain with 80% power, and the seeds that means in all (one more where a side chose its point on seed 1)."""
-    rows = found[found["paper_gain"].notna() & (found["paper_gain"] != 0)]
+    """The seeds planner for every link: the held-out seeds it has and would need for its test, at its claim's level,
+    to detect its margin with 80% power, and the seeds that means in all (one more where a side chose its point on
+    seed 1)."""
+    rows = found[found["margin"].notna()]
     if not len(rows):
         return []
     needed = [None if n is None or pd.isna(n) else int(n) for n in rows["seeds_needed"]]
     frame = pd.DataFrame({
-        "task": rows["task"], "link": rows["link"], "paper's gain": [f"{g:+.2f}" for g in rows["paper_gain"]],
+        "task": rows["task"], "link": rows["link"], "margin": [f"{m:.2f}" for m in rows["margin"]],
         "detectable now": [number(d) for d in rows["detectable"]], "held-out seeds now": rows["pairs"],
-        "dev set's floor": [number(statistics.dev_set_floor(v)) for v in rows["example_variance"]],
+        "dev set's floor": [number(statistics.dev_set_floor(v, statistics.SIGNIFICANCE / max(f, 1)))
+                            for v, f in zip(rows["example_variance"], rows["family"])],
         "held-out seeds needed": [str(n) if n is not None else "— (not on this dev set)" if math.isfinite(v)
                                   else "— (fewer than 2 held-out seeds)" for n, v in zip(needed, rows["seed_variance"])],
         "seeds in all": ["—" if n is None else str(n + s) for n, s in zip(needed, rows["selection_seeds"])]})
     return [Heading("Seeds planner"), Paragraph(
-        "How many seeds each link with a paper's gain needs for its test to detect that gain with 80% power, from the "
-        "variance its runs show so far. The seed part shrinks with seeds, the dev set's own part does not: the dev "
-        "set's floor is the smallest difference any number of seeds could detect on it (— in the seeds column "
-        f"where the gain is below it, or {statistics.MAX_PLANNED_SEEDS} held-out seeds would not reach it). Seeds in "
-        "all count the seed that chose a side's grid point, which no test uses."), Table(frame.reset_index(drop=True))]
+        "How many seeds each link needs for its test, at its claim's level, to detect its margin with 80% power, from "
+        "the variance its runs show so far. The seed part shrinks with seeds, the dev set's own part does not: the "
+        "dev set's floor is the smallest difference any number of seeds could detect on it (— in the seeds column "
+        f"where the margin is below it, or {statistics.MAX_PLANNED_SEEDS} held-out seeds would not reach it). Seeds "
+        "in all count the seed that chose a side's grid point, which no test uses."), Table(frame.reset_index(drop=True))]
 
 
-def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
+def claims_document(runs: list[dict], labels: dict, margins: dict, grids: dict | None = None,
                     reference: pd.DataFrame | None = None) -> Document:
-    found = verdicts(runs, labels, grids, reference)
+    found = verdicts(runs, labels, margins, grids, reference)
     document = Document("The papers' claims on real data", [Paragraph(
         "From the committed record of benchmarks/quality_claims.py (benchmarks/quality/claims_runs.jsonl; "
         "docs/evidence.md): a shallow BERT student (MiniLM-L6's first 3 layers) distilled from MiniLM-L6 "
-        "fine-tuned on each task. Dev scores x100. Each method's point is chosen on the first seed, and judged on "
-        "its other seeds (all seeds where it has no grid). Each link is tested over those held-out seeds, paired, "
-        "and the dev examples together; p-values are adjusted with Holm's method across the links of a claim, and "
-        "the verdict uses the adjusted ones: holds or contradicted where the difference test rejects, no "
-        "difference as large as the paper's where the equivalence test at the paper's gain rejects, otherwise "
-        "inconclusive. Detectable: the smallest difference the test finds with 80% power at the observed spread; "
-        "seeds needed: the held-out seeds per side that would detect the paper's gain (— where no number up to "
-        f"{statistics.MAX_PLANNED_SEEDS} does, the dev set's own noise being too large, or the paper gives no gain).")])
+        "fine-tuned on each task, and the thesis's LSTM_S. Dev scores x100. Each method's point is chosen on the "
+        "first seed, and judged on its other seeds (all seeds where it has no grid). Each link is tested over those "
+        "held-out seeds, paired, and the dev examples together, against its margin (the smallest difference of "
+        "interest, declared with its source in benchmarks/quality/claim_margins.yaml). A claim's links are one "
+        "family: each interval is at level 1 - 0.05/m for the claim's m tested links (Bonferroni), so that all of "
+        "its verdicts are right together with 95% probability. The verdict is where the interval lies, in this "
+        "order: contradicted (below 0; for >=, below minus the margin), holds (above 0; for >=, above minus the "
+        "margin), no difference as large as the margin (for >, below the margin), otherwise inconclusive. "
+        "Detectable: the smallest difference the test finds with 80% power at the observed spread and the claim's "
+        "level; seeds needed: the held-out seeds per side that would detect the margin (— where no number up to "
+        f"{statistics.MAX_PLANNED_SEEDS} does, the dev set's own noise being too large).")])
     for claim, paper, _, _ in CLAIMS:
         rows = found[found["claim"] == claim] if len(found) else found
         document.blocks += [Heading(claim), Paragraph(f"Paper: {paper}.")]
@@ -297,18 +359,24 @@ def claims_document(runs: list[dict], labels: dict, grids: dict | None = None,
             document.blocks.append(Paragraph(
                 "What these verdicts are about: each side at the grid point its search chose on seed 1, not the "
                 "method over its grid; the choice's own variance (Bouthillier et al. 2021) is not in the test."))
+        level = rows["level"].iloc[0]
         document.blocks.append(Table(pd.DataFrame({
-            "task": rows["task"], "link": rows["link"], "difference": [f"{d:+.2f}" for d in rows["difference"]],
+            "task": rows["task"], "link": rows["link"], "difference": [signed(d) for d in rows["difference"]],
             "seeds paired": rows["pairs"],
-            "p": [number(p, "{:.3f}") for p in rows["p"]],
-            "p (Holm)": [number(p, "{:.3f}") for p in rows["p_holm"]],
-            "95% CI": ["—" if math.isnan(low) else f"[{low:+.2f}, {high:+.2f}]"
-                       for low, high in zip(rows["low"], rows["high"])],
-            "detectable": [number(d) for d in rows["detectable"]],
+            "p (two-sided, raw)": [number(p, "{:.3f}") for p in rows["p"]],
+            f"{100 * level:.1f}% CI": ["—" if not math.isfinite(low) else f"[{signed(low)}, {signed(high)}]"
+                                       for low, high in zip(rows["low"], rows["high"])],
+            "margin": [number(m) for m in rows["margin"]],
             "paper's gain": [number(g, "{:+.2f}") for g in rows["paper_gain"]],
-            "p equiv. (Holm)": [number(p, "{:.3f}") for p in rows["p_equivalence_holm"]],
+            "detectable": [number(d) for d in rows["detectable"]],
             "seeds needed": ["—" if n is None or pd.isna(n) else str(int(n)) for n in rows["seeds_needed"]],
             "verdict": rows["verdict"]})))
+        by_source: dict[str, list[str]] = {}
+        for row in rows.itertuples():
+            by_source.setdefault(row.margin_source, []).append(f"{row.task} {row.link}")
+        document.blocks.append(Paragraph(
+            f"Intervals at {100 * level:.1f}% ({int(rows['family'].iloc[0])} links tested). Margins, by source: "
+            + "; ".join(f"{source} ({', '.join(links)})" for source, links in by_source.items()) + "."))
     left_out = found[found["other_teachers"] > 0] if len(found) else found
     if len(left_out):
         document.blocks.append(Paragraph(

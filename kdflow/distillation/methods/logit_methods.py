@@ -34,7 +34,7 @@ class TAKD(KD):
     """TAKD (Mirzadeh et al. 2020): the student learns by KD (the loss above) from a teacher assistant, itself a
     student of the same experiment distilled from the teacher with ``assistant_method`` (KD in the paper). The
     workflow chains the jobs: teacher -> assistant run -> the assistant's logits cached as signals -> this
-    student (see ``kdflow.workflow.config.assistant_run``). ``assistant`` names a student of the config."""
+    student (see ``kdflow.workflow.job_settings.assistant_run``). ``assistant`` names a student of the config."""
 
     defaults = {**KD.defaults, "assistant": None, "assistant_method": "kd"}
     learns_from_assistant = True
