@@ -555,7 +555,7 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
                          ids=["method", "student", "generator", "figures"])
 def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, edited):
     """A code edit reruns the jobs whose scripts import the edited file, and what depends on them: the same plan
-    as forcing those rules to run."""
+    as forcing those rules to run. A comment reruns nothing (a file counts by its syntax tree)."""
     rules = [rule for rule, (script, _) in rule_scripts().items()
              if (REPO / edited).resolve() in script_closure(REPO / "scripts" / script)]
     assert rules
@@ -563,8 +563,10 @@ def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, edited):
     expected = planned_jobs(*DEMO, "--forcerun", *rules, cwd=workdir)
     path = workdir / edited
     original = path.read_text()
-    path.write_text(original + "# edited\n")
     try:
+        path.write_text(original + "# a comment\n")
+        assert planned_jobs(*DEMO, cwd=workdir) == Counter()
+        path.write_text(original + "EDITED = 1\n")
         assert planned_jobs(*DEMO, cwd=workdir) == expected
     finally:
         path.write_text(original)
