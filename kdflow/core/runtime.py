@@ -79,7 +79,10 @@ def rule_job(snakemake):
         sys.exit(1)
     finally:
         if usage is not None:
-            record_usage(usage)
+            try:
+                record_usage(usage)
+            except OSError as error:  # a measure, never a reason to fail the job or hide its own error
+                log.warning("could not record this job's CPU time at %s: %s", usage, error.strerror)
 
 
 def usage_file(log_file: str | Path) -> Path | None:
