@@ -174,7 +174,7 @@ def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, m
 
     def fingerprints():
         script_fingerprint.cache_clear()
-        provenance.code_form.cache_clear()
+        provenance.file_code_form.cache_clear()
         return {script.name: script_fingerprint(script) for script in sorted((copy / "scripts").glob("*.py"))}
 
     before = fingerprints()
@@ -189,7 +189,7 @@ def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, m
         assert changed == users and changed, edited
         before = after
     script_fingerprint.cache_clear()
-    provenance.code_form.cache_clear()
+    provenance.file_code_form.cache_clear()
 
 
 def test_comments_docstrings_and_formatting_change_no_fingerprint(tmp_path, monkeypatch):
@@ -202,7 +202,7 @@ def test_comments_docstrings_and_formatting_change_no_fingerprint(tmp_path, monk
 
     def fingerprints():
         script_fingerprint.cache_clear()
-        provenance.code_form.cache_clear()
+        provenance.file_code_form.cache_clear()
         return {script.name: script_fingerprint(script) for script in sorted((copy / "scripts").glob("*.py"))}
 
     before = fingerprints()
@@ -218,7 +218,7 @@ def test_comments_docstrings_and_formatting_change_no_fingerprint(tmp_path, monk
     assert {name for name in before if before[name] != after[name]} == {
         script.name for script in (copy / "scripts").glob("*.py") if io in script_closure(script)}
     script_fingerprint.cache_clear()
-    provenance.code_form.cache_clear()
+    provenance.file_code_form.cache_clear()
 
 
 def test_an_import_in_any_nested_block_is_in_the_closure(tmp_path):

@@ -109,8 +109,15 @@ def fingerprint(paths: list[Path]) -> str:
     return digest.hexdigest()[:16]
 
 
-@cache
 def code_form(path: Path) -> bytes:
+    """:func:`file_code_form` of the file as it is now (cached per modification time and size: a long-lived process,
+    such as the tests', sees an edit)."""
+    stat = Path(path).stat()
+    return file_code_form(Path(path), stat.st_mtime_ns, stat.st_size)
+
+
+@cache
+def file_code_form(path: Path, modified_ns: int, size: int) -> bytes:
     """What a Python file computes, without how it is written: its syntax tree with the docstrings dropped,
     serialised node by node (type, then each field that is set). Comments, docstrings, blank lines, line
     breaks and quotes change nothing; a renamed variable, an edited constant or a moved statement does.
