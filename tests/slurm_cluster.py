@@ -145,7 +145,9 @@ def run_progress(*runs) -> tuple:
         moved += [(str(path), path.stat().st_size) for path in sorted(files)]
         if isinstance(run, SnakemakeOnSlurm):
             moved += [run.log.stat().st_size, process_tree_cpu(run.process.pid)]
-    return tuple(moved)
+    # the queue: a job that starts, runs on (its elapsed time) or ends moves, also while its log is quiet
+    queue = subprocess.run(["squeue", "-h", "-o", "%i %T %M"], capture_output=True, text=True, timeout=15, check=False)
+    return (*moved, queue.stdout)
 
 
 def wait_for(condition, timeout, what, progress=None):
