@@ -166,7 +166,10 @@ def test_the_figures_of_recomputed_students_only_draw(script):
     assert {path.split("/")[1] for path in closure(script) if path.count("/") > 1} == {"core", "reporting"}
 
 
-def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, monkeypatch):
+@pytest.fixture
+def package_copy(tmp_path, monkeypatch):
+    """A scratch copy of the package and the scripts, and a function giving every script's fingerprint there now
+    (code forms are cached per file version, fingerprints per script: those are cleared)."""
     copy = tmp_path / "repo"
     shutil.copytree(PACKAGE, copy / "kdflow", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(SCRIPTS, copy / "scripts")
@@ -174,9 +177,14 @@ def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, m
 
     def fingerprints():
         script_fingerprint.cache_clear()
-        provenance.file_code_form.cache_clear()
         return {script.name: script_fingerprint(script) for script in sorted((copy / "scripts").glob("*.py"))}
 
+    yield copy, fingerprints
+    script_fingerprint.cache_clear()
+
+
+def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(package_copy):
+    copy, fingerprints = package_copy
     before = fingerprints()
     for edited in ("students/recurrent.py", "distillation/methods/hidden_methods.py", "transfer/generation.py",
                    "reporting/figures/style.py"):
@@ -188,23 +196,12 @@ def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(tmp_path, m
                  if copy / "kdflow" / edited in script_closure(script)}
         assert changed == users and changed, edited
         before = after
-    script_fingerprint.cache_clear()
-    provenance.file_code_form.cache_clear()
 
 
-def test_comments_docstrings_and_formatting_change_no_fingerprint(tmp_path, monkeypatch):
+def test_comments_docstrings_and_formatting_change_no_fingerprint(package_copy):
     """A file counts by its syntax tree without docstrings (provenance.code_form): a typo fixed in a docstring of
     core/io.py, which every script runs, reruns nothing; a changed constant reruns them all."""
-    copy = tmp_path / "repo"
-    shutil.copytree(PACKAGE, copy / "kdflow", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(SCRIPTS, copy / "scripts")
-    monkeypatch.setattr(provenance, "PACKAGE_ROOT", copy / "kdflow")
-
-    def fingerprints():
-        script_fingerprint.cache_clear()
-        provenance.file_code_form.cache_clear()
-        return {script.name: script_fingerprint(script) for script in sorted((copy / "scripts").glob("*.py"))}
-
+    copy, fingerprints = package_copy
     before = fingerprints()
     io = copy / "kdflow/core/io.py"
     source = io.read_text()
@@ -217,8 +214,6 @@ def test_comments_docstrings_and_formatting_change_no_fingerprint(tmp_path, monk
     after = fingerprints()
     assert {name for name in before if before[name] != after[name]} == {
         script.name for script in (copy / "scripts").glob("*.py") if io in script_closure(script)}
-    script_fingerprint.cache_clear()
-    provenance.file_code_form.cache_clear()
 
 
 def test_an_import_in_any_nested_block_is_in_the_closure(tmp_path):
