@@ -1,6 +1,6 @@
 """What kdflow's training loop adds to a step, per model family: its host time, the operators it dispatches and
-its host syncs per optimiser step, against a bare loop (zero_grad, loss, backward, fused AdamW step) over the
-same model, loss and batches.
+its host syncs per optimiser step, against a bare loop (zero_grad, loss, backward, gradient clipping, fused AdamW
+step) over the same model, loss and batches.
 
     python benchmarks/step_overhead.py                      # the demo's tiny BERT, BiLSTM, Gated CNN and LSTM_S, KD
     python benchmarks/step_overhead.py --methods kd pkd alp --steps 64
@@ -8,8 +8,9 @@ same model, loss and batches.
 Not a timed test: it prints figures. On CPU a tiny model's step is mostly host work (Python, dispatch, the
 optimiser), so what the loop adds there is what a GPU would wait on. Each figure is per step, from two runs of N
 and 2N steps (their difference over N), so that set-up, the final evaluation and the kept model's copy cancel;
-times are the median over ``--repeats`` such pairs. Batches are the demo's SST-2 excerpt (real lengths), the
-teacher's signals random (speed does not depend on them). Ops and syncs are counted by
+times are the median over ``--repeats`` such pairs, in CPU seconds of the one thread that runs the step (torch's
+intra-op threads are 1), so that other processes on a busy machine take little from them. Batches are the demo's
+SST-2 excerpt (real lengths), the teacher's signals random (speed does not depend on them). Ops and syncs are counted by
 :mod:`kdflow.training.step_counts` in separate runs from the timed ones.
 """
 
@@ -62,34 +63,43 @@ def kdflow_run(model, loss_fn, split, steps: int) -> None:
 
 
 def bare_run(model, loss_fn, split, steps: int) -> None:
-    """The same steps with nothing but zero_grad, the loss, backward and a fused AdamW step."""
-    optimizer = torch.optim.AdamW(model.parameters(), lr=HP["learning_rate"], weight_decay=HP["weight_decay"],
-                                  fused=True)
+    """The same steps with nothing but zero_grad, the loss, backward, clipping and a fused AdamW step: the same
+    computation as kdflow's step (it clips to ``max_grad_norm``, and its AdamW spares biases and norms' weights
+    from decay: two parameter groups), without the loop around it."""
+    optimizer = loop.build_optimizer(model.named_parameters(), Hyperparameters(**HP))  # kdflow's: the same groups
     order = batches(split, HP["batch_size"], False, shuffle=True, generator=np.random.default_rng(0))
     for _, batch in zip(range(steps), order):
         optimizer.zero_grad(set_to_none=True)
         loss_fn(model, to_device(batch, torch.device("cpu"))).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), HP["max_grad_norm"])
         optimizer.step()
 
 
-def per_step(run, fresh, steps: int, repeats: int) -> dict:
-    """Host seconds, operators and syncs per step of ``run`` (from N and 2N steps)."""
-    def timed(n: int) -> float:
+def per_step(runs: dict, fresh, steps: int, repeats: int) -> dict:
+    """Per ``runs`` entry: host seconds, operators and syncs per step (from N and 2N steps). The runs' timings
+    alternate, repeat by repeat, so that a machine's drifting load falls on both alike."""
+    def timed(run, n: int) -> float:
         model, loss_fn, split = fresh(n)
-        started = time.perf_counter()
+        started = time.thread_time()
         run(model, loss_fn, split, n)
-        return time.perf_counter() - started
+        return time.thread_time() - started
 
-    def counted(n: int) -> StepCounts:
+    def counted(run, n: int) -> StepCounts:
         model, loss_fn, split = fresh(n)
         with StepCounts() as counts:
             run(model, loss_fn, split, n)
         return counts
 
-    seconds = statistics.median((timed(2 * steps) - timed(steps)) / steps for _ in range(repeats))
-    few, many = counted(steps), counted(2 * steps)
-    return {"ms": 1e3 * seconds, "ops": (many.ops - few.ops) / steps,
-            "syncs": (many.host_syncs - few.host_syncs) / steps}
+    seconds = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            seconds[name].append((timed(run, 2 * steps) - timed(run, steps)) / steps)
+    figures = {}
+    for name, run in runs.items():
+        few, many = counted(run, steps), counted(run, 2 * steps)
+        figures[name] = {"ms": 1e3 * statistics.median(seconds[name]), "ops": (many.ops - few.ops) / steps,
+                         "syncs": (many.host_syncs - few.host_syncs) / steps}
+    return figures
 
 
 def main() -> None:
@@ -140,8 +150,8 @@ def main() -> None:
                 def fresh(steps):
                     return copy.deepcopy(template), loss_fn, splits[steps]
 
-                ours = per_step(kdflow_run, fresh, args.steps, args.repeats)
-                bare = per_step(bare_run, fresh, args.steps, args.repeats)
+                figures = per_step({"kdflow": kdflow_run, "bare": bare_run}, fresh, args.steps, args.repeats)
+                ours, bare = figures["kdflow"], figures["bare"]
                 print(f"{family:<11}{method_name:<18}{ours['ms']:>10.2f}{bare['ms']:>9.2f}"
                       f"{ours['ms'] / bare['ms']:>7.2f}{ours['ops']:>12.0f}{bare['ops']:>10.0f}"
                       f"{ours['ops'] / bare['ops']:>7.2f}{ours['syncs']:>14.1f}{bare['syncs']:>12.1f}", flush=True)

@@ -119,6 +119,22 @@ def test_student_forwards_real_batches_and_trains_exactly_its_trainable_paramete
     assert all(named[name].grad is None for name in frozen)
 
 
+
+@pytest.mark.parametrize("spec, widths, frozen", STUDENTS)
+def test_a_batch_padded_to_its_length_bucket_gives_every_student_its_unpadded_outputs(spec, widths, frozen, context,
+                                                                                      tokenizer):
+    torch.manual_seed(0)
+    student = build_student(spec, context).eval()
+    split = tokenize(PAIRS, tokenizer, max_length=32, labelled=True)
+    shortest = collate(split, np.arange(len(PAIRS)), regression=False)
+    bucketed = collate(split, np.arange(len(PAIRS)), regression=False, length_buckets=2)  # 16 or 32 tokens
+    assert bucketed["input_ids"].shape[1] > shortest["input_ids"].shape[1]  # it really pads further
+    with torch.no_grad():
+        a, b = student(shortest), student(bucketed)
+    torch.testing.assert_close(b.logits, a.logits, rtol=0, atol=1e-5)
+    for layer_shortest, layer_bucketed in zip(a.layers, b.layers, strict=True):
+        torch.testing.assert_close(layer_bucketed, layer_shortest, rtol=0, atol=1e-5)
+
 def test_bert_k_copies_the_teachers_first_layers_and_reproduces_their_hidden_states(context, teacher_dir, tokenizer):
     student = build_student({"type": "bert_k", "layers": 2}, context).eval()
     teacher = AutoModelForSequenceClassification.from_pretrained(teacher_dir / "model").eval()

@@ -30,6 +30,7 @@ class Hyperparameters:
     evaluate_every_steps: int | None = None  # None: at epoch ends only
     keep: str = "best"  # best (dev) | final
     max_seq_length: int = 128
+    length_buckets: int | None = 8  # training batches pad to one of this many lengths (None: to their longest)
     eval_batch_size: int = 128
     seed: int = 0
     log_every: int = 50

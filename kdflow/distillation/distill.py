@@ -140,7 +140,8 @@ def distill(
         log.info("stage %d: %d epochs, weights %s", number, stage_hp.epochs, method.weights)
         result = train(
             model, loss_fn,
-            lambda rng: batches(train_split, hp.batch_size, regression, shuffle=True, generator=rng),
+            lambda rng: batches(train_split, hp.batch_size, regression, shuffle=True, generator=rng,
+                                length_buckets=hp.length_buckets),
             len(train_split), evaluate, metric_names[0], stage_hp, device,
             on_epoch_start=lambda epoch, epochs=stage_hp.epochs: method.start_epoch(epoch, epochs),
             checkpoint=checkpoint, run=f"stage{number}", precision=precision,

@@ -33,9 +33,8 @@ def encode_sentences(model, sentences: list[str], pooling: str, batch_size: int,
     frame = pd.DataFrame({"text_a": sentences, "text_b": None})
     split = tokenize(frame, model.tokenizer, max_length, labelled=False)
     # sorted by length so that batches carry little padding; written back in input order
-    order = np.argsort([len(ids) for ids in split.input_ids], kind="stable")
-    split.input_ids = [split.input_ids[i] for i in order]
-    split.token_type_ids = [split.token_type_ids[i] for i in order]
+    order = np.argsort(split.lengths, kind="stable")
+    split = split.reordered(order)
     model.module.to(device)
     with precision.autocast():
         chunks = [[layer.to(torch.float16).cpu() for layer in model.layers(to_device(batch, device), pooling)]

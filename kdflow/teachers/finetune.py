@@ -92,7 +92,8 @@ def finetune(task: TaskData, spec: dict, hp: Hyperparameters, out_dir: Path, dev
     result = train(
         model,
         loss_fn,
-        lambda rng: batches(train_split, hp.batch_size, regression, shuffle=True, generator=rng),
+        lambda rng: batches(train_split, hp.batch_size, regression, shuffle=True, generator=rng,
+                            length_buckets=hp.length_buckets),
         len(train_split),
         lambda model: evaluate_split(model, dev_split, task, hp, device, precision)[1],
         task.meta["metrics"][0],

@@ -214,10 +214,10 @@ def train(
         not finite, and that loss, if one is."""
         if not pending:
             return None
-        values = torch.stack([torch.stack((loss, norm)) for _, _, loss, norm in pending]).tolist()
-        first = next(((at, loss) for (at, _, _, _), (loss, _) in zip(pending, values) if not math.isfinite(loss)),
-                     None)
-        running.extend((loss, rate, norm) for (_, rate, _, _), (loss, norm) in zip(pending, values))
+        losses = torch.stack([loss for _, _, loss, _ in pending]).tolist()
+        norms = torch.stack([norm for _, _, _, norm in pending]).tolist()
+        first = next(((at, loss) for (at, _, _, _), loss in zip(pending, losses) if not math.isfinite(loss)), None)
+        running.extend((loss, rate, norm) for (_, rate, _, _), loss, norm in zip(pending, losses, norms))
         pending.clear()
         return first
 
@@ -286,7 +286,9 @@ def train(
                 optimizer.zero_grad(set_to_none=True)
                 rows = batch_rows(batch)
                 parts = _micro_batches(batch, hp.gradient_accumulation_steps)
-                loss = sum(backward(part, batch_rows(part) / rows, i == len(parts) - 1) for i, part in enumerate(parts))
+                loss = backward(parts[0], batch_rows(parts[0]) / rows, len(parts) == 1)
+                for i, part in enumerate(parts[1:], start=2):
+                    loss = loss + backward(part, batch_rows(part) / rows, i == len(parts))
                 scaler.unscale_(optimizer)  # the true gradient, to measure and clip
                 pending.append((step + 1, optimizer.param_groups[0]["lr"], loss,
                                 _gradient_norm(parameters, hp.max_grad_norm)))
@@ -360,7 +362,9 @@ def _in_precision(loss_fn: LossFn, precision: Precision) -> LossFn:
 def _backward_in_one_process(model: nn.Module, loss_fn: LossFn, device: torch.device,
                              scaler: torch.amp.GradScaler) -> Backward:
     def backward(batch: Batch, weight: float, last: bool) -> torch.Tensor:
-        loss = loss_fn(model, to_device(batch, device)) * weight
+        loss = loss_fn(model, to_device(batch, device))
+        if weight != 1:  # a micro-batch's share; a whole batch skips the multiplication
+            loss = loss * weight
         scaler.scale(loss).backward()
         return loss.detach()
 
@@ -378,6 +382,8 @@ def _gradient_norm(parameters: list[nn.Parameter], max_norm: float | None) -> to
 
 def _micro_batches(batch: Batch, parts: int) -> list[Batch]:
     """``batch``'s rows in ``parts`` contiguous, near-equal micro-batches (fewer when it has fewer rows)."""
+    if parts == 1:
+        return [batch]
     pieces = {name: value.tensor_split(parts) for name, value in batch.items()}
     micro = [{name: split[i] for name, split in pieces.items()} for i in range(parts)]
     return [part for part in micro if batch_rows(part)]

@@ -102,8 +102,8 @@ def encode_examples(frame: pd.DataFrame, tokenizer, max_length: int) -> list[lis
     return sequences
 
 
-def lm_split(sequences: list[list[int]], pad_id: int) -> EncodedSplit:
-    return EncodedSplit(sequences, [[0] * len(s) for s in sequences], None, pad_id)
+def lm_split(sequences: list[list[int]], pad_id: int, max_length: int) -> EncodedSplit:
+    return EncodedSplit(sequences, [[0] * len(s) for s in sequences], None, pad_id, max_length)
 
 
 def lm_loss(model, batch) -> torch.Tensor:
@@ -146,8 +146,10 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
     model.to(device)
     train_frame = task.split("train")
     train_frame = train_frame.iloc[subset_indices(len(train_frame), hp.max_train_examples, hp.seed)]
-    train_split = lm_split(encode_examples(train_frame, tokenizer, hp.max_seq_length), tokenizer.pad_token_id)
-    dev_split = lm_split(encode_examples(task.split("dev"), tokenizer, hp.max_seq_length), tokenizer.pad_token_id)
+    train_split = lm_split(encode_examples(train_frame, tokenizer, hp.max_seq_length), tokenizer.pad_token_id,
+                           hp.max_seq_length)
+    dev_split = lm_split(encode_examples(task.split("dev"), tokenizer, hp.max_seq_length), tokenizer.pad_token_id,
+                         hp.max_seq_length)
     log.info("generator %s: %.1fM parameters, %d training sequences",
              spec.get("model") or spec["architecture"]["model_type"],
              sum(p.numel() for p in model.parameters()) / 1e6, len(train_split))
@@ -158,7 +160,8 @@ def finetune_generator(task: TaskData, spec: dict, hp: Hyperparameters, out_dir:
         ppl = perplexity(model, dev_split, hp.eval_batch_size, device, precision)
         return {"neg_perplexity": -ppl, "perplexity": ppl}
 
-    result = train(model, lm_loss, lambda rng: batches(train_split, hp.batch_size, False, shuffle=True, generator=rng),
+    result = train(model, lm_loss, lambda rng: batches(train_split, hp.batch_size, False, shuffle=True, generator=rng,
+                                                       length_buckets=hp.length_buckets),
                    len(train_split), evaluate, "neg_perplexity", hp, device, checkpoint=checkpoint, precision=precision)
     model.load_state_dict(result.best_state)
     record = {
@@ -186,7 +189,8 @@ def evaluate_generator(task: TaskData, model_dir: Path, out_dir: Path, device, p
     hp = Hyperparameters.from_dict(record["hyperparameters"])
     model, tokenizer = load_generator(model_dir)
     model.to(device)
-    dev_split = lm_split(encode_examples(task.split("dev"), tokenizer, hp.max_seq_length), tokenizer.pad_token_id)
+    dev_split = lm_split(encode_examples(task.split("dev"), tokenizer, hp.max_seq_length), tokenizer.pad_token_id,
+                         hp.max_seq_length)
     measured = perplexity(model, dev_split, hp.eval_batch_size, device, precision)
     report = {**record, "dev_perplexity": float("nan") if record["diverged"] else measured,
               "evaluation_precision": precision.name}
