@@ -13,6 +13,7 @@ from torch import nn
 from transformers import AutoModel, AutoModelForSequenceClassification, BertTokenizer
 
 from kdflow.students.embeddings import read_word_vectors
+from kdflow.students.recurrent import packed_lstm, unrolled_lstm
 from kdflow.students.registry import StudentContext, build_student
 from kdflow.students.tokens import WordTokenizer, student_tokenizer, transfer_words
 from kdflow.teachers.finetune import build_teacher
@@ -195,6 +196,30 @@ def test_padding_does_not_change_a_recurrent_or_convolutional_students_output(sp
     for layer_alone, layer_padded in zip(a.layers, b.layers, strict=True):
         torch.testing.assert_close(layer_padded[:1], layer_alone, rtol=0, atol=1e-6)
 
+
+
+@pytest.mark.parametrize("layers, bidirectional", [(1, True), (2, True), (2, False)])
+def test_the_unrolled_lstm_that_torch_compile_traces_gives_the_packed_lstms_outputs_states_and_gradients(
+        layers, bidirectional):
+    torch.manual_seed(0)
+    lstm = nn.LSTM(6, 5, layers, batch_first=True, bidirectional=bidirectional)
+    lengths = torch.tensor([7, 3, 1, 5])
+    mask = torch.arange(7) < lengths[:, None]
+    states = torch.randn(4, 7, 6, requires_grad=True)
+    results = []
+    for form in (lambda: packed_lstm(lstm, states, mask, lengths), lambda: unrolled_lstm(lstm, states, mask)):
+        lstm.zero_grad()
+        states.grad = None
+        outputs, final = form()
+        (outputs.square().sum() + final.sin().sum()).backward()
+        results.append((outputs, final, states.grad, [p.grad for p in lstm.parameters()]))
+    (packed_out, packed_final, packed_input_grad, packed_grads), (out, final, input_grad, grads) = results
+    assert torch.equal(out[~mask], torch.zeros_like(out[~mask]))  # pads are zero, as the packed form's
+    torch.testing.assert_close(out, packed_out, rtol=0, atol=1e-6)
+    torch.testing.assert_close(final, packed_final, rtol=0, atol=1e-6)
+    torch.testing.assert_close(input_grad, packed_input_grad, rtol=0, atol=1e-5)
+    for grad, packed_grad in zip(grads, packed_grads, strict=True):
+        torch.testing.assert_close(grad, packed_grad, rtol=0, atol=1e-5)
 
 def non_embedding_parameters(model: nn.Module) -> int:
     """Parameters outside embedding matrices, as the thesis counts model size (§4.3.3 footnote 8)."""

@@ -2,7 +2,11 @@
 (``bilstm_s``). A sentence pair is one sequence, as the batch gives it (Universal-KD A.2: no siamese encoder).
 
 Padding never reaches an LSTM: sequences are packed to their real lengths, so outputs at real tokens and the
-final states (those at each sequence's last real token) are what the unpadded sequence would give.
+final states (those at each sequence's last real token) are what the unpadded sequence would give. Under
+``torch.compile``, which cannot trace packed sequences (nor, in torch 2.13, ``nn.LSTM`` at all), the same LSTM runs
+step by step on the padded batch in plain tensor operations (:func:`unrolled_lstm`): the backward direction reads
+each sequence reversed within its own length, so padding still never reaches a real token's state, and the
+outputs equal the packed form's to float tolerance (tests/test_students.py).
 """
 
 from __future__ import annotations
@@ -21,17 +25,63 @@ from kdflow.students.tokens import WholeSentences, input_tokenizer
 from kdflow.training.batching import host_lengths
 
 
-def packed_lstm(lstm: nn.LSTM, states: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run a batch-first ``lstm`` over the real tokens only (``lengths`` of them per row, on the host): outputs
-    [B, T, H] (zero at pads) and the final hidden states [layers * directions, B, H_dir]. On CPU under a mixed
+def packed_lstm(lstm: nn.LSTM, states: torch.Tensor, mask: torch.Tensor,
+                lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run a batch-first ``lstm`` over the real tokens only (``lengths`` of them per row, on the host; ``mask``
+    the same on the device): outputs [B, T, H] (zero at pads) and the final hidden states [layers * directions,
+    B, H_dir]; under ``torch.compile`` by :func:`unrolled_lstm`. On CPU under a mixed
     precision the LSTM computes in float32: oneDNN's bfloat16 LSTM (torch 2.13) has no kernel for some batches,
     equal lengths among them, and fails on them."""
+    if torch.compiler.is_compiling():
+        return unrolled_lstm(lstm, states, mask)
     cpu_mixed = states.device.type == "cpu" and torch.is_autocast_enabled("cpu")
     with torch.autocast("cpu", enabled=False) if cpu_mixed else contextlib.nullcontext():
         packed = pack_padded_sequence(states.float() if cpu_mixed else states, lengths, batch_first=True,
                                       enforce_sorted=False)
         outputs, (final, _) = lstm(packed)
     return padded(outputs, states.shape[1]), final
+
+
+def unrolled_lstm(lstm: nn.LSTM, states: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`packed_lstm`'s outputs and final states from a batch-first ``lstm``'s weights, computed one time step
+    at a time on the padded batch (``mask``: its real tokens), in operations ``torch.compile`` traces whole: the
+    input projection of every step is one matmul, each step then one matmul and its gates' elementwise work."""
+    lengths = mask.sum(1)
+    positions = torch.arange(states.shape[1], device=states.device)
+    # position t of a row read backwards within its length (pads stay where they are): its own inverse
+    reverse = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
+    last = (lengths - 1).clamp(min=0)[:, None, None]
+    directions = ["", "_reverse"] if lstm.bidirectional else [""]
+    finals, inputs = [], states
+    for layer in range(lstm.num_layers):
+        outputs = []
+        for suffix in directions:
+            weights = [getattr(lstm, f"{kind}_l{layer}{suffix}") for kind in ("weight_ih", "weight_hh")]
+            biases = [getattr(lstm, f"{kind}_l{layer}{suffix}") for kind in ("bias_ih", "bias_hh")] if lstm.bias \
+                else [None, None]
+            steps = inputs if not suffix else inputs.gather(1, reverse[..., None].expand_as(inputs))
+            out = _lstm_steps(steps, *weights, *biases)
+            finals.append(out.gather(1, last.expand(-1, 1, out.shape[-1]))[:, 0])
+            outputs.append(out if not suffix else out.gather(1, reverse[..., None].expand_as(out)))
+        inputs = torch.cat(outputs, dim=-1) * mask[..., None]
+        if layer < lstm.num_layers - 1 and lstm.dropout:
+            inputs = F.dropout(inputs, lstm.dropout, lstm.training)
+    return inputs, torch.stack(finals)
+
+
+def _lstm_steps(inputs, weight_ih, weight_hh, bias_ih, bias_hh) -> torch.Tensor:
+    """One direction of one LSTM layer over [B, T, D] (torch's gate order: input, forget, cell, output)."""
+    projected = F.linear(inputs, weight_ih, bias_ih)
+    hidden = inputs.new_zeros(inputs.shape[0], weight_hh.shape[1])
+    cell = hidden
+    outputs = []
+    for t in range(inputs.shape[1]):
+        gates = projected[:, t] + F.linear(hidden, weight_hh, bias_hh)
+        i, f, g, o = gates.chunk(4, dim=-1)
+        cell = torch.sigmoid(f) * cell + torch.sigmoid(i) * torch.tanh(g)
+        hidden = torch.sigmoid(o) * torch.tanh(cell)
+        outputs.append(hidden)
+    return torch.stack(outputs, dim=1)
 
 
 def padded(sequence: PackedSequence, length: int) -> torch.Tensor:
@@ -50,7 +100,7 @@ class BiLSTMLayer(nn.Module):
         self.lstm = nn.LSTM(input_size, width // 2, batch_first=True, bidirectional=True)
 
     def forward(self, states: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        return packed_lstm(self.lstm, states, lengths)[0]
+        return packed_lstm(self.lstm, states, mask, lengths)[0]
 
 
 @register("bilstm", {"layers": 3, "hidden_size": 768, "dropout": 0.1, "embeddings": None})
@@ -92,7 +142,8 @@ class ThesisBiLSTM(nn.Module):
         self.classifier = nn.Linear(fc, num_labels)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> StudentOutput:
-        _, final = packed_lstm(self.lstm, self.embed(batch["input_ids"]), host_lengths(batch))
+        _, final = packed_lstm(self.lstm, self.embed(batch["input_ids"]), batch["attention_mask"].bool(),
+                               host_lengths(batch))
         layers, batch_size = self.lstm.num_layers, final.shape[1]
         # final is [layer0 forward, layer0 backward, layer1 forward, ...]: pair the two directions of each layer
         per_layer = final.view(layers, 2, batch_size, -1).transpose(1, 2).reshape(layers, batch_size, -1)

@@ -359,6 +359,17 @@ def _in_precision(loss_fn: LossFn, precision: Precision) -> LossFn:
     return loss
 
 
+
+def compiled(loss_fn: LossFn, mode: str | None = None, backend: str = "inductor") -> LossFn:
+    """``loss_fn`` (a step's forward pass and loss) compiled by ``torch.compile`` as one graph: ``fullgraph``, so
+    that a graph break is an error rather than a silently slower step, and ``dynamic=False``, one graph per batch
+    shape (the length buckets, :mod:`kdflow.training.batching`); ``mode="reduce-overhead"`` replays it as a CUDA
+    graph. AOTAutograd compiles its backward pass alike. Recurrent students are traced through
+    :func:`kdflow.students.recurrent.unrolled_lstm`, which reads ``nn.LSTM``'s weights without calling it: dynamo
+    refuses to touch an LSTM module unless ``allow_rnn`` is set."""
+    torch._dynamo.config.allow_rnn = True
+    return torch.compile(loss_fn, fullgraph=True, dynamic=False, mode=mode, backend=backend)
+
 def _backward_in_one_process(model: nn.Module, loss_fn: LossFn, device: torch.device,
                              scaler: torch.amp.GradScaler) -> Backward:
     def backward(batch: Batch, weight: float, last: bool) -> torch.Tensor:
