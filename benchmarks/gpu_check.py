@@ -17,11 +17,14 @@ The parts, in order (``--parts``), and what each writes into ``--out``:
    device in fp32 and bf16, compared within :data:`TOLERANCE`; then the demo's own jobs (teacher, pseudo-heads,
    signals, a student of every method family, GPT-2 fine-tuning and sampling, probing) replayed on the device in
    each precision, every score they write finite.
-3. ``throughput`` (throughput_measured.csv): the throughput rows reference/throughput.csv only scales, measured
+3. ``step`` (step.csv): one training step of each model family, eager and compiled as one CUDA graph, in each
+   precision, against its arithmetic floor, with its host syncs and the GPU's busy fraction
+   (benchmarks/gpu_step.py).
+4. ``throughput`` (throughput_measured.csv): the throughput rows reference/throughput.csv only scales, measured
    (benchmarks/gpu_throughput.py).
-4. ``sharing`` (sharing.csv): K = 1, 2, 4, 8 small students training at once on the GPU
+5. ``sharing`` (sharing.csv): K = 1, 2, 4, 8 small students training at once on the GPU
    (benchmarks/gpu_sharing.py).
-5. ``evidence`` (evidence_runs.jsonl): the claims benchmark's cells (benchmarks/quality_claims.py) on the full SST-2
+6. ``evidence`` (evidence_runs.jsonl): the claims benchmark's cells (benchmarks/quality_claims.py) on the full SST-2
    train set with the MiniLM-L6 teacher, in the carried order, for the time that remains.
 summary.md says what each part found, summary.json holds it, gpu_check.log is the console.
 """
@@ -59,13 +62,13 @@ from kdflow.workflow import results_paths as paths  # noqa: E402
 from kdflow.workflow.cost_plan import SHARING  # noqa: E402
 from quality_claims import run_dir, teacher_digest  # noqa: E402
 
-PARTS = ("environment", "correctness", "throughput", "sharing", "evidence")
+PARTS = ("environment", "correctness", "step", "throughput", "sharing", "evidence")
 # Seconds each part may take on the GPU; the evidence takes what remains, at least EVIDENCE_SECONDS (the parts
 # before it are cut short to leave it that).
-CAPS = {"environment": 10, "correctness": 120, "throughput": 80, "sharing": 90, "evidence": 180}
+CAPS = {"environment": 10, "correctness": 100, "step": 70, "throughput": 60, "sharing": 60, "evidence": 180}
 BUDGET = 480  # the issue's 8 minutes, inside a 9-minute call that leaves a lease of 15 time for the start and a rerun
 # The tiny profile's caps guard against a hang, not a slow machine: the test checks that every part ran.
-TINY_CAPS = {"environment": 60, "correctness": 300, "throughput": 120, "sharing": 120, "evidence": 300}
+TINY_CAPS = {"environment": 60, "correctness": 300, "step": 300, "throughput": 120, "sharing": 120, "evidence": 300}
 # One step of a code path on the device against the same step on CPU: fp32 (TF32 off) differs from CPU only by the
 # order of float32 sums, so the loss agrees to 1e-5 and the gradients to 1e-4 of their norm; bf16 rounds every
 # matmul input to 8 bits of mantissa (relative 4e-3), which a loss and its gradients carry to about 1e-2.
@@ -339,7 +342,25 @@ def jobs_listing(context: dict, name: str, configfiles: list[str], config: dict,
     return path
 
 
-# --- 3. throughput, 4. sharing ------------------------------------------------------------------------------------
+# --- 3. step, 4. throughput, 5. sharing --------------------------------------------------------------------------
+
+def step(context: dict, stop_at: float) -> dict:
+    import gpu_step
+
+    data = None
+    if not context["tiny"]:  # the full SST-2's dev sentences, from the carried data
+        data = context["work"] / "step-data"
+        data.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["tar", "-xJf", str(context["carry"] / "data.tar.xz"), "-C", str(data),
+                        "data/glue/SST-2/dev.tsv"], check=True)
+        data = data / "data/glue"
+    # the tiny profile checks the code path in the first precision alone
+    precisions = context["precisions"][:1] if context["tiny"] else context["precisions"]
+    rows = gpu_step.measure(context["device"], precisions, context["tiny"], stop_at, data, log=log)
+    pd.DataFrame(rows).to_csv(context["out"] / "step.csv", index=False, float_format="%.6g")
+    failed = [f"{row['family']} {row['precision']} {row['form']}" for row in rows if row.get("error")]
+    return {"rows": len(rows), **({"failed": failed} if failed else {})}
+
 
 def throughput(context: dict, stop_at: float) -> dict:
     import gpu_throughput
@@ -362,7 +383,7 @@ def sharing(context: dict, stop_at: float) -> dict:
     return {"rows": len(frame), "recommended": gpu_sharing.recommend(frame) if len(frame) else {}}
 
 
-# --- 5. evidence --------------------------------------------------------------------------------------------------
+# --- 6. evidence --------------------------------------------------------------------------------------------------
 
 def unpack_minilm(carry: Path, directory: Path) -> None:
     """MiniLM-L6 as it was before it travelled: float32 safetensors from the carried float16 (zlib-compressed)."""

@@ -18,6 +18,7 @@ from kdflow.workflow.replay import NamedList, export, run
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import gpu_check  # noqa: E402
+import gpu_step  # noqa: E402
 
 
 def test_a_named_list_reads_as_snakemakes_input_does():
@@ -174,6 +175,11 @@ def test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile(tmp_path):
     assert not [part for part, found in summary["parts"].items() if "error" in found], summary
     checks = pd.read_csv(out / "correctness.csv")
     assert checks.passed.all(), checks[~checks.passed]
+    steps = pd.read_csv(out / "step.csv")
+    assert set(zip(steps.family, steps.form)) == {(family, form) for family in gpu_step.FAMILIES
+                                                  for form in ("eager", "compiled")}
+    assert "error" not in steps and (steps.ms > 0).all() and (steps.flops > 0).all()
+    assert (steps[steps.form == "eager"].syncs == 0).all()
     steps = checks[checks.check == "one step against CPU fp32"]
     assert {f"method {name} (bert_s)" for name in available_methods()} <= set(steps.what)
     assert set(steps.precision) == {"fp32", "bf16"} and "probe" in set(checks.what)

@@ -5,7 +5,10 @@ shorter; dynamic padding gives identical results (attention masks and packed len
 fraction of the cost. A training epoch's batches pad to the smallest of a few lengths that holds their longest
 example (``length_buckets`` of them, evenly spaced up to the split's ``max_length``), not to every batch's own
 longest: an epoch then has a handful of shapes, which CUDA graphs and the GPU's memory allocator reuse. The
-order of the examples, and which ones share a batch, stay the papers'; only the padding changes. The last batch
+order of the examples, and which ones share a batch, stay the papers'; only the padding changes, and with it
+what a model with dropout draws: its masks are drawn over the padded shape, so such a run differs from one padded
+to each batch's longest as a rerun with another dropout seed would (the demo's scores moved by up to 0.03 in a
+logit); without dropout the outputs are the same to float tolerance (tests/test_students.py). The last batch
 of an epoch keeps its own, smaller row count: every loss is a mean over its batch's rows, so masked filler rows
 would change each method's reduction for one more shape per epoch.
 
