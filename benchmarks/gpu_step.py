@@ -1,5 +1,5 @@
 """The GPU check's step part (issue 65): what one training step of each model family costs on the device, eager
-against compiled whole (``kdflow.training.loop.compiled``: on CUDA ``mode="reduce-overhead"``, a CUDA graph per
+against compiled whole (``kdflow.training.loop.StepCompiler``: on CUDA ``mode="reduce-overhead"``, a CUDA graph per
 shape), in fp32 and bf16, against the step's arithmetic floor.
 
     python benchmarks/gpu_step.py --device cuda --out DIR         # on the GPU: DIR/step.csv
@@ -240,9 +240,9 @@ def measure(device: str, precisions: list[str], tiny: bool, deadline: float, dat
                     flops = step_flops(model, loss_fn, data[0], precision)
                     if form == "compiled":
                         torch._dynamo.reset()
-                        loss_fn = loop.compiled(loss_fn, mode="reduce-overhead" if torch_device.type == "cuda"
-                                                else None, backend="inductor" if torch_device.type == "cuda"
-                                                else "aot_eager")
+                        on_gpu = torch_device.type == "cuda"
+                        loss_fn = loop.StepCompiler("reduce-overhead" if on_gpu else None,
+                                                    "inductor" if on_gpu else "aot_eager")(loss_fn)
                     started = time.monotonic()
                     try:
                         times, step = timed_steps(model, loss_fn, data, precision, torch_device, warmup)

@@ -34,6 +34,7 @@ rule distill_student:
         ),
         device=config["device"],
         precision=config["precision"],
+        compile_step=config["compile_step"],
         code=code_of("distill_student.py"),
     script:
         "../scripts/distill_student.py"

@@ -9,6 +9,7 @@ from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job
 from kdflow.distillation.distill import distill
 from kdflow.training.checkpoint import job_checkpoint
+from kdflow.training.loop import step_compiler
 from kdflow.training.curves import tensorboard_for_job
 
 with rule_job(snakemake):
@@ -30,5 +31,6 @@ with rule_job(snakemake):
         device,
         checkpoint,
         resolve_precision(snakemake.params.precision, device),
+        step_compiler(snakemake.params.compile_step, device),
     )
     checkpoint.remove()

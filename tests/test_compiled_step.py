@@ -17,7 +17,7 @@ from kdflow.students.registry import StudentContext, build_student
 from kdflow.students.tokens import student_tokenizer
 from kdflow.teachers.finetune import build_teacher
 from kdflow.training.batching import collate, tokenize
-from kdflow.training.loop import compiled
+from kdflow.training.loop import StepCompiler
 from kdflow.transfer.signals import TeacherSignals
 
 pytestmark = pytest.mark.slow  # tracing an unrolled LSTM takes tens of seconds
@@ -71,7 +71,7 @@ def test_a_students_step_compiles_as_one_graph_and_computes_the_eager_loss_and_g
 
     torch._dynamo.reset()
     losses = {}
-    for name, model, step in (("eager", eager, loss_fn), ("compiled", graphed, compiled(loss_fn, backend="aot_eager"))):
+    for name, model, step in (("eager", eager, loss_fn), ("compiled", graphed, StepCompiler(backend="aot_eager")(loss_fn))):
         loss = step(model, batch)
         loss.backward()
         losses[name] = loss.detach()

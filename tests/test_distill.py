@@ -22,7 +22,7 @@ from kdflow.students.tokens import student_tokenizer, transfer_words
 from kdflow.teachers.pseudo_heads import load_heads, teacher_outputs, train_pseudo_heads
 from kdflow.training.batching import batches, tokenize
 from kdflow.training.hf_models import load_classifier, model_inputs
-from kdflow.training.loop import subset_indices
+from kdflow.training.loop import EAGER, StepCompiler, subset_indices
 from kdflow.transfer.frames import transfer_frame
 from kdflow.transfer.labelling import compute_signals
 from kdflow.transfer.signals import SignalCache
@@ -246,3 +246,29 @@ def test_a_training_step_never_waits_for_the_host_for_any_student_or_method(stud
         many, many_steps = training_syncs(module, job(8))
         assert many_steps == 2 * few_steps
         assert many == few, (student, method, dict(many - few))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("student, method", [("gated_cnn", "universal_kd_ca"), ("bilstm_s", "pkd")])
+def test_a_student_trained_with_its_step_compiled_trains_as_the_eager_one(student, method, teacher, separable,
+                                                                           tmp_path):
+    """The distill job with the step compiled whole (aot_eager: the tracing, without a C++ toolchain) gives the
+    eager job's losses, per-term curves and predictions, dropout off (the compiled graph draws its own masks)."""
+    teacher_dir, _, signals = teacher
+    spec = {**STUDENTS[student], "dropout": 0.0}
+    hp = Hyperparameters(**{**STUDENT_HP, "max_train_examples": 48, "epochs": 2})
+    reports = {}
+    for name, compiler in (("eager", EAGER), ("compiled", StepCompiler(backend="aot_eager"))):
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+        reports[name] = distill(separable, None, teacher_dir, signals, spec, method, {}, [{"epochs": 2}], hp,
+                                tmp_path / name, CPU, compiler=compiler)
+        graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+        assert graphs == 0 if name == "eager" else 1 <= graphs <= 9  # one graph per shape: 8 buckets, a last batch
+    eager, graphed = (pd.DataFrame(reports[name]["history"]) for name in ("eager", "compiled"))
+    terms = [column for column in eager if column.startswith("train_")]
+    assert "train_kd" in terms or len(terms) > 1
+    np.testing.assert_allclose(graphed[terms].to_numpy(), eager[terms].to_numpy(), rtol=1e-4)
+    predictions = {name: pd.read_parquet(tmp_path / name / "predictions.parquet") for name in reports}
+    np.testing.assert_allclose(np.stack(predictions["compiled"]["logits"]), np.stack(predictions["eager"]["logits"]),
+                               atol=1e-4)

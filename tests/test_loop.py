@@ -214,3 +214,13 @@ def test_the_step_overhead_benchmark_counts_no_sync_in_kdflows_step():
     row = next(line.split() for line in out.splitlines() if line.startswith("gated_cnn"))
     ours_ops, bare_ops, ours_syncs = float(row[5]), float(row[6]), float(row[8])
     assert ours_syncs == 0 and ours_ops <= 1.1 * bare_ops, out
+
+
+def test_the_step_is_compiled_as_cuda_graphs_on_a_gpu_only_and_only_when_the_config_asks():
+    from kdflow.training.loop import EAGER, StepCompiler, step_compiler
+
+    assert step_compiler(True, torch.device("cuda")) == StepCompiler("reduce-overhead", "inductor")
+    assert step_compiler(False, torch.device("cuda")) == EAGER
+    assert step_compiler(True, CPU) == EAGER
+    step = lambda x: x * 2  # noqa: E731
+    assert EAGER(step) is step  # eager is the function itself, not a wrapper around it

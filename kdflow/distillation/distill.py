@@ -39,7 +39,7 @@ from kdflow.students.tokens import reads_words, student_tokenizer, transfer_word
 from kdflow.training.batching import batches, tokenize
 from kdflow.training.checkpoint import Checkpoint
 from kdflow.training.curves import write_curves
-from kdflow.training.loop import predict, subset_indices, train
+from kdflow.training.loop import EAGER, StepCompiler, predict, subset_indices, train
 from kdflow.training.predictions import prediction_table
 from kdflow.transfer.frames import ADDED_ORIGINS, transfer_frame
 from kdflow.transfer.signals import SignalCache
@@ -67,13 +67,15 @@ def distill(
     device: torch.device,
     checkpoint: Checkpoint | None = None,
     precision: Precision = FP32,
+    compiler: StepCompiler = EAGER,
 ) -> dict:
     """Train one student on a transfer set of ``task`` (train, or a built set's file, ``results/transfer/<task>/
     <set>.parquet``) with ``method``, its forward passes in ``precision``; write weights (float32), predictions and
     metrics. Unlabelled and generated examples have no gold label: they add nothing to the hard-label term (see
     :func:`kdflow.training.losses.task_loss`) and learn from the teacher alone. Every split is tokenised as the
     student reads text (:mod:`kdflow.students.tokens`); a word-level student's vocabulary is the words of the
-    transfer set it learns from, saved with its weights."""
+    transfer set it learns from, saved with its weights. ``compiler`` runs the student's forward pass and the
+    method's loss (:class:`kdflow.training.loop.StepCompiler`: eager by default)."""
     started = time.perf_counter()
     seed_everything(hp.seed)
     regression, metric_names = task.meta["regression"], task.meta["metrics"]
@@ -109,9 +111,12 @@ def distill(
     term_sums: dict[str, torch.Tensor | int] = {}
     term_segments: list[dict[str, float]] = []
 
+    # the step's pure part, which ``compiler`` may compile; the bookkeeping below stays eager
+    terms_of = compiler(lambda model, batch: model["method"](model["student"](batch), cache[rows[batch["index"]]],
+                                                             batch["labels"]))
+
     def loss_fn(model, batch):
-        output = model["student"](batch)
-        terms = model["method"](output, cache[rows[batch["index"]]], batch["labels"])
+        terms = terms_of(model, batch)
         if model.training:
             rows_in_batch = len(batch["index"])
             for name, value in terms.items():

@@ -360,15 +360,43 @@ def _in_precision(loss_fn: LossFn, precision: Precision) -> LossFn:
 
 
 
-def compiled(loss_fn: LossFn, mode: str | None = None, backend: str = "inductor") -> LossFn:
-    """``loss_fn`` (a step's forward pass and loss) compiled by ``torch.compile`` as one graph: ``fullgraph``, so
-    that a graph break is an error rather than a silently slower step, and ``dynamic=False``, one graph per batch
-    shape (the length buckets, :mod:`kdflow.training.batching`); ``mode="reduce-overhead"`` replays it as a CUDA
-    graph. AOTAutograd compiles its backward pass alike. Recurrent students are traced through
+@dataclass(frozen=True)
+class StepCompiler:
+    """How a job runs its training step's forward pass and loss: eager (``backend`` None, the default and the CPU's),
+    or compiled by ``torch.compile`` as one graph. ``fullgraph``, so that a graph break is an error rather than a
+    silently slower step, and ``dynamic=False``, one graph per batch shape (the length buckets,
+    :mod:`kdflow.training.batching`); AOTAutograd compiles the backward pass alike. ``mode="reduce-overhead"``
+    replays each graph as a CUDA graph, whose outputs the next replay overwrites: the compiled function returns
+    copies of them, as the loop keeps a step's loss until its next read-back. Recurrent students are traced through
     :func:`kdflow.students.recurrent.unrolled_lstm`, which reads ``nn.LSTM``'s weights without calling it: dynamo
     refuses to touch an LSTM module unless ``allow_rnn`` is set."""
-    torch._dynamo.config.allow_rnn = True
-    return torch.compile(loss_fn, fullgraph=True, dynamic=False, mode=mode, backend=backend)
+
+    mode: str | None = None
+    backend: str | None = None
+
+    def __call__(self, fn: Callable) -> Callable:
+        if self.backend is None:
+            return fn
+        torch._dynamo.config.allow_rnn = True
+        graphed = torch.compile(fn, fullgraph=True, dynamic=False, mode=self.mode, backend=self.backend)
+        if self.mode != "reduce-overhead":
+            return graphed
+
+        def copied(*args, **kwargs):  # a step's loss, or a method's dict of loss terms
+            out = graphed(*args, **kwargs)
+            return {name: value.clone() for name, value in out.items()} if isinstance(out, dict) else out.clone()
+
+        return copied
+
+
+EAGER = StepCompiler()
+
+
+def step_compiler(compile_step: bool, device: torch.device) -> StepCompiler:
+    """The config's ``compile_step`` on ``device``: CUDA graphs (inductor, ``reduce-overhead``) on a CUDA GPU when
+    it is true, eager elsewhere (on a CPU a compiled step saves little and costs its compilation)."""
+    return StepCompiler("reduce-overhead", "inductor") if compile_step and device.type == "cuda" else EAGER
+
 
 def _backward_in_one_process(model: nn.Module, loss_fn: LossFn, device: torch.device,
                              scaler: torch.amp.GradScaler) -> Backward:
