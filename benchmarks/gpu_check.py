@@ -445,21 +445,31 @@ def evidence(context: dict, stop_at: float) -> dict:
     commit = (context.get("provenance") or {}).get("commit", "unknown")
     found, jobs = [], []
 
+    digests: dict[str, str | None] = {}  # this check's teachers, by their metrics file, once trained
+
+    def own_teachers_runs() -> list[dict]:
+        """The recorded runs that learnt from this check's teachers: only those pair with its own."""
+        return same_teacher(recorded, {(group["experiment"], group["task"]): digests.get(teacher_metrics(group))
+                                       for group in groups})
+
     def train(wave: list[tuple[dict, dict]]) -> None:
-        done = {record_key(r) for r in recorded + found}
+        teachers = {teacher_metrics(group): group for group, _ in wave}
+        if any(teacher not in digests for teacher in teachers):  # train them first: what pairs depends on them
+            jobs.extend(replay.run(listing, directory, context["evidence_jobs"], stop_at, log=log,
+                                   targets=list(teachers)))
+            digests.update({teacher: teacher_digest(directory, group["teacher"], group["task"])
+                            for teacher, group in teachers.items() if (directory / teacher).exists()})
+        done = {record_key(r) for r in own_teachers_runs() + found}
         todo = [(group, run) for group, run in wave if record_key(run) not in done]
-        teachers = list(dict.fromkeys(teacher_metrics(group) for group, _ in wave))
         jobs.extend(replay.run(listing, directory, context["evidence_jobs"], stop_at, log=log,
-                               targets=teachers + [target(run) for _, run in todo]))
+                               targets=list(teachers) + [target(run) for _, run in todo]))
         seconds = finished_seconds(directory)
         teacher_devs = {teacher: json.loads((directory / teacher).read_text())["scores"]["dev"]
                         for teacher in teachers if (directory / teacher).exists()}
-        digests = {teacher: teacher_digest(directory, group["teacher"], group["task"])  # each read once
-                   for teacher, group in {teacher_metrics(group): group for group, _ in wave}.items()}
         with open(context["out"] / "evidence_runs.jsonl", "a") as out:
             for group, run in todo:
                 wall, teacher_dev = seconds.get(Path(target(run)).parent), teacher_devs.get(teacher_metrics(group))
-                teacher = {"teacher_dev": teacher_dev, "teacher_digest": digests[teacher_metrics(group)]}
+                teacher = {"teacher_dev": teacher_dev, "teacher_digest": digests.get(teacher_metrics(group))}
                 record = run_record(directory, run, commit, {**how, "wall_seconds": wall, **teacher}) \
                     if wall is not None else None
                 if record is not None:
@@ -473,7 +483,7 @@ def evidence(context: dict, stop_at: float) -> dict:
         first, points = group["seeds"][0], {}
         for method in group["methods"]:
             searched = [{"point": r["point"], "seed": r["seed"], "scores": {"dev": r["scores"]}}
-                        for r in recorded + found if (r["experiment"], r["method"], r["seed"]) ==
+                        for r in own_teachers_runs() + found if (r["experiment"], r["method"], r["seed"]) ==
                         (group["experiment"], method, first)]
             if {r["point"] for r in searched} == set(group["points"][method]):
                 points[method] = select(searched, TASKS[group["task"]].main_metric, [first])["selected"]
@@ -484,6 +494,16 @@ def evidence(context: dict, stop_at: float) -> dict:
         if time.monotonic() > stop_at:
             break
     return {"runs": len(found), "jobs": len(jobs), "failed_jobs": sum(job["returncode"] != 0 for job in jobs)}
+
+
+def same_teacher(recorded: list[dict], digests: dict[tuple[str, str], str | None]) -> list[dict]:
+    """The ``recorded`` runs whose teacher has the digest of this check's teacher for their (experiment, task):
+    each check fine-tunes its teacher again, not bit for bit alike on a GPU, and a verdict pairs two runs only if
+    they learnt from the same teacher (kdflow.reporting.claims). A run of another teacher is trained again, on
+    both sides of its links, so that the check's runs pair among themselves; a teacher not trained yet (None)
+    pairs with nothing."""
+    return [run for run in recorded if run.get("teacher_digest") is not None
+            and run["teacher_digest"] == digests.get((run["experiment"], run["task"]))]
 
 
 def group_runs(group: dict) -> list[dict]:

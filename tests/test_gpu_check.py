@@ -132,6 +132,22 @@ def test_a_run_recorded_before_or_by_an_earlier_call_is_adopted_once():
     assert kept == [run(2), run(3), run(3, "NVIDIA H100")]
 
 
+
+def test_a_check_retrains_the_runs_an_earlier_check_recorded_under_another_teacher_and_skips_its_own():
+    """Two checks fine-tune two teachers (a GPU's fine-tuning is not bit-reproducible): the second check's runs can
+    pair only with runs of its own teacher, so it counts as done only those, and trains both sides of a link."""
+    def run(method, seed, digest, experiment="claims_alp"):
+        return {"experiment": experiment, "task": "sst2", "student": "bert_3", "method": method, "point": "default",
+                "seed": seed, "teacher_digest": digest}
+    first_check = [run("kd", 1, "aaaa"), run("kd", 2, "aaaa"), run("no_kd", 1, "aaaa")]
+    second_call = [run("pkd", 1, "bbbb")]  # an earlier call of this same check, its teacher kept in the work folder
+    untracked = [{**run("kd", 3, None), "teacher_digest": None}]  # recorded before digests: pairs with nothing
+    recorded = first_check + second_call + untracked
+    assert gpu_check.same_teacher(recorded, {("claims_alp", "sst2"): "bbbb"}) == second_call
+    assert gpu_check.same_teacher(recorded, {("claims_alp", "sst2"): "aaaa"}) == first_check
+    assert gpu_check.same_teacher(recorded, {("claims_alp", "sst2"): None}) == []  # its teacher not trained yet
+    assert gpu_check.same_teacher([run("kd", 1, "aaaa", "claims_ukd")], {("claims_alp", "sst2"): "aaaa"}) == []
+
 def test_the_evidence_trains_a_groups_held_out_seeds_with_the_next_groups_search():
     """A wave is one replay: the GPU's job slots hold the last group's kept points on their other seeds (first,
     seed by seed) and the next group's search; a group's points are asked for once its search has run."""
