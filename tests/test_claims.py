@@ -304,3 +304,21 @@ def test_thesis_runs_pair_within_a_subset_and_its_teacher_only():
                for run in runs]
     row = verdicts(crossed, LABELS, MARGINS).set_index("link").loc["(b) KD, labelled > (a) no KD"]
     assert row["pairs"] == 2 and row["other_teachers"] == 1
+
+
+def test_what_a_link_detects_rests_on_its_claims_seed_variance_pooled_and_its_test_on_its_own():
+    from kdflow.core.statistics import detectable_difference, pooled_seed_variance
+
+    runs = (runs_of("kd", "claims_alp", {1: 90, 2: 91, 3: 89, 4: 90})
+            + runs_of("no_kd", "claims_alp", {1: 60, 2: 62, 3: 61, 4: 61})
+            + runs_of("pkd", "claims_alp", {1: 91, 2: 95, 3: 85, 4: 92}))  # a noisier link than KD > no KD
+    found = verdicts(runs, LABELS, MARGINS, reference=REFERENCE).set_index("link")
+    own = found["seed_variance"]
+    assert own["PKD > KD"] > 4 * own["KD > no KD"]
+    pooled, df = pooled_seed_variance(list(own), list(found["pairs"]))
+    assert np.allclose(found["pooled_seed_variance"], pooled) and (found["pooled_df"] == df).all()
+    for link, row in found.iterrows():
+        alpha = 0.05 / row["family"]
+        assert row["detectable"] == pytest.approx(detectable_difference(pooled, row["example_variance"], 4, alpha))
+        half = scipy_t.ppf(1 - alpha / 2, 3) * row["standard_error"]  # the interval: its own seed variance
+        assert row["high"] - row["low"] == pytest.approx(2 * half), link

@@ -328,3 +328,12 @@ def test_accuracys_example_part_in_closed_form_is_what_the_bootstrap_estimates()
     d = np.stack([(ours[s] == gold).astype(float) - (theirs[s] == gold) for s in range(1, 5)])
     each, averaged = np.mean(np.var(d, axis=1)) / 800, np.var(d.mean(axis=0)) / 800
     assert exact["example_variance"] == pytest.approx(max(0.0, (4 * averaged - each) / 3))
+
+
+def test_pooled_seed_variance_weights_each_estimate_by_its_degrees_of_freedom_and_skips_those_without_one():
+    from kdflow.core.statistics import pooled_seed_variance
+
+    # 4 pairs (3 df) at 2.0 and 2 pairs (1 df) at 6.0: (3 x 2 + 1 x 6) / 4 = 3.0
+    assert pooled_seed_variance([2.0, 6.0, math.nan, 9.0], [4, 2, 5, 1]) == (3.0, 4)
+    pooled, df = pooled_seed_variance([math.nan], [1])
+    assert math.isnan(pooled) and df == 0

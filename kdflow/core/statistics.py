@@ -206,6 +206,16 @@ def sensitivity(gain: float, seed_variance: float, example_variance: float, pair
             "seeds_needed": seeds_needed(abs(gain), seed_variance, example_variance, alpha)}
 
 
+
+def pooled_seed_variance(seed_variances: Sequence[float], pairs: Sequence[int]) -> tuple[float, int]:
+    """The seed variance of several comparisons pooled, each weighted by its degrees of freedom (pairs - 1), and the
+    pooled degrees of freedom: an estimate with 3 or 4 degrees of freedom per link is itself noisy, and the links of
+    one claim on one task (one student, teacher, task and seeds) share its source. Comparisons without an estimate
+    (fewer than two pairs) add nothing; NaN and 0 degrees of freedom where none has one."""
+    usable = [(v, n - 1) for v, n in zip(seed_variances, pairs) if n >= 2 and math.isfinite(v)]
+    df = sum(d for _, d in usable)
+    return (sum(v * d for v, d in usable) / df if df else math.nan), df
+
 def t_quantile(probability: float, df: float) -> float:
     """Student's t quantile (an interval's half-width in standard errors); NaN without degrees of freedom."""
     return float(_stats().t.ppf(probability, df)) if math.isfinite(df) and df > 0 else math.nan

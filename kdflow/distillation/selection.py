@@ -128,14 +128,25 @@ def select_experiment(runs: list[dict], metric_paths: list[str], main_metrics: d
     comparisons = [entry["comparison"] for entry in result if "comparison" in entry]
     for comparison, adjusted in zip(comparisons, statistics.holm([c["p"] for c in comparisons])):
         comparison["p_holm"] = adjusted
+    # what a comparison detects and the seeds it needs rest on the seed variance of all the methods' comparisons
+    # with the baseline for one task and student, pooled: one comparison's 3 or 4 degrees of freedom are noisy
+    for task, student in {(entry["task"], entry["student"]) for entry in result}:
+        alike = [entry["comparison"] for entry in result
+                 if "comparison" in entry and (entry["task"], entry["student"]) == (task, student)]
+        pooled, df = statistics.pooled_seed_variance([c["seed_variance"] for c in alike], [c["pairs"] for c in alike])
+        for comparison in alike:
+            comparison.update(pooled_seed_variance=pooled, pooled_df=df, **statistics.sensitivity(
+                statistics.PLANNED_GAIN, pooled if math.isfinite(pooled) else comparison["seed_variance"],
+                comparison["example_variance"], comparison["pairs"]))
     return {"compare_to": compare_to, "selection_seeds": selection_seeds, "selections": result}
 
 
 def compare(runs: list[dict], baseline: list[dict], metric: str, name: str) -> dict:
     """Held-out runs against the baseline's on the dev ``metric``, over the seeds both hold out: the difference of
     their means, the test over seeds and dev examples together, the difference it can detect (80% power) and the
-    paired seeds it would need to detect :data:`kdflow.core.statistics.PLANNED_GAIN`. Without two common seeds the
-    test cannot be made (NaN)."""
+    paired seeds it would need to detect :data:`kdflow.core.statistics.PLANNED_GAIN` (from its own seed variance
+    here; :func:`select_experiment` pools it over the experiment's comparisons). Without two common seeds the test cannot
+    be made (NaN)."""
     common = {r["seed"] for r in runs} & {r["seed"] for r in baseline}
     gold, predictions = _dev_predictions({r["seed"]: r for r in runs if r["seed"] in common})
     _, baseline_predictions = _dev_predictions({r["seed"]: r for r in baseline if r["seed"] in common})

@@ -237,11 +237,13 @@ def interval(result: dict, family: int) -> dict:
     return {"level": 1 - alpha, "low": difference - half, "high": difference + half}
 
 
-def judged(result: dict, relation: str, family: int) -> dict:
+def judged(result: dict, relation: str, family: int, seed_variance: float | None = None) -> dict:
     """A link's :func:`interval`, the difference it detects at that level with 80% power, the held-out seeds that
-    would detect its margin, and its :func:`verdict`."""
+    would detect its margin, and its :func:`verdict`. The test and its interval use the link's own seed variance;
+    what it detects and the seeds it needs use ``seed_variance`` where given (the claim's pooled one)."""
+    planning = result["seed_variance"] if seed_variance is None or not math.isfinite(seed_variance) else seed_variance
     found = {**interval(result, family), **statistics.sensitivity(
-        result["margin"], result["seed_variance"], result["example_variance"], result["pairs"],
+        result["margin"], planning, result["example_variance"], result["pairs"],
         statistics.SIGNIFICANCE / max(family, 1))}
     return {**found, "verdict": verdict({**result, **found}, relation)}
 
@@ -294,7 +296,12 @@ def verdicts(runs: list[dict], labels: dict, margins: dict, grids: dict | None =
                               "selection_seeds": int(better[1]["chose"] or worse[1]["chose"]),
                               "better_key": better[1]["key"], "worse_key": worse[1]["key"], **result})
         family = sum(math.isfinite(row["standard_error"]) for row in found)  # the links a test can judge
-        rows += [{**row, "family": family, **judged(row, row["relation"], family)} for row in found]
+        pooled = {task: statistics.pooled_seed_variance([r["seed_variance"] for r in found if r["task"] == task],
+                                                        [r["pairs"] for r in found if r["task"] == task])
+                  for task in {row["task"] for row in found}}
+        rows += [{**row, "family": family, "pooled_seed_variance": pooled[row["task"]][0],
+                  "pooled_df": pooled[row["task"]][1],
+                  **judged(row, row["relation"], family, pooled[row["task"]][0])} for row in found]
     return pd.DataFrame(rows)
 
 
@@ -325,7 +332,9 @@ def planner_blocks(found: pd.DataFrame) -> list:
         "seeds in all": ["—" if n is None else str(n + s) for n, s in zip(needed, rows["selection_seeds"])]})
     return [Heading("Seeds planner"), Paragraph(
         "How many seeds each link needs for its test, at its claim's level, to detect its margin with 80% power, from "
-        "the variance its runs show so far. The seed part shrinks with seeds, the dev set's own part does not: the "
+        "the variance its runs show so far: the dev set's part its own, the seed part pooled over the claim's links on "
+        "the task (weighted by their degrees of freedom: one link's 3 or 4 make a noisy plan), as is the detectable "
+        "difference beside each verdict. The seed part shrinks with seeds, the dev set's own part does not: the "
         "dev set's floor is the smallest difference any number of seeds could detect on it (— in the seeds column "
         f"where the margin is below it, or {statistics.MAX_PLANNED_SEEDS} held-out seeds would not reach it). Seeds "
         "in all count the seed that chose a side's grid point, which no test uses."), Table(frame.reset_index(drop=True))]
