@@ -6,7 +6,8 @@ final states (those at each sequence's last real token) are what the unpadded se
 ``torch.compile``, which cannot trace packed sequences (nor, in torch 2.13, ``nn.LSTM`` at all), the same LSTM runs
 step by step on the padded batch in plain tensor operations (:func:`unrolled_lstm`): the backward direction reads
 each sequence reversed within its own length, so padding still never reaches a real token's state, and the
-outputs equal the packed form's to float tolerance (tests/test_students.py).
+outputs equal the packed form's to float tolerance (tests/test_students.py). So does a pack's ``vmap``
+(kdflow.training.packs), which has no batching rule for packed sequences.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ def packed_lstm(lstm: nn.LSTM, states: torch.Tensor, mask: torch.Tensor,
                 lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Run a batch-first ``lstm`` over the real tokens only (``lengths`` of them per row, on the host; ``mask``
     the same on the device): outputs [B, T, H] (zero at pads) and the final hidden states [layers * directions,
-    B, H_dir]; under ``torch.compile`` by :func:`unrolled_lstm`. On CPU under a mixed
+    B, H_dir]; under ``torch.compile`` or in a pack's ``vmap`` by :func:`unrolled_lstm`. On CPU under a mixed
     precision the LSTM computes in float32: oneDNN's bfloat16 LSTM (torch 2.13) has no kernel for some batches,
     equal lengths among them, and fails on them."""
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() or torch._C._functorch.is_batchedtensor(states):  # compiled, or in a pack
         return unrolled_lstm(lstm, states, mask)
     cpu_mixed = states.device.type == "cpu" and torch.is_autocast_enabled("cpu")
     with torch.autocast("cpu", enabled=False) if cpu_mixed else contextlib.nullcontext():

@@ -1,0 +1,152 @@
+"""Packs (issue 66, its first step): K models of one architecture trained as one stacked computation in one
+process, so that a small student's step costs the GPU one launch stream for all K instead of K.
+
+The mechanism is ``torch.func``'s: the members' parameters are stacked into one tensor per parameter
+(``stack_module_state``, a leading dimension of K) and one member's forward pass and loss, called functionally on
+its own slice (``functional_call``), is mapped over the K slices and the K members' batches by ``vmap``. Each
+operator then runs once for all members, batched, and the op count of a step does not grow with K (the ops
+benchmark, benchmarks/pack_ops.py). Grouped kernels or K CUDA streams were the alternatives: the first needs a kernel
+per layer type, the second keeps K launches per op.
+
+A member keeps what makes it itself: its own initial weights (its seed's), its own batches, and per-member
+tensors for the hyperparameters that a grid varies within a pack, its learning rate and weight decay; its
+gradient's norm is measured and clipped per member, and :class:`PackAdamW` updates each member as torch's AdamW
+updates a model alone. Dropout draws other masks per member (``randomness="different"``), so a member equals its
+training alone to float tolerance only without dropout (tests/test_packs.py checks that; with dropout it is a
+rerun with another dropout seed). Recurrent students run their unrolled LSTM under ``vmap``, which has no
+batching rule for packed sequences.
+
+Not yet here (the issue's later steps): the loop's bookkeeping per member (evaluations, early stopping, kept
+checkpoints), packs as jobs of the DAG, and the plan's and the GPU check's pack sizes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+
+Batch = dict[str, torch.Tensor]
+
+
+class Pack(nn.Module):
+    """K ``members`` (modules of one architecture, each with its own weights) as one module whose parameters are
+    the members' stacked ([K, ...] per parameter, in the members' order). :meth:`map` runs a function of one
+    member and its inputs over all members at once."""
+
+    def __init__(self, members: Sequence[nn.Module]):
+        super().__init__()
+        if len({tuple((name, p.shape) for name, p in member.named_parameters()) for member in members}) != 1:
+            raise ValueError("a pack's members must share one architecture: the same parameters of the same shapes")
+        params, buffers = stack_module_state(list(members))
+        self.names = list(params)
+        trainable = {name: p.requires_grad for name, p in members[0].named_parameters()}  # frozen stays frozen
+        self.stacked = nn.ParameterList(nn.Parameter(params[name], requires_grad=trainable[name])
+                                        for name in self.names)
+        self.buffer_names = list(buffers)
+        for number, name in enumerate(self.buffer_names):
+            self.register_buffer(f"buffer{number}", buffers[name])
+        self.size = len(members)
+        # the members' module, without weights of its own: functional_call gives it each member's
+        self._template = [copy.deepcopy(members[0]).to("meta")]
+
+    def member_parameters(self) -> dict[str, torch.Tensor]:
+        return dict(zip(self.names, self.stacked))
+
+    def member_buffers(self) -> dict[str, torch.Tensor]:
+        return {name: getattr(self, f"buffer{number}") for number, name in enumerate(self.buffer_names)}
+
+    def map(self, fn: Callable, *per_member, shared=()):
+        """``fn(module, *member_inputs, *shared)`` for every member at once, its module holding that member's
+        weights: ``per_member`` inputs have a leading dimension of K (pytrees of tensors), ``shared`` ones are every
+        member's. Returns ``fn``'s outputs stacked over the members (a pytree of tensors: no dataclasses)."""
+        template = self._template[0]
+        training = self.training
+        template.train(training)
+
+        def one(params, buffers, *inputs):
+            member_inputs, shared_inputs = inputs[:len(per_member)], inputs[len(per_member):]
+            return fn(_Bound(template, params, buffers), *member_inputs, *shared_inputs)
+
+        dims = (0, 0) + (0,) * len(per_member) + (None,) * len(shared)
+        return vmap(one, in_dims=dims, randomness="different")(self.member_parameters(), self.member_buffers(),
+                                                              *per_member, *shared)
+
+    def member_state(self, k: int) -> dict[str, torch.Tensor]:
+        """Member ``k``'s state dict, as the module trained alone would have it."""
+        state = {name: p[k].detach().clone() for name, p in self.member_parameters().items()}
+        state.update({name: b[k].clone() for name, b in self.member_buffers().items()})
+        return state
+
+
+class _Bound:
+    """A member's module called with that member's weights (``functional_call``); attribute access reaches the
+    module's submodules, so that a loss written for one model (``model["student"](batch)``) runs unchanged."""
+
+    def __init__(self, module: nn.Module, params: dict, buffers: dict, prefix: str = ""):
+        self._module, self._params, self._buffers, self._prefix = module, params, buffers, prefix
+
+    def __call__(self, *args, **kwargs):
+        prefix = self._prefix
+        params = {name[len(prefix):]: p for name, p in self._params.items() if name.startswith(prefix)}
+        buffers = {name[len(prefix):]: b for name, b in self._buffers.items() if name.startswith(prefix)}
+        return functional_call(self._module, (params, buffers), args, kwargs, strict=True)
+
+    def __getitem__(self, key: str) -> _Bound:
+        return _Bound(self._module[key], self._params, self._buffers, f"{self._prefix}{key}.")
+
+    @property
+    def training(self) -> bool:
+        return self._module.training
+
+
+def member_gradient_norms(pack: Pack, max_norm: float | None) -> torch.Tensor:
+    """Each member's gradient 2-norm [K] before clipping, clipping each member's to ``max_norm`` if set, as
+    ``torch.nn.utils.clip_grad_norm_`` clips a model alone (a factor of max_norm / (norm + 1e-6), at most 1)."""
+    grads = [p.grad for p in pack.stacked if p.grad is not None]
+    norms = torch.stack([g.flatten(1).square().sum(1) for g in grads]).sum(0).sqrt()
+    if max_norm:
+        factor = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(factor.view(-1, *[1] * (g.ndim - 1)))
+    return norms
+
+
+class PackAdamW:
+    """AdamW over a pack's stacked parameters with a learning rate and a weight decay per member ([K] tensors,
+    set before each step, e.g. from each member's schedule), torch's update otherwise (decoupled decay, bias
+    corrections). Hand-written: torch's AdamW takes one learning rate per parameter group, and a stacked parameter
+    holds K members. As kdflow's optimiser (kdflow.training.loop.build_optimizer), decay spares a member's biases and
+    LayerNorm weights (those of one dimension) unless ``decay_all``."""
+
+    def __init__(self, pack: Pack, betas=(0.9, 0.999), eps: float = 1e-8, decay_all: bool = False):
+        self.pack, self.betas, self.eps = pack, betas, eps
+        self.decays = [decay_all or p.ndim - 1 >= 2 for p in pack.stacked]
+        self.lr = torch.zeros(pack.size, device=pack.stacked[0].device)
+        self.weight_decay = torch.zeros_like(self.lr)
+        self.step_count = 0
+        self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in pack.stacked]
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.step_count += 1
+        beta1, beta2 = self.betas
+        first_correction = 1 - beta1 ** self.step_count
+        second_correction = (1 - beta2 ** self.step_count) ** 0.5
+        for p, decays, (m, v) in zip(self.pack.stacked, self.decays, self.moments):
+            if p.grad is None:
+                continue
+            shape = (-1, *[1] * (p.ndim - 1))
+            lr = self.lr.view(shape)
+            if decays:
+                p.mul_(1 - lr * self.weight_decay.view(shape))
+            m.lerp_(p.grad, 1 - beta1)
+            v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+            p.sub_(lr / first_correction * m / (v.sqrt() / second_correction + self.eps))
+
+    def zero_grad(self) -> None:
+        for p in self.pack.stacked:
+            p.grad = None
