@@ -17,7 +17,8 @@ rerun with another dropout seed). Recurrent students run their unrolled LSTM und
 batching rule for packed sequences.
 
 Not yet here (the issue's later steps): the loop's bookkeeping per member (evaluations, early stopping, kept
-checkpoints), packs as jobs of the DAG, and the plan's and the GPU check's pack sizes.
+checkpoints, weights no loss reaches: :class:`PackAdamW`), packs as jobs of the DAG, and the plan's and the GPU
+check's pack sizes.
 """
 
 from __future__ import annotations
@@ -33,39 +34,56 @@ Batch = dict[str, torch.Tensor]
 
 
 class Pack(nn.Module):
-    """K ``members`` (modules of one architecture, each with its own weights) as one module whose parameters are
-    the members' stacked ([K, ...] per parameter, in the members' order). :meth:`map` runs a function of one
-    member and its inputs over all members at once."""
+    """K ``members`` (modules of one architecture, each with its own weights) as one module. Their trainable
+    weights live in one flat parameter [K, P] (``flat``: member k's row holds its P trainable numbers, parameter
+    after parameter), so that the optimiser and the per-member gradient norms are a few operators whatever the
+    members' number of parameter tensors; their frozen weights and buffers are stacked [K, ...]. :meth:`map` runs
+    a function of one member and its inputs over all members at once."""
 
     def __init__(self, members: Sequence[nn.Module]):
         super().__init__()
         if len({tuple((name, p.shape) for name, p in member.named_parameters()) for member in members}) != 1:
             raise ValueError("a pack's members must share one architecture: the same parameters of the same shapes")
         params, buffers = stack_module_state(list(members))
-        self.names = list(params)
-        trainable = {name: p.requires_grad for name, p in members[0].named_parameters()}  # frozen stays frozen
-        self.stacked = nn.ParameterList(nn.Parameter(params[name], requires_grad=trainable[name])
-                                        for name in self.names)
+        first = dict(members[0].named_parameters())
+        self.trainable = [name for name in params if first[name].requires_grad]
+        self.shapes = {name: first[name].shape for name in self.trainable}
+        self.flat = nn.Parameter(torch.cat([params[name].flatten(1) for name in self.trainable], dim=1))
+        self.frozen = {name: params[name].detach() for name in params if name not in self.shapes}
         self.buffer_names = list(buffers)
         for number, name in enumerate(self.buffer_names):
             self.register_buffer(f"buffer{number}", buffers[name])
+        for number, name in enumerate(self.frozen):
+            self.register_buffer(f"frozen{number}", self.frozen[name])
         self.size = len(members)
         # the members' module, without weights of its own: functional_call gives it each member's
         self._template = [copy.deepcopy(members[0]).to("meta")]
 
     def member_parameters(self) -> dict[str, torch.Tensor]:
-        return dict(zip(self.names, self.stacked))
+        """Every parameter of the members, stacked [K, ...]: the trainable ones views into :attr:`flat`."""
+        views, offset = {}, 0
+        for name in self.trainable:
+            size = self.shapes[name].numel()
+            views[name] = self.flat[:, offset:offset + size].view(self.size, *self.shapes[name])
+            offset += size
+        return {**views, **{name: getattr(self, f"frozen{number}") for number, name in enumerate(self.frozen)}}
 
     def member_buffers(self) -> dict[str, torch.Tensor]:
         return {name: getattr(self, f"buffer{number}") for number, name in enumerate(self.buffer_names)}
+
+    def decayed(self, decay_all: bool = False) -> torch.Tensor:
+        """[P]: 1 where a member's weight decays, 0 where it does not: as kdflow's optimiser
+        (kdflow.training.loop.build_optimizer), biases and LayerNorm weights (one dimension) are spared unless
+        ``decay_all``."""
+        return torch.cat([torch.full((shape.numel(),), float(decay_all or len(shape) >= 2), device=self.flat.device)
+                          for shape in self.shapes.values()])
 
     def map(self, fn: Callable, *per_member, shared=()):
         """``fn(module, *member_inputs, *shared)`` for every member at once, its module holding that member's
         weights: ``per_member`` inputs have a leading dimension of K (pytrees of tensors), ``shared`` ones are every
         member's. Returns ``fn``'s outputs stacked over the members (a pytree of tensors: no dataclasses)."""
         template = self._template[0]
-        training = self.training
-        template.train(training)
+        template.train(self.training)
 
         def one(params, buffers, *inputs):
             member_inputs, shared_inputs = inputs[:len(per_member)], inputs[len(per_member):]
@@ -106,47 +124,40 @@ class _Bound:
 def member_gradient_norms(pack: Pack, max_norm: float | None) -> torch.Tensor:
     """Each member's gradient 2-norm [K] before clipping, clipping each member's to ``max_norm`` if set, as
     ``torch.nn.utils.clip_grad_norm_`` clips a model alone (a factor of max_norm / (norm + 1e-6), at most 1)."""
-    grads = [p.grad for p in pack.stacked if p.grad is not None]
-    norms = torch.stack([g.flatten(1).square().sum(1) for g in grads]).sum(0).sqrt()
+    grad = pack.flat.grad
+    norms = grad.square().sum(1).sqrt()
     if max_norm:
-        factor = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(factor.view(-1, *[1] * (g.ndim - 1)))
+        grad.mul_((max_norm / (norms + 1e-6)).clamp(max=1.0)[:, None])
     return norms
 
 
 class PackAdamW:
-    """AdamW over a pack's stacked parameters with a learning rate and a weight decay per member ([K] tensors,
-    set before each step, e.g. from each member's schedule), torch's update otherwise (decoupled decay, bias
-    corrections). Hand-written: torch's AdamW takes one learning rate per parameter group, and a stacked parameter
-    holds K members. As kdflow's optimiser (kdflow.training.loop.build_optimizer), decay spares a member's biases and
-    LayerNorm weights (those of one dimension) unless ``decay_all``."""
+    """AdamW over a pack's flat parameter with a learning rate and a weight decay per member ([K] tensors, set
+    before each step, e.g. from each member's schedule), torch's update otherwise (decoupled decay, bias
+    corrections), in a few operators for all members and parameters. Hand-written: torch's AdamW takes one
+    learning rate per parameter group, and the flat parameter holds K members. Decay spares what
+    :meth:`Pack.decayed` spares. One difference remains for the pack's trainer to mask: a weight that no loss
+    reaches in a step has a zero gradient here, where torch's AdamW finds none and leaves it alone, so here it
+    decays."""
 
     def __init__(self, pack: Pack, betas=(0.9, 0.999), eps: float = 1e-8, decay_all: bool = False):
         self.pack, self.betas, self.eps = pack, betas, eps
-        self.decays = [decay_all or p.ndim - 1 >= 2 for p in pack.stacked]
-        self.lr = torch.zeros(pack.size, device=pack.stacked[0].device)
+        self.decayed = pack.decayed(decay_all)
+        self.lr = torch.zeros(pack.size, device=pack.flat.device)
         self.weight_decay = torch.zeros_like(self.lr)
         self.step_count = 0
-        self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in pack.stacked]
+        self.first, self.second = torch.zeros_like(pack.flat), torch.zeros_like(pack.flat)
 
     @torch.no_grad()
     def step(self) -> None:
         self.step_count += 1
         beta1, beta2 = self.betas
-        first_correction = 1 - beta1 ** self.step_count
-        second_correction = (1 - beta2 ** self.step_count) ** 0.5
-        for p, decays, (m, v) in zip(self.pack.stacked, self.decays, self.moments):
-            if p.grad is None:
-                continue
-            shape = (-1, *[1] * (p.ndim - 1))
-            lr = self.lr.view(shape)
-            if decays:
-                p.mul_(1 - lr * self.weight_decay.view(shape))
-            m.lerp_(p.grad, 1 - beta1)
-            v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
-            p.sub_(lr / first_correction * m / (v.sqrt() / second_correction + self.eps))
+        p, grad, lr = self.pack.flat, self.pack.flat.grad, self.lr[:, None]
+        p.mul_(1 - lr * self.weight_decay[:, None] * self.decayed)
+        self.first.lerp_(grad, 1 - beta1)
+        self.second.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denominator = self.second.sqrt() / (1 - beta2 ** self.step_count) ** 0.5 + self.eps
+        p.sub_(lr / (1 - beta1 ** self.step_count) * self.first / denominator)
 
     def zero_grad(self) -> None:
-        for p in self.pack.stacked:
-            p.grad = None
+        self.pack.flat.grad = None
