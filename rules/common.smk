@@ -76,7 +76,11 @@ from kdflow.workflow.model_inputs import (
     recomputed_student_inputs,
     sentence_probe_inputs,
 )
-from kdflow.workflow.provenance import script_fingerprint, workflow_fingerprint
+from kdflow.workflow.provenance import (
+    job_fingerprint,
+    script_fingerprint,
+    workflow_fingerprint,
+)
 from kdflow.workflow.runtime_jobs import runtime_jobs
 from kdflow.workflow.scheduler_timers import correct_scheduler_timers
 from kdflow.workflow.slurm_status import correct_slurm_plugin
@@ -95,6 +99,32 @@ def code_of(script):
     every rule so that editing that code reruns exactly the rule's jobs (kdflow.workflow.provenance).
     """
     return script_fingerprint(os.path.join(workflow.basedir, "scripts", script))
+
+
+def student_code_of(script):
+    """code_of for a student job: of the student and method registries, only the modules of the student type and
+    the method the job trains with count (kdflow.workflow.provenance.job_fingerprint).
+    """
+
+    def code(wildcards):
+        settings = student_settings(
+            config,
+            wildcards.experiment,
+            wildcards.task,
+            wildcards.student,
+            wildcards.method,
+            wildcards.point,
+            wildcards.seed,
+        )
+        members = (
+            ("kdflow.students", settings["student"]["type"]),
+            ("kdflow.distillation.methods", settings["method"]),
+        )
+        return job_fingerprint(
+            os.path.join(workflow.basedir, "scripts", script), members
+        )
+
+    return code
 
 
 wildcard_constraints:

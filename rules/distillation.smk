@@ -35,7 +35,7 @@ rule distill_student:
         device=config["device"],
         precision=config["precision"],
         compile_step=config["compile_step"],
-        code=code_of("distill_student.py"),
+        code=student_code_of("distill_student.py"),
     script:
         "../scripts/distill_student.py"
 

@@ -30,7 +30,9 @@ from kdflow.reporting.works import PAPERS
 from kdflow.students.registry import STUDENTS
 from kdflow.workflow import replay
 from kdflow.workflow import results_paths as paths
-from kdflow.workflow.provenance import script_closure
+from kdflow.workflow.config_files import validate_config
+from kdflow.workflow.job_settings import student_settings
+from kdflow.workflow.provenance import job_closure, script_closure
 
 # What depends on the demo's thesis students: both are probed on 3 tasks, analysed beside their teacher, measured
 # for thesis Table 5.2, classify the SST-2 sentence list, and are timed with their transfer set for Table 4.5.
@@ -553,14 +555,29 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
 @pytest.mark.parametrize("edited", ["kdflow/distillation/methods/hidden_methods.py", "kdflow/students/recurrent.py",
                                     "kdflow/transfer/generation.py", "kdflow/reporting/figures/style.py"],
                          ids=["method", "student", "generator", "figures"])
-def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, edited):
-    """A code edit reruns the jobs whose scripts import the edited file, and what depends on them: the same plan
-    as forcing those rules to run. A comment reruns nothing (a file counts by its syntax tree)."""
-    rules = [rule for rule, (script, _) in rule_scripts().items()
-             if (REPO / edited).resolve() in script_closure(REPO / "scripts" / script)]
-    assert rules
+def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, demo_config, edited):
+    """A code edit reruns the jobs whose code holds the edited file, and what depends on them: the same plan as
+    forcing those jobs to run. A student job's code holds its own student type's and method's modules of the
+    registries alone (provenance.job_closure): an edit of the hidden-space methods reruns their students, not KD's.
+    A comment reruns nothing (a file counts by its syntax tree)."""
     workdir, _ = demo_run
-    expected = planned_jobs(*DEMO, "--forcerun", *rules, cwd=workdir)
+    edited_path = (REPO / edited).resolve()
+    forced = [rule for rule, (script, _) in rule_scripts().items()
+              if rule != "distill_student" and edited_path in script_closure(REPO / "scripts" / script)]
+    config = demo_config[0]
+    validate_config(config, REPO / "schemas/config.schema.yaml")
+    students, running = 0, []
+    for metrics in sorted((workdir / "results/students").glob("*/*/*/*/*/seed*/metrics.json")):
+        experiment, task, student, method, point, seed = metrics.relative_to(workdir / "results/students").parts[:6]
+        settings = student_settings(config, experiment, task, student, method, point, seed.removeprefix("seed"))
+        members = {"kdflow.students": settings["student"]["type"], "kdflow.distillation.methods": settings["method"]}
+        students += 1
+        if edited_path in job_closure(REPO / "scripts/distill_student.py", members):
+            running.append(str(metrics.relative_to(workdir)))
+    if edited == "kdflow/distillation/methods/hidden_methods.py":
+        assert 0 < len(running) < students  # its students alone
+    assert forced or running
+    expected = planned_jobs(*DEMO, "--forcerun", *forced, *running, cwd=workdir)
     path = workdir / edited
     original = path.read_text()
     try:

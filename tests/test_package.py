@@ -198,6 +198,39 @@ def test_editing_a_file_changes_exactly_the_fingerprints_that_run_it(package_cop
         before = after
 
 
+
+STUDENT_JOBS = {("gated_cnn", "kd"), ("gated_cnn", "pkd"), ("bilstm", "kd"), ("bert_k", "universal_kd_ca")}
+
+
+def test_a_student_jobs_fingerprint_follows_its_own_student_and_method_alone(package_copy):
+    """Of the registries, a student job's code counts its student type's module and its method's module: editing
+    PKD's module reruns PKD's students, editing the BiLSTM's module the BiLSTM's, a shared module (the losses) all."""
+    copy, _ = package_copy
+    script = copy / "scripts/distill_student.py"
+
+    def fingerprints():
+        provenance.job_fingerprint.cache_clear()
+        return {(student, method): provenance.job_fingerprint(
+            script, (("kdflow.students", student), ("kdflow.distillation.methods", method)))
+            for student, method in STUDENT_JOBS}
+
+    before = fingerprints()
+    for edited, reruns in (("distillation/methods/hidden_methods.py", {("gated_cnn", "pkd")}),
+                           ("students/recurrent.py", {("bilstm", "kd")}),
+                           ("distillation/methods/logit_methods.py", {("gated_cnn", "kd"), ("bilstm", "kd")}),
+                           ("training/losses.py", STUDENT_JOBS)):
+        with open(copy / "kdflow" / edited, "a") as file:
+            file.write("EDITED = 1\n")
+        after = fingerprints()
+        assert {job for job in STUDENT_JOBS if before[job] != after[job]} == reruns, edited
+        before = after
+    provenance.job_fingerprint.cache_clear()
+
+
+def test_a_name_no_member_registers_is_a_clear_error():
+    with pytest.raises(ValueError, match="'no_such_method' is registered by 0 modules"):
+        provenance.job_closure(SCRIPTS / "distill_student.py", {"kdflow.distillation.methods": "no_such_method"})
+
 def test_comments_docstrings_and_formatting_change_no_fingerprint(package_copy):
     """A file counts by its syntax tree without docstrings (provenance.code_form): a typo fixed in a docstring of
     core/io.py, which every script runs, reruns nothing; a changed constant reruns them all."""

@@ -3,10 +3,13 @@ exactly the jobs whose code changed (Snakemake itself tracks params, inputs and 
 
 The code a script runs is derived, never listed: the script file and the import closure of its ``kdflow``
 imports. Importing ``kdflow.a.b`` executes ``kdflow/__init__.py``, ``kdflow/a/__init__.py`` and
-``kdflow/a/b.py``, so the closure holds the parent packages too; a registry package imports its members in its
-``__init__`` (:mod:`kdflow.students`, :mod:`kdflow.distillation.methods`), which puts every registered student
-and method into the closure of whatever uses the registry. Imports are read from the source (:mod:`ast`), so
-computing a fingerprint imports nothing. A file counts by what it computes, not how it is written
+``kdflow/a/b.py``, so the closure holds the parent packages too. A registry package imports its members in its
+``__init__`` (:data:`REGISTRIES`: the students, the distillation methods), so that the registry is full at run
+time; for the fingerprint of a job that names its members (:func:`job_fingerprint`: a student job's student type
+and method), only those members count, found by the ``@register("name")`` decorators in the members' source, so
+that editing PKD's loss reruns the students trained with PKD alone. A member's module counts whole (the methods
+it holds alongside), and what it imports counts too. Imports are read from the source (:mod:`ast`), so computing a
+fingerprint imports nothing. A file counts by what it computes, not how it is written
 (:func:`code_form`): a comment or a docstring reruns nothing.
 """
 
@@ -77,8 +80,14 @@ def with_parents(module: str) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def module_closure(*roots: str) -> list[Path]:
-    """Source files of the given kdflow modules, their parent packages and everything they import, transitively."""
+# Registry packages: their __init__ imports every member module, which registers itself there.
+REGISTRIES = ("kdflow.students", "kdflow.distillation.methods")
+
+
+def module_closure(*roots: str, members_of_registries: bool = True) -> list[Path]:
+    """Source files of the given kdflow modules, their parent packages and everything they import, transitively;
+    without ``members_of_registries``, a registry's ``__init__`` brings in none of its members (a module that
+    imports a member itself still brings it)."""
     paths: dict[str, Path | None] = {}
     pending = [parent for root in roots for parent in with_parents(root)]
     while pending:
@@ -87,8 +96,38 @@ def module_closure(*roots: str) -> list[Path]:
             continue
         path = paths[name] = module_path(name)
         if path is not None:
-            pending.extend(parent for module in imported_modules(path, name) for parent in with_parents(module))
+            imported = imported_modules(path, name)
+            if not members_of_registries and name in REGISTRIES:
+                imported = imported - registry_members(name).keys()
+            pending.extend(parent for module in imported for parent in with_parents(module))
     return sorted({path for path in paths.values() if path is not None})
+
+
+@cache
+def registry_members(registry: str) -> dict[str, frozenset[str]]:
+    """member module -> the names it registers (its ``@register("name", ...)`` decorators), for the members the
+    registry package ``registry`` imports in its ``__init__``."""
+    init = module_path(registry)
+    members = {}
+    for module in imported_modules(init, registry):
+        if module.rpartition(".")[0] != registry or module.endswith(".registry"):
+            continue
+        tree = ast.parse(module_path(module).read_text())
+        members[module] = frozenset(
+            decorator.args[0].value for node in ast.walk(tree) if isinstance(node, (ast.ClassDef, ast.FunctionDef))
+            for decorator in node.decorator_list if isinstance(decorator, ast.Call)
+            and getattr(decorator.func, "id", getattr(decorator.func, "attr", None)) == "register"
+            and decorator.args and isinstance(decorator.args[0], ast.Constant))
+    return members
+
+
+def member_module(registry: str, name: str) -> str:
+    """The module of ``registry`` that registers ``name``."""
+    found = [module for module, names in registry_members(registry).items() if name in names]
+    if len(found) != 1:
+        raise ValueError(f"{name!r} is registered by {len(found)} modules of {registry}, not one: "
+                         f"{sorted(found) or 'none'}")
+    return found[0]
 
 
 def script_closure(script: str | Path) -> list[Path]:
@@ -164,6 +203,29 @@ def script_fingerprint(script: str | Path) -> str:
     return fingerprint(script_closure(script))
 
 
+def job_closure(script: str | Path, members: dict[str, str]) -> list[Path]:
+    """:func:`script_closure` with, of each registry in ``members`` ({registry: registered name}), the member
+    module registering that name alone (and what it imports), the registry's other members left out."""
+    script = Path(script).resolve()
+    unknown = set(members) - set(REGISTRIES)
+    if unknown:
+        raise ValueError(f"not registries: {sorted(unknown)}; known: {REGISTRIES}")
+    # the named members, and every member of a registry the job names none of, as script_closure counts them
+    counted = {member_module(registry, name) for registry, name in members.items()} | {
+        module for registry in REGISTRIES if registry not in members for module in registry_members(registry)}
+    roots = imported_modules(script)
+    whole = set(module_closure(*roots))
+    files = set(module_closure(*roots, *counted, members_of_registries=False)) & whole
+    return [script, *sorted(files)]
+
+
+@cache
+def job_fingerprint(script: str | Path, members: tuple[tuple[str, str], ...]) -> str:
+    """The fingerprint of :func:`job_closure` (``members``: (registry, name) pairs): a job's ``code`` param where
+    the job names the members it runs."""
+    return fingerprint(job_closure(script, dict(members)))
+
+
 def workflow_fingerprint(basedir: str | Path) -> str:
     """The fingerprint of the Snakefile and the rule files: what the DAG is made of (the cost plan's param, which
     prices every job of the DAG)."""
@@ -189,6 +251,6 @@ def rule_scripts(rules_dir: str | Path) -> dict[str, tuple[str, str | None]]:
     for rule, block in rule_blocks(rules_dir).items():
         script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
         if script:
-            code = re.search(r'code=code_of\("(\w+\.py)"\)', block)
+            code = re.search(r'code=(?:student_)?code_of\("(\w+\.py)"\)', block)
             found[rule] = (script[1], code and code[1])
     return found
