@@ -101,32 +101,6 @@ def code_of(script):
     return script_fingerprint(os.path.join(workflow.basedir, "scripts", script))
 
 
-def student_code_of(script):
-    """code_of for a student job: of the student and method registries, only the modules of the student type and
-    the method the job trains with count (kdflow.workflow.provenance.job_fingerprint).
-    """
-
-    def code(wildcards):
-        settings = student_settings(
-            config,
-            wildcards.experiment,
-            wildcards.task,
-            wildcards.student,
-            wildcards.method,
-            wildcards.point,
-            wildcards.seed,
-        )
-        members = (
-            ("kdflow.students", settings["student"]["type"]),
-            ("kdflow.distillation.methods", settings["method"]),
-        )
-        return job_fingerprint(
-            os.path.join(workflow.basedir, "scripts", script), members
-        )
-
-    return code
-
-
 wildcard_constraints:
     task="|".join(TASKS),
     teacher="|".join(config["teachers"]),

@@ -2,6 +2,32 @@
 # grid point, seed), the signals of TAKD's teacher assistant, and each experiment's dev selection.
 
 
+def student_code_of(script):
+    """code_of for a student job: of the student and method registries, only the modules of the student type and
+    the method the job trains with count (kdflow.workflow.provenance.job_fingerprint).
+    """
+
+    def code(wildcards):
+        settings = student_settings(
+            config,
+            wildcards.experiment,
+            wildcards.task,
+            wildcards.student,
+            wildcards.method,
+            wildcards.point,
+            wildcards.seed,
+        )
+        members = (
+            ("kdflow.students", settings["student"]["type"]),
+            ("kdflow.distillation.methods", settings["method"]),
+        )
+        return job_fingerprint(
+            os.path.join(workflow.basedir, "scripts", script), members
+        )
+
+    return code
+
+
 rule distill_student:
     """Train one student with one method at one grid point and seed, from cached teacher signals."""
     input:

@@ -31,6 +31,7 @@ from kdflow.students.registry import STUDENTS
 from kdflow.workflow import replay
 from kdflow.workflow import results_paths as paths
 from kdflow.workflow.config_files import validate_config
+from kdflow.workflow.exploration import with_exploration
 from kdflow.workflow.job_settings import student_settings
 from kdflow.workflow.provenance import job_closure, script_closure
 
@@ -566,9 +567,10 @@ def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, demo_config,
               if rule != "distill_student" and edited_path in script_closure(REPO / "scripts" / script)]
     config = demo_config[0]
     validate_config(config, REPO / "schemas/config.schema.yaml")
+    config |= with_exploration(config)  # the hyperparameter exploration's experiments, as the workflow adds them
     students, running = 0, []
-    for metrics in sorted((workdir / "results/students").glob("*/*/*/*/*/seed*/metrics.json")):
-        experiment, task, student, method, point, seed = metrics.relative_to(workdir / "results/students").parts[:6]
+    for metrics in sorted((workdir / paths.STUDENTS).glob("*/*/*/*/*/seed*/metrics.json")):
+        experiment, task, student, method, point, seed = metrics.relative_to(workdir / paths.STUDENTS).parts[:6]
         settings = student_settings(config, experiment, task, student, method, point, seed.removeprefix("seed"))
         members = {"kdflow.students": settings["student"]["type"], "kdflow.distillation.methods": settings["method"]}
         students += 1
