@@ -554,8 +554,9 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
 
 @pytest.mark.slow
 @pytest.mark.parametrize("edited", ["kdflow/distillation/methods/hidden_methods.py", "kdflow/students/recurrent.py",
-                                    "kdflow/transfer/generation.py", "kdflow/reporting/figures/style.py"],
-                         ids=["method", "student", "generator", "figures"])
+                                    "kdflow/transfer/generation.py", "kdflow/reporting/figures/style.py",
+                                    "kdflow/training/loop.py"],
+                         ids=["method", "student", "generator", "figures", "training-loop"])
 def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, demo_config, edited):
     """A code edit reruns the jobs whose code holds the edited file, and what depends on them: the same plan as
     forcing those jobs to run. A student job's code holds its own student type's and method's modules of the
@@ -578,6 +579,8 @@ def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, demo_config,
             running.append(str(metrics.relative_to(workdir)))
     if edited == "kdflow/distillation/methods/hidden_methods.py":
         assert 0 < len(running) < students  # its students alone
+    if edited == "kdflow/training/loop.py":  # every training job: the teacher, pseudo-heads, generator, students
+        assert len(running) == students and {"finetune_teacher", "train_pseudo_heads", "finetune_generator"} <= set(forced)
     assert forced or running
     expected = planned_jobs(*DEMO, "--forcerun", *forced, *running, cwd=workdir)
     path = workdir / edited
