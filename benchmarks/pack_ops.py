@@ -34,7 +34,7 @@ from kdflow.students.tokens import student_tokenizer  # noqa: E402
 from kdflow.teachers.finetune import build_teacher  # noqa: E402
 from kdflow.training.batching import batches, tokenize  # noqa: E402
 from kdflow.training.loop import build_optimizer  # noqa: E402
-from kdflow.training.packs import Pack, PackAdamW, member_gradient_norms  # noqa: E402
+from kdflow.training.packs import Pack, PackAdamW, member_gradient_norms, stacked_batches  # noqa: E402
 from kdflow.training.step_counts import StepCounts  # noqa: E402
 from kdflow.transfer.signals import TeacherSignals  # noqa: E402
 
@@ -73,9 +73,7 @@ def measure(family: str, ks: list[int], context: StudentContext, tokenizer, fram
         pack = Pack([member(seed) for seed in range(k)]).train()
         pack_optimizer = PackAdamW(pack)
         pack_optimizer.lr.fill_(1e-3)
-        width = max(batch["input_ids"].shape[1] for batch in data)
-        stacked = [{key: torch.stack([nn.functional.pad(value, (0, width - value.shape[1])) if value.ndim == 2
-                                      else value] * k) for key, value in batch.items()} for batch in data]
+        stacked = [stacked_batches([batch] * k) for batch in data]
         with StepCounts() as counts:
             for batch in stacked:
                 pack_optimizer.zero_grad()

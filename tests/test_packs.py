@@ -19,7 +19,7 @@ from kdflow.students.tokens import student_tokenizer
 from kdflow.teachers.finetune import build_teacher
 from kdflow.training.batching import batches, tokenize
 from kdflow.training.loop import build_optimizer
-from kdflow.training.packs import Pack, PackAdamW, member_gradient_norms
+from kdflow.training.packs import Pack, PackAdamW, member_gradient_norms, stacked_batches
 from kdflow.transfer.signals import TeacherSignals
 
 SENTENCES = pd.DataFrame({"text_a": ["the movie was good", "a man is not a dog at all", "bad", "the cat was bad",
@@ -84,17 +84,6 @@ def member_loss(model, batch):
     return model["method"](model["student"](batch), signals_for(batch["index"]), batch["labels"])["loss"]
 
 
-def stacked(member_batches):
-    """The members' batches of one step, padded to one length and stacked over the members."""
-    width = max(batch["input_ids"].shape[1] for batch in member_batches)
-    padded = []
-    for batch in member_batches:
-        extra = width - batch["input_ids"].shape[1]
-        padded.append({key: nn.functional.pad(value, (0, extra)) if value.ndim == 2 else value
-                       for key, value in batch.items()})
-    return {key: torch.stack([batch[key] for batch in padded]) for key in padded[0]}
-
-
 def train_alone(member, member_batches, learning_rate, max_norm=1.0):
     hp = Hyperparameters(learning_rate=learning_rate, batch_size=4, epochs=1, weight_decay=0.01)
     optimizer = build_optimizer(member.named_parameters(), hp)
@@ -113,7 +102,7 @@ def train_packed(members, steps, learning_rates, max_norm=1.0):
     optimizer.weight_decay.fill_(0.01)
     for member_batches in steps:
         optimizer.zero_grad()
-        pack.map(member_loss, stacked(member_batches)).sum().backward()  # members' losses are independent
+        pack.map(member_loss, stacked_batches(member_batches)).sum().backward()  # members' losses are independent
         member_gradient_norms(pack, max_norm)
         optimizer.step()
     return [pack.member_state(k) for k in range(K)]

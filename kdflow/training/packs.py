@@ -33,6 +33,15 @@ from torch.func import functional_call, stack_module_state, vmap
 Batch = dict[str, torch.Tensor]
 
 
+
+def stacked_batches(member_batches: Sequence[Batch]) -> Batch:
+    """The members' batches of one step as one batch with a leading dimension of K: each padded to the longest of
+    them (with 0, past each row's attention mask, so that no output changes) and stacked in the members' order."""
+    width = max(batch["input_ids"].shape[1] for batch in member_batches)
+    padded = [{key: nn.functional.pad(value, (0, width - value.shape[1])) if value.ndim == 2 else value
+               for key, value in batch.items()} for batch in member_batches]
+    return {key: torch.stack([batch[key] for batch in padded]) for key in padded[0]}
+
 class Pack(nn.Module):
     """K ``members`` (modules of one architecture, each with its own weights) as one module. Their trainable
     weights live in one flat parameter [K, P] (``flat``: member k's row holds its P trainable numbers, parameter
