@@ -44,6 +44,7 @@ from kdflow.workflow.job_settings import (
     sampling_settings,
     selection_params,
     signals_include_layers,
+    student_code_members,
     student_settings,
     teacher_jobs,
     teacher_settings,
@@ -94,11 +95,16 @@ correct_slurm_plugin()
 correct_scheduler_timers()
 
 
-def code_of(script):
+def code_of(script, members_of=None):
     """The fingerprint of the code a rule's script runs (the script and its kdflow import closure), a param of
-    every rule so that editing that code reruns exactly the rule's jobs (kdflow.workflow.provenance).
+    every rule so that editing that code reruns exactly the rule's jobs (kdflow.workflow.provenance). With
+    ``members_of`` (wildcards -> the (registry, name) pairs a job runs), a function of the wildcards that counts,
+    of the registries, only the job's own members' modules.
     """
-    return script_fingerprint(os.path.join(workflow.basedir, "scripts", script))
+    path = os.path.join(workflow.basedir, "scripts", script)
+    if members_of is None:
+        return script_fingerprint(path)
+    return lambda wildcards: job_fingerprint(path, members_of(wildcards))
 
 
 wildcard_constraints:

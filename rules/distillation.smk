@@ -2,32 +2,6 @@
 # grid point, seed), the signals of TAKD's teacher assistant, and each experiment's dev selection.
 
 
-def student_code_of(script):
-    """code_of for a student job: of the student and method registries, only the modules of the student type and
-    the method the job trains with count (kdflow.workflow.provenance.job_fingerprint).
-    """
-
-    def code(wildcards):
-        settings = student_settings(
-            config,
-            wildcards.experiment,
-            wildcards.task,
-            wildcards.student,
-            wildcards.method,
-            wildcards.point,
-            wildcards.seed,
-        )
-        members = (
-            ("kdflow.students", settings["student"]["type"]),
-            ("kdflow.distillation.methods", settings["method"]),
-        )
-        return job_fingerprint(
-            os.path.join(workflow.basedir, "scripts", script), members
-        )
-
-    return code
-
-
 rule distill_student:
     """Train one student with one method at one grid point and seed, from cached teacher signals."""
     input:
@@ -61,7 +35,14 @@ rule distill_student:
         device=config["device"],
         precision=config["precision"],
         compile_step=config["compile_step"],
-        code=student_code_of("distill_student.py"),
+        code=code_of(
+            "distill_student.py",
+            members_of=lambda w: student_code_members(
+                student_settings(
+                    config, w.experiment, w.task, w.student, w.method, w.point, w.seed
+                )
+            ),
+        ),
     script:
         "../scripts/distill_student.py"
 

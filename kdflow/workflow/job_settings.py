@@ -184,6 +184,14 @@ def student_settings(config: dict, experiment: str, task: str, student: str, met
     })
 
 
+def student_code_members(settings: dict) -> tuple[tuple[str, str], ...]:
+    """The registry members a student job of ``settings`` runs, (registry, name): its student type and its
+    method; of the registries, only their modules count in the job's code fingerprint
+    (kdflow.workflow.provenance.job_fingerprint)."""
+    return (("kdflow.students", settings["student"]["type"]),
+            ("kdflow.distillation.methods", settings["method"]))
+
+
 def run_values(config: dict, experiment: str, task: str, student: str, method: str, names: list[str]) -> dict:
     """What every grid point of ``task``/``student``/``method`` trains with, by kdflow's names (training
     hyperparameters, method options, ``student.<option>``): ``{point: {name: value}}`` for ``names``, None

@@ -251,6 +251,6 @@ def rule_scripts(rules_dir: str | Path) -> dict[str, tuple[str, str | None]]:
     for rule, block in rule_blocks(rules_dir).items():
         script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
         if script:
-            code = re.search(r'code=(?:student_)?code_of\("(\w+\.py)"\)', block)
+            code = re.search(r'code=code_of\(\s*"(\w+\.py)"[,)]', block)
             found[rule] = (script[1], code and code[1])
     return found
