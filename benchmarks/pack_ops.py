@@ -71,8 +71,7 @@ def measure(family: str, ks: list[int], context: StudentContext, tokenizer, fram
     rows = []
     for k in ks:
         pack = Pack([member(seed) for seed in range(k)]).train()
-        pack_optimizer = PackAdamW(pack)
-        pack_optimizer.lr.fill_(1e-3)
+        pack_optimizer = PackAdamW(pack, [1e-3] * k, [0.01] * k)
         stacked = [stacked_batches([batch] * k) for batch in data]
         with StepCounts() as counts:
             for batch in stacked:

@@ -1,8 +1,10 @@
 """Packs: K students trained as one stacked computation equal each student trained alone by kdflow's optimiser
 (AdamW, two parameter groups, gradient clipping) on its own batches, per family and for a method of each kind; a
-planted change of one member's learning rate shows in that member alone."""
+planted change of one member's learning rate shows in that member alone. Trained by the one training loop, each
+member leaves what the loop leaves for it alone (schedule, evaluations, kept state, divergence, resumption)."""
 
 import copy
+import math
 
 import numpy as np
 import pandas as pd
@@ -18,8 +20,10 @@ from kdflow.students.registry import StudentContext, build_student
 from kdflow.students.tokens import student_tokenizer
 from kdflow.teachers.finetune import build_teacher
 from kdflow.training.batching import batches, tokenize
-from kdflow.training.loop import build_optimizer
+from kdflow.training.checkpoint import Checkpoint
+from kdflow.training.loop import build_optimizer, train
 from kdflow.training.packs import Pack, PackAdamW, member_gradient_norms, stacked_batches
+from kdflow.training.step_counts import StepCounts
 from kdflow.transfer.signals import TeacherSignals
 
 SENTENCES = pd.DataFrame({"text_a": ["the movie was good", "a man is not a dog at all", "bad", "the cat was bad",
@@ -34,6 +38,7 @@ FAMILIES = {
 }
 TEACHER_LAYERS, TEACHER_WIDTH, K, STEPS = 3, 32, 3, 3
 LEARNING_RATES = [1e-3, 3e-3, 5e-4]
+CPU = torch.device("cpu")
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +102,7 @@ def train_alone(member, member_batches, learning_rate, max_norm=1.0):
 
 def train_packed(members, steps, learning_rates, max_norm=1.0):
     pack = Pack(members).train()
-    optimizer = PackAdamW(pack)
-    optimizer.lr.copy_(torch.tensor(learning_rates))
-    optimizer.weight_decay.fill_(0.01)
+    optimizer = PackAdamW(pack, learning_rates, [0.01] * len(learning_rates))
     for member_batches in steps:
         optimizer.zero_grad()
         pack.map(member_loss, stacked_batches(member_batches)).sum().backward()  # members' losses are independent
@@ -153,3 +156,179 @@ def test_the_ops_benchmark_shows_a_packs_operators_per_step_not_growing_with_its
     rows = [line.split() for line in out.splitlines() if line.split()[:1] == ["gated_cnn"]]
     ops = {int(row[1]): float(row[2]) for row in rows}
     assert set(ops) == {1, 4} and ops[4] <= 1.1 * ops[1], out
+
+
+# The one training loop trains a pack: each member's results as the loop leaves them for the member alone.
+LOOP_HP = dict(batch_size=4, epochs=2, warmup_ratio=0.25, weight_decay=0.01, length_buckets=2)
+
+
+def loop_members(family, method_name, context):
+    """K members (seeds 0..K-1) with a module no loss reaches beside the student and its method, the training
+    split, one member's batches of it from a shuffler, and its dev batch."""
+    members, _ = members_and_batches(family, method_name, context)
+    for k, member in enumerate(members):
+        torch.manual_seed(100 + k)
+        member["unused"] = nn.Linear(3, 3)
+    split = tokenize(SENTENCES, student_tokenizer(members[0]["student"], context.tokenizer), 16, labelled=True)
+    dev = next(batches(split, len(SENTENCES), False))
+    return members, split, lambda rng: batches(split, 4, False, shuffle=True, generator=rng, length_buckets=2), dev
+
+
+def dev_score(model, batch):
+    """A continuous dev score (minus the cross-entropy): no ties to break between the kept evaluations."""
+    return -nn.functional.cross_entropy(model["student"](batch).logits, batch["labels"])
+
+
+def train_with_the_loop(members, split, member_batches, dev, learning_rates, packed, loss=member_loss, **options):
+    hps = [Hyperparameters(learning_rate=rate, seed=k, **{**LOOP_HP, **options})
+           for k, rate in enumerate(learning_rates)]
+    if not packed:
+        def evaluate(model):
+            model.eval()
+            with torch.no_grad():
+                return {"score": dev_score(model, dev).item()}
+
+        return [train(member, loss, member_batches, len(split), evaluate, "score", hp, CPU)
+                for member, hp in zip(members, hps)]
+    stacked_dev = stacked_batches([dev] * len(members))
+
+    def evaluate_pack(pack):
+        pack.eval()
+        with torch.no_grad():
+            return [{"score": score} for score in pack.map(dev_score, stacked_dev).tolist()]
+
+    return train(Pack(members), lambda pack, batch: pack.map(loss, batch), member_batches, len(split),
+                 evaluate_pack, "score", hps, CPU)
+
+
+def assert_same_results(packed, alone):
+    for k, (mine, theirs) in enumerate(zip(packed, alone)):
+        assert (mine.best_epoch, mine.best_step, mine.diverged) == (theirs.best_epoch, theirs.best_step,
+                                                                    theirs.diverged), f"member {k}"
+        for field in ("lr", "train_loss", "grad_norm_mean", "grad_norm_max", "dev_score"):
+            np.testing.assert_allclose([r[field] for r in mine.history], [r[field] for r in theirs.history],
+                                       rtol=1e-4, err_msg=f"member {k}: {field}")
+        for name, value in theirs.best_state.items():
+            torch.testing.assert_close(mine.best_state[name], value, rtol=1e-4, atol=1e-6, msg=f"member {k}: {name}")
+
+
+@pytest.mark.parametrize("family, method_name", [("bert_k", "alp"), ("bilstm", "pkd"), ("gated_cnn", "kd")])
+def test_the_training_loop_trains_a_pack_as_each_member_alone(family, method_name, context):
+    """Each member of a pack trained by the one loop leaves what it leaves trained alone by it: its own data order
+    (its seed's shuffler), warm-up and decay at its own rate, its gradient norms, evaluations, kept evaluation and
+    state; a weight no loss reaches stays where it started, as torch's AdamW leaves it."""
+    members, split, member_batches, dev = loop_members(family, method_name, context)
+    alone = train_with_the_loop([copy.deepcopy(m) for m in members], split, member_batches, dev, LEARNING_RATES,
+                                packed=False)
+    packed = train_with_the_loop(members, split, member_batches, dev, LEARNING_RATES, packed=True)
+    assert [len(r.history) for r in packed] == [2] * K
+    assert_same_results(packed, alone)
+    for k, member in enumerate(members):
+        torch.testing.assert_close(packed[k].best_state["unused.weight"], member["unused"].weight.detach(),
+                                   rtol=0, atol=0)
+
+
+def test_a_member_whose_loss_turns_non_finite_stops_and_the_others_train_on(context):
+    """Member 1's loss turns NaN at step 3 (of 4): it stops there with its divergence, the others finish as they
+    would without it."""
+    members, split, member_batches, dev = loop_members("gated_cnn", "kd", context)
+    clean = train_with_the_loop([copy.deepcopy(m) for m in members], split, member_batches, dev, LEARNING_RATES,
+                                packed=True)
+    poison = torch.tensor([0.0, math.nan, 0.0])
+    calls_by_member = [0]
+
+    def losses(pack, batch):
+        loss = pack.map(member_loss, batch)
+        if pack.training:
+            calls_by_member[0] += 1
+            if calls_by_member[0] >= 3:
+                loss = loss + poison
+        return loss
+
+    hps = [Hyperparameters(learning_rate=rate, seed=k, **LOOP_HP) for k, rate in enumerate(LEARNING_RATES)]
+    stacked_dev = stacked_batches([dev] * K)
+
+    def evaluate(pack):
+        pack.eval()
+        with torch.no_grad():
+            return [{"score": score} for score in pack.map(dev_score, stacked_dev).tolist()]
+
+    results = train(Pack(members), losses, member_batches, len(split), evaluate, "score", hps, CPU)
+    assert results[1].diverged == {"epoch": 2, "step": 3, "what": "training loss nan"}
+    assert math.isnan(results[1].best_score) and len(results[1].history) == 1
+    assert_same_results([results[0], results[2]], [clean[0], clean[2]])
+
+
+def test_a_pack_refuses_members_that_would_train_differently(context):
+    members, split, member_batches, dev = loop_members("gated_cnn", "kd", context)
+    hps = [Hyperparameters(learning_rate=1e-3, seed=k, **{**LOOP_HP, "batch_size": 4 + k}) for k in range(K)]
+    with pytest.raises(ValueError, match="differ in learning_rate, weight_decay, seed alone; these differ: batch_size"):
+        train(Pack(members), member_loss, member_batches, len(split), lambda pack: [], "score", hps, CPU)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_a_killed_pack_resumes_from_its_checkpoint_like_an_uninterrupted_one(context, tmp_path):
+    """Killed in step 4 of 4 (checkpoints every step): the rerun trains step 4 alone, on the batches the killed
+    run had drawn for it (each member's shuffler restored at epoch 2's start, its first batch skipped), and leaves
+    each member the uninterrupted run's results (optimiser moments and running averages restored)."""
+    members, split, member_batches, dev = loop_members("bilstm", "kd", context)
+    uninterrupted = train_with_the_loop([copy.deepcopy(m) for m in members], split, member_batches, dev,
+                                        LEARNING_RATES, packed=True)
+    hps = [Hyperparameters(learning_rate=rate, seed=k, **LOOP_HP) for k, rate in enumerate(LEARNING_RATES)]
+    stacked_dev = stacked_batches([dev] * K)
+
+    def evaluate(pack):
+        pack.eval()
+        with torch.no_grad():
+            return [{"score": score} for score in pack.map(dev_score, stacked_dev).tolist()]
+
+    steps = []
+
+    def losses(pack, batch, interrupt_at=None):
+        if pack.training:
+            steps.append(batch["index"])
+            if len(steps) == interrupt_at:
+                raise Interrupted
+        return pack.map(member_loss, batch)
+
+    def checkpoint():
+        return Checkpoint(tmp_path / "pack.ckpt", "job", every_minutes=None, every_steps=1)
+
+    with pytest.raises(Interrupted):
+        train(Pack([copy.deepcopy(m) for m in members]), lambda p, b: losses(p, b, interrupt_at=4), member_batches,
+              len(split), evaluate, "score", hps, CPU, checkpoint=checkpoint())
+    trained_before = [index.clone() for index in steps]
+    steps.clear()
+    resumed = train(Pack([copy.deepcopy(m) for m in members]), losses, member_batches, len(split), evaluate, "score",
+                    hps, CPU, checkpoint=checkpoint())
+    assert len(steps) == 1 and torch.equal(steps[0], trained_before[3])
+    assert_same_results(resumed, uninterrupted)
+    assert [[r["step"] for r in result.history] for result in resumed] == [[2, 4]] * K
+
+
+def test_a_packs_steps_never_wait_for_the_host(context):
+    """Twice the optimiser steps (half the batch) with the same evaluations read the host no more often: a pack's
+    syncs are at its evaluations and its set-up, none in its steps."""
+    members, split, _, dev = loop_members("gated_cnn", "kd", context)
+    stacked_dev = stacked_batches([dev] * K)
+
+    def evaluate(pack):
+        pack.eval()
+        with torch.no_grad():
+            return [{"score": score} for score in pack.map(dev_score, stacked_dev).tolist()]
+
+    def syncs(batch_size):
+        hps = [Hyperparameters(learning_rate=rate, seed=k, **{**LOOP_HP, "batch_size": batch_size})
+               for k, rate in enumerate(LEARNING_RATES)]
+        with StepCounts() as counts:
+            results = train(Pack([copy.deepcopy(m) for m in members]), lambda pack, batch: pack.map(member_loss, batch),
+                            lambda rng: batches(split, batch_size, False, shuffle=True, generator=rng),
+                            len(split), evaluate, "score", hps, CPU)
+        return counts.syncs, results[0].history[-1]["step"]
+
+    (few, few_steps), (many, many_steps) = syncs(4), syncs(2)
+    assert (few_steps, many_steps) == (4, 8)
+    assert many == few, dict(many - few)

@@ -1,6 +1,7 @@
 """The one training loop of kdflow: an optimiser (AdamW by default), linear warm-up then linear or no decay,
 gradient accumulation, dev evaluation at epoch ends (or every N optimiser steps) and the best-dev (or the final)
-model kept. Teachers, pseudo-heads and students differ only in the ``loss`` they pass in.
+model kept. Teachers, pseudo-heads and students differ only in the ``loss`` they pass in; a pack of K students of one
+shape (:mod:`kdflow.training.packs`) trains as K runs at once, each member with its own bookkeeping.
 Given a :class:`~kdflow.training.checkpoint.Checkpoint`, a run saves its state periodically and resumes from it. Run by
 every rank of a data-parallel job with that job's backward step (``data_parallel``), it trains one model on the ranks'
 shares of each batch; the loop itself only agrees with rank 0 through ``torch.distributed``, so that it imports no
@@ -30,7 +31,7 @@ import math
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +45,7 @@ from kdflow.core.precision import FP32, Precision
 from kdflow.training.batching import batch_rows, to_device
 from kdflow.training.checkpoint import Checkpoint, random_states, restore_random_states
 from kdflow.training.curves import LiveCurves
+from kdflow.training.packs import Pack, PackAdamW, member_gradient_norms, stacked_batches
 
 log = logging.getLogger("kdflow")
 
@@ -105,6 +107,11 @@ def build_optimizer(parameters: Iterable[tuple[str, nn.Parameter]], hp: Hyperpar
 def lr_schedule(optimizer: torch.optim.Optimizer, total_steps: int, warmup_ratio: float, decay: str = "linear"):
     """Learning rate rises linearly over the first ``warmup_ratio`` of the steps (rounded down), then decays
     linearly to 0 at the last step, or with ``decay="none"`` stays constant (the thesis's "no decay", Table 5.1)."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(total_steps, warmup_ratio, decay))
+
+
+def lr_factor(total_steps: int, warmup_ratio: float, decay: str = "linear") -> Callable[[int], float]:
+    """:func:`lr_schedule`'s factor of the base learning rate at each (0-based) optimiser step."""
     warmup = int(total_steps * warmup_ratio)
 
     def factor(step: int) -> float:
@@ -114,7 +121,7 @@ def lr_schedule(optimizer: torch.optim.Optimizer, total_steps: int, warmup_ratio
             return 1.0
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
 
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    return factor
 
 
 def train(
@@ -124,14 +131,14 @@ def train(
     n_train: int,
     evaluate: Callable[[nn.Module], dict[str, float]],
     select_metric: str,
-    hp: Hyperparameters,
+    hp: Hyperparameters | Sequence[Hyperparameters],
     device: torch.device,
     on_epoch_start: Callable[[int], None] | None = None,
     checkpoint: Checkpoint | None = None,
     run: str = "train",
     data_parallel: MakeBackward | None = None,
     precision: Precision = FP32,
-) -> TrainResult:
+) -> TrainResult | list[TrainResult]:
     """Train ``model`` with ``loss_fn`` on ``train_batches(rng)`` (one shuffled epoch of ``n_train`` examples,
     batches of ``hp.batch_size``), one optimiser step per batch.
 
@@ -173,16 +180,37 @@ def train(
     step: ``hp.batch_size`` is the global batch, every rank builds the same batches, trains on its share of each
     (micro-)batch and gets the gradient of the whole batch; rank 0's dev scores and checkpoint timing are every
     rank's, and rank 0 alone writes the checkpoint.
+
+    A :class:`~kdflow.training.packs.Pack` of K members trains as K runs at once: ``hp`` is then the members'
+    hyperparameters, alike but for :data:`PACK_VARIES`; each member draws its own batches from ``train_batches``
+    with its own seed's shuffler (stacked into one batch a step), ``loss_fn`` returns the members' K losses and
+    ``evaluate`` their K score dicts, and the result is the K members' :class:`TrainResult`, each what the member
+    trained alone would leave (its own schedule, gradient norm and clipping, evaluations and kept state). A member
+    whose loss or dev score turns non-finite stops alone (:meth:`PackAdamW.stop`); the run ends when every member
+    has. A pack trains with AdamW in bf16 or fp32, whole batches, in one process.
     """
+    pack = model if isinstance(model, Pack) else None
+    hps = _pack_hyperparameters(pack, hp, data_parallel, precision) if pack is not None else [hp]
+    hp = hps[0]  # what every member shares
+    members = range(len(hps))
     model.to(device)
     steps_per_epoch = -(-n_train // hp.batch_size)
-    optimizer = build_optimizer(model.named_parameters(), hp)
-    scheduler = lr_schedule(optimizer, steps_per_epoch * hp.epochs, hp.warmup_ratio, hp.lr_decay)
-    shuffler = np.random.default_rng(hp.seed)
-    result = TrainResult()
+    factor = lr_factor(steps_per_epoch * hp.epochs, hp.warmup_ratio, hp.lr_decay)
+    if pack is None:
+        optimizer = build_optimizer(model.named_parameters(), hp)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    else:
+        optimizer = PackAdamW(pack, [h.learning_rate for h in hps], [h.weight_decay for h in hps],
+                              **({"betas": hp.betas} if hp.betas else {}), **({"eps": hp.eps} if hp.eps else {}),
+                              decay_all=hp.weight_decay_all)
+        scheduler = None
+    shufflers = [np.random.default_rng(h.seed) for h in hps]
+    results = [TrainResult() for _ in members]
     step, first_epoch, batches_done, elapsed = 0, 1, 0, 0.0
-    running = []  # (loss, learning rate, gradient norm) of each optimiser step since the last evaluation, read back
-    pending = []  # (step, learning rate, loss, gradient norm) of the steps since the last read-back: device tensors
+    # each member's (loss, learning rate, gradient norm) of each optimiser step since its last evaluation, read back
+    running = [[] for _ in members]
+    pending = []  # (step, members' learning rates, loss, gradient norm) of the steps since the last read-back
+    stopped = set()  # the members that diverged
     parameters = list(model.parameters())
     scaler = precision.grad_scaler()
     backward = (data_parallel or _backward_in_one_process)(model, _in_precision(loss_fn, precision), device, scaler)
@@ -190,86 +218,140 @@ def train(
     saved = checkpoint.load(run) if checkpoint is not None else None
     if saved is not None:
         model.load_state_dict(saved["model"])
-        result = TrainResult(**saved["result"])
+        results = [TrainResult(**r) for r in (saved["result"] if pack is not None else [saved["result"]])]
+        stopped = {k for k in members if results[k].diverged}
         if saved["finished"]:
             log.info("run %s finished before: weights and results restored from the checkpoint", run)
-            return result
+            return results if pack is not None else results[0]
         optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
+        if scheduler is not None:
+            scheduler.load_state_dict(saved["scheduler"])
         if saved["precision"] != precision.name:  # `auto` on another machine, e.g. a requeued job: weights are float32
             log.warning("run %s was checkpointed in %s and goes on in %s", run, saved["precision"], precision.name)
         if saved["scaler"] and scaler.is_enabled():  # the fp16 scale reached; another precision's run starts its own
             scaler.load_state_dict(saved["scaler"])
-        shuffler.bit_generator.state = saved["epoch_shuffler"]
+        for shuffler, state in zip(shufflers, saved["epoch_shuffler"] if pack is not None
+                                   else [saved["epoch_shuffler"]]):
+            shuffler.bit_generator.state = state
         if rank < len(saved["random"]):  # the saving run's ranks; a rank beyond keeps its new seed
             restore_random_states(saved["random"][rank])
         step, first_epoch, batches_done = saved["step"], saved["epoch"], saved["batches_done"]
-        running, elapsed = saved["running"], saved["seconds"]
+        running = saved["running"] if pack is not None else [saved["running"]]
+        elapsed = saved["seconds"]
         log.info("resuming run %s from its checkpoint: epoch %d, batch %d (step %d)", run, first_epoch,
                  batches_done, step)
-    live = LiveCurves(run, resumed_at_step=step, writes=rank == 0)
+    if pack is not None:
+        # the weights no member's loss reaches, which torch's optimiser would leave alone: traced on a first batch
+        optimizer.reached.copy_(pack.reached_by(_in_precision(loss_fn, precision), to_device(stacked_batches(
+            [next(iter(train_batches(np.random.default_rng(h.seed)))) for h in hps]), device)))
+    lives = [LiveCurves(run if pack is None else f"{run}/member{k}", resumed_at_step=step, writes=rank == 0)
+             for k in members]
 
-    def read_back() -> tuple[int, float] | None:
-        """Move the pending steps' losses and norms to ``running`` in one transfer; the first step whose loss is
-        not finite, and that loss, if one is."""
+    def one_or_all(values: list):
+        """A pack's checkpoint holds its members' values, a model's its one."""
+        return values if pack is not None else values[0]
+
+    def rates_of(at: int) -> list[float]:
+        if pack is None:
+            return [optimizer.param_groups[0]["lr"]]
+        return [0.0 if k in stopped else h.learning_rate * factor(at) for k, h in enumerate(hps)]
+
+    def read_back() -> dict[int, tuple[int, float]]:
+        """Move the pending steps' losses and norms to ``running`` in one transfer; each member's first step whose
+        loss is not finite, and that loss (the members that already stopped aside)."""
         if not pending:
-            return None
-        losses = torch.stack([loss for _, _, loss, _ in pending]).tolist()
-        norms = torch.stack([norm for _, _, _, norm in pending]).tolist()
-        first = next(((at, loss) for (at, _, _, _), loss in zip(pending, losses) if not math.isfinite(loss)), None)
-        running.extend((loss, rate, norm) for (_, rate, _, _), loss, norm in zip(pending, losses, norms))
+            return {}
+        losses = torch.stack([loss.reshape(-1) for _, _, loss, _ in pending]).tolist()
+        norms = torch.stack([norm.reshape(-1) for _, _, _, norm in pending]).tolist()
+        first = {}
+        for (at, rates, _, _), step_losses, step_norms in zip(pending, losses, norms):
+            for k in members:
+                if k in stopped:
+                    continue
+                if not math.isfinite(step_losses[k]):
+                    first.setdefault(k, (at, step_losses[k]))
+                running[k].append((step_losses[k], rates[k], step_norms[k]))
         pending.clear()
         return first
 
-    def save(epoch: int, batches: int, epoch_shuffler: dict, seconds: float, finished: bool = False) -> None:
+    def save(epoch: int, batches: int, epoch_shufflers: list[dict], seconds: float, finished: bool = False) -> None:
         generators = None if finished else _every_ranks(random_states())
         if rank != 0:
             return
-        state = {"finished": finished, "model": model.state_dict(), "result": vars(result)}
+        state = {"finished": finished, "model": model.state_dict(), "result": one_or_all([vars(r) for r in results])}
         if not finished:
-            state.update(optimizer=optimizer.state_dict(), scheduler=scheduler.state_dict(),
-                         precision=precision.name, scaler=scaler.state_dict(), epoch_shuffler=epoch_shuffler,
-                         random=generators, step=step, epoch=epoch, batches_done=batches, running=running,
-                         seconds=seconds)
+            state.update(optimizer=optimizer.state_dict(), precision=precision.name, scaler=scaler.state_dict(),
+                         epoch_shuffler=one_or_all(epoch_shufflers), random=generators, step=step, epoch=epoch,
+                         batches_done=batches, running=one_or_all(running), seconds=seconds)
+            if scheduler is not None:
+                state["scheduler"] = scheduler.state_dict()
         checkpoint.save(run, state)
 
-    def keep(epoch: int, at_step: int, score: float) -> None:
+    def keep(k: int, epoch: int, at_step: int, score: float) -> None:
+        result = results[k]
         result.best_epoch, result.best_step, result.best_score = epoch, at_step, score
-        result.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+        state = pack.member_state(k) if pack is not None else model.state_dict()
+        result.best_state = copy.deepcopy({name: value.detach().cpu() for name, value in state.items()})
 
-    def diverge(epoch: int, at_step: int, what: str) -> TrainResult:
-        log.warning("run %s diverged at epoch %d, step %d (%s): stopped", run, epoch, at_step, what)
-        result.diverged = {"epoch": epoch, "step": at_step, "what": what}
-        keep(epoch, at_step, float("nan"))
-        live.close()
+    def diverge(k: int, epoch: int, at_step: int, what: str) -> bool:
+        """Stop member ``k`` where it diverged; True when no member trains on (the run is over)."""
+        log.warning("run %s%s diverged at epoch %d, step %d (%s): stopped", run,
+                    f" member {k}" if pack is not None else "", epoch, at_step, what)
+        results[k].diverged = {"epoch": epoch, "step": at_step, "what": what}
+        keep(k, epoch, at_step, float("nan"))
+        stopped.add(k)
+        if pack is not None:
+            optimizer.stop(k)
+        if len(stopped) < len(hps):
+            return False
+        for live in lives:
+            live.close()
         if checkpoint is not None:
-            save(epoch, 0, {}, 0.0, finished=True)
-        return result
+            save(epoch, 0, [], 0.0, finished=True)
+        return True
 
-    def evaluation(epoch: int) -> float:
-        """Evaluate on dev, record it, keep the model if it is the best so far; return the selection score."""
+    def training_losses(epoch: int) -> bool:
+        """Read back the pending steps and stop the members whose loss turned non-finite; True when none is left."""
+        return any([diverge(k, epoch, at, f"training loss {loss}") for k, (at, loss) in read_back().items()])
+
+    def evaluation(epoch: int) -> bool:
+        """Evaluate on dev, record it, keep each member's model if it is its best so far and stop the members whose
+        selection score is not finite; True when no member is left."""
         nonlocal elapsed, started, seen
         read_back()  # the caller has looked for a divergence already
         with precision.autocast():
             scores = _rank_0s(evaluate(model))  # ranks select alike even if their floats differ
-        losses, rates, norms = zip(*running)
-        # fp16: a step whose gradient norm is not finite was skipped, and the norms are those of the steps taken
-        skipped = sum(not math.isfinite(norm) for norm in norms) if scaler.is_enabled() else 0
-        taken = ([norm for norm in norms if math.isfinite(norm)] or [math.nan]) if skipped else norms
-        record = {"epoch": epoch, "step": step, "lr": rates[-1], "grad_norm_mean": float(np.mean(taken)),
-                  "grad_norm_max": max(taken), "skipped_steps": skipped, "train_loss": float(np.mean(losses)),
-                  "seconds": elapsed + time.perf_counter() - started}
-        record.update({f"dev_{name}": value for name, value in scores.items()})
-        result.history.append(record)
-        live.add(record)
-        log.info("evaluation at epoch %d, step %d: train loss %.4f, dev %s", epoch, step, record["train_loss"],
-                 _fmt(scores))
-        score = scores[select_metric]
-        if hp.keep == "best" and score > result.best_score:
-            keep(epoch, step, score)
-        running.clear()
+        done = False
+        for k, member_scores in enumerate(scores if pack is not None else [scores]):
+            if k in stopped:
+                continue
+            losses, rates, norms = zip(*running[k])
+            # fp16: a step whose gradient norm is not finite was skipped, and the norms are those of the steps taken
+            skipped = sum(not math.isfinite(norm) for norm in norms) if scaler.is_enabled() else 0
+            taken = ([norm for norm in norms if math.isfinite(norm)] or [math.nan]) if skipped else norms
+            record = {"epoch": epoch, "step": step, "lr": rates[-1], "grad_norm_mean": float(np.mean(taken)),
+                      "grad_norm_max": max(taken), "skipped_steps": skipped, "train_loss": float(np.mean(losses)),
+                      "seconds": elapsed + time.perf_counter() - started}
+            record.update({f"dev_{name}": value for name, value in member_scores.items()})
+            results[k].history.append(record)
+            lives[k].add(record)
+            log.info("evaluation at epoch %d, step %d%s: train loss %.4f, dev %s", epoch, step,
+                     f", member {k}" if pack is not None else "", record["train_loss"], _fmt(member_scores))
+            running[k].clear()
+            score = member_scores[select_metric]
+            if not math.isfinite(score):
+                done = diverge(k, epoch, step, f"dev {select_metric} {score}")
+            elif hp.keep == "best" and score > results[k].best_score:
+                keep(k, epoch, step, score)
         elapsed, started, seen = 0.0, time.perf_counter(), 0
-        return score
+        return done
+
+    def epoch_batches() -> Iterable[tuple[Batch, int]]:
+        """The epoch's batches and their rows (a member's), from each member's shuffler."""
+        if pack is None:
+            return ((batch, batch_rows(batch)) for batch in train_batches(shufflers[0]))
+        return ((stacked_batches(step_batches), batch_rows(step_batches[0]))
+                for step_batches in zip(*(train_batches(shuffler) for shuffler in shufflers)))
 
     # SIGTERM (a SLURM time limit, preemption or scancel) saves a checkpoint after the step in progress and stops
     in_main_thread = threading.current_thread() is threading.main_thread()  # where signal handlers can be set
@@ -278,66 +360,95 @@ def train(
             if on_epoch_start is not None:
                 on_epoch_start(epoch)
             model.train()
-            epoch_shuffler = shuffler.bit_generator.state  # the epoch's order is rebuilt from it on resume
+            epoch_shufflers = [shuffler.bit_generator.state for shuffler in shufflers]  # rebuilt from on resume
             started, seen = time.perf_counter(), 0
-            for position, batch in enumerate(train_batches(shuffler)):
+            for position, (batch, rows) in enumerate(epoch_batches()):
                 if position < batches_done:
                     continue  # trained on before the checkpoint
                 optimizer.zero_grad(set_to_none=True)
-                rows = batch_rows(batch)
                 parts = _micro_batches(batch, hp.gradient_accumulation_steps)
-                loss = backward(parts[0], batch_rows(parts[0]) / rows, len(parts) == 1)
+                loss = backward(parts[0], batch_rows(parts[0]) / rows if pack is None else 1.0, len(parts) == 1)
                 for i, part in enumerate(parts[1:], start=2):
                     loss = loss + backward(part, batch_rows(part) / rows, i == len(parts))
-                scaler.unscale_(optimizer)  # the true gradient, to measure and clip
-                pending.append((step + 1, optimizer.param_groups[0]["lr"], loss,
-                                _gradient_norm(parameters, hp.max_grad_norm)))
-                scaler.step(optimizer)  # fp16: skipped if the gradient is not finite (the scaler reads it back)
-                scaler.update()
-                with warnings.catch_warnings():  # a skipped first step makes torch warn that the schedule runs ahead
-                    warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step", UserWarning)
-                    scheduler.step()
+                if pack is None:
+                    scaler.unscale_(optimizer)  # the true gradient, to measure and clip
+                    norm = _gradient_norm(parameters, hp.max_grad_norm)
+                else:
+                    norm = member_gradient_norms(pack, hp.max_grad_norm)
+                pending.append((step + 1, rates_of(step), loss, norm))
+                if pack is None:
+                    scaler.step(optimizer)  # fp16: skipped if the gradient is not finite (the scaler reads it back)
+                    scaler.update()
+                    with warnings.catch_warnings():  # a skipped first step makes torch warn the schedule runs ahead
+                        warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step", UserWarning)
+                        scheduler.step()
+                else:
+                    optimizer.step(factor(step))
                 step += 1
                 seen += rows
                 due = step % hp.log_every == 0 or (hp.evaluate_every_steps and step % hp.evaluate_every_steps == 0)
                 saving = checkpoint is not None and _rank_0s(checkpoint.due(step))  # ranks' clocks differ
-                if due or saving:
-                    # every rank reads the whole batches' losses alike, so all stop at the same step
-                    nonfinite = read_back()
-                    if nonfinite is not None:
-                        return diverge(epoch, nonfinite[0], f"training loss {nonfinite[1]}")
+                # every rank reads the whole batches' losses alike, so all stop at the same step
+                if (due or saving) and training_losses(epoch):
+                    return one_or_all(results)
                 if step % hp.log_every == 0:
-                    log.info(
-                        "epoch %d step %d/%d loss %.4f lr %.2e %.1f ex/s",
-                        epoch, step, steps_per_epoch * hp.epochs, np.mean([r[0] for r in running[-hp.log_every:]]),
-                        running[-1][1], seen / (time.perf_counter() - started),
-                    )
+                    log.info("epoch %d step %d/%d loss %s lr %.2e %.1f ex/s", epoch, step,
+                             steps_per_epoch * hp.epochs,
+                             " ".join(f"{np.mean([r[0] for r in running[k][-hp.log_every:]]):.4f}"
+                                      for k in members if k not in stopped and running[k]),
+                             max(rates_of(step - 1)), seen / (time.perf_counter() - started))
                 if hp.evaluate_every_steps and step % hp.evaluate_every_steps == 0:
-                    score = evaluation(epoch)
-                    if not math.isfinite(score):
-                        return diverge(epoch, step, f"dev {select_metric} {score}")
+                    if evaluation(epoch):
+                        return one_or_all(results)
                     model.train()  # evaluate() may have switched to eval mode
                 if saving:
-                    save(epoch, position + 1, epoch_shuffler, elapsed + time.perf_counter() - started)
+                    save(epoch, position + 1, epoch_shufflers, elapsed + time.perf_counter() - started)
                     if _rank_0s(checkpoint.terminated):
                         raise Terminated(f"run {run} stopped by SIGTERM at epoch {epoch}, step {step}, after saving "
                                          "its checkpoint: a rerun resumes from it")
-            nonfinite = read_back()
-            if nonfinite is not None:
-                return diverge(epoch, nonfinite[0], f"training loss {nonfinite[1]}")
-            if not result.history or result.history[-1]["step"] != step:  # unless evaluated at this step already
-                score = evaluation(epoch)
-                if not math.isfinite(score):
-                    return diverge(epoch, step, f"dev {select_metric} {score}")
+            if training_losses(epoch):
+                return one_or_all(results)
+            if not results[0].history or results[0].history[-1]["step"] != step:  # unless evaluated at this step
+                if evaluation(epoch):
+                    return one_or_all(results)
             if hp.keep == "final" and epoch == hp.epochs:
-                keep(epoch, step, result.history[-1][f"dev_{select_metric}"])
+                for k in members:
+                    if k not in stopped:
+                        keep(k, epoch, step, results[k].history[-1][f"dev_{select_metric}"])
             batches_done = 0
             if checkpoint is not None:
-                save(epoch + 1, 0, shuffler.bit_generator.state, 0.0, finished=epoch == hp.epochs)
-        live.close()
-        log.info("kept the %s model: dev %s %.4f at epoch %d, step %d", hp.keep, select_metric, result.best_score,
-                 result.best_epoch, result.best_step)
-        return result
+                save(epoch + 1, 0, [shuffler.bit_generator.state for shuffler in shufflers], 0.0,
+                     finished=epoch == hp.epochs)
+        for live in lives:
+            live.close()
+        for k in members:
+            log.info("kept the %s model%s: dev %s %.4f at epoch %d, step %d", hp.keep,
+                     f" of member {k}" if pack is not None else "", select_metric, results[k].best_score,
+                     results[k].best_epoch, results[k].best_step)
+        return one_or_all(results)
+
+
+# what the members of a pack may set apart (per-member tensors of its optimiser and their own shufflers)
+PACK_VARIES = ("learning_rate", "weight_decay", "seed")
+
+
+def _pack_hyperparameters(pack: Pack, hp, data_parallel, precision: Precision) -> list[Hyperparameters]:
+    """A pack's members' hyperparameters, refused (ValueError) where they or the run are not what a pack trains."""
+    hps = list(hp) if not isinstance(hp, Hyperparameters) else [hp] * pack.size
+    if len(hps) != pack.size:
+        raise ValueError(f"a pack of {pack.size} members needs {pack.size} members' hyperparameters, got {len(hps)}")
+    shared = [{k: v for k, v in vars(h).items() if k not in PACK_VARIES} for h in hps]
+    differing = sorted({k for h in shared[1:] for k in h if h[k] != shared[0][k]})
+    if differing:
+        raise ValueError(f"a pack's members may differ in {', '.join(PACK_VARIES)} alone; these differ: "
+                         f"{', '.join(differing)} (train those members in separate packs)")
+    if hps[0].optimizer != "adamw":
+        raise ValueError(f"a pack trains with AdamW (PackAdamW), not {hps[0].optimizer}")
+    if hps[0].gradient_accumulation_steps != 1:
+        raise ValueError("a pack trains on whole batches: gradient_accumulation_steps must be 1")
+    if data_parallel is not None or precision.grad_scaler().is_enabled():
+        raise ValueError("a pack trains in one process, in bf16 or fp32 (no data parallelism, no fp16 loss scaling)")
+    return hps
 
 
 @torch.no_grad()
@@ -404,7 +515,8 @@ def _backward_in_one_process(model: nn.Module, loss_fn: LossFn, device: torch.de
         loss = loss_fn(model, to_device(batch, device))
         if weight != 1:  # a micro-batch's share; a whole batch skips the multiplication
             loss = loss * weight
-        scaler.scale(loss).backward()
+        # a pack's members' losses [K] are independent: their sum's gradient is each member's own
+        scaler.scale(loss.sum() if loss.ndim else loss).backward()
         return loss.detach()
 
     return backward

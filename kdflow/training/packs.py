@@ -16,9 +16,11 @@ training alone to float tolerance only without dropout (tests/test_packs.py chec
 rerun with another dropout seed). Recurrent students run their unrolled LSTM under ``vmap``, which has no
 batching rule for packed sequences.
 
-Not yet here (the issue's later steps): the loop's bookkeeping per member (evaluations, early stopping, kept
-checkpoints, weights no loss reaches: :class:`PackAdamW`), packs as jobs of the DAG, and the plan's and the GPU
-check's pack sizes.
+The one training loop (:func:`kdflow.training.loop.train`) trains a pack as it trains a model: each member with its
+own shuffler, schedule, evaluations, kept best state and divergence. A weight that no member's loss reaches
+(:meth:`Pack.reached_by`) is left alone by :class:`PackAdamW`, as torch's AdamW leaves a parameter without a
+gradient. Not yet here (the issue's later steps): students and methods packed by the distillation, packs as jobs of
+the DAG, and the plan's and the GPU check's pack sizes.
 """
 
 from __future__ import annotations
@@ -35,12 +37,15 @@ Batch = dict[str, torch.Tensor]
 
 
 def stacked_batches(member_batches: Sequence[Batch]) -> Batch:
-    """The members' batches of one step as one batch with a leading dimension of K: each padded to the longest of
-    them (with 0, past each row's attention mask, so that no output changes) and stacked in the members' order."""
-    width = max(batch["input_ids"].shape[1] for batch in member_batches)
-    padded = [{key: nn.functional.pad(value, (0, width - value.shape[1])) if value.ndim == 2 else value
-               for key, value in batch.items()} for batch in member_batches]
-    return {key: torch.stack([batch[key] for batch in padded]) for key in padded[0]}
+    """The members' batches of one step as one batch with a leading dimension of K: token batches (with
+    ``input_ids``) each padded to the longest of them (with 0, past each row's attention mask, so that no output
+    changes), then stacked in the members' order."""
+    if "input_ids" in member_batches[0]:
+        width = max(batch["input_ids"].shape[1] for batch in member_batches)
+        member_batches = [{key: nn.functional.pad(value, (0, width - value.shape[1])) if value.ndim == 2 else value
+                           for key, value in batch.items()} for batch in member_batches]
+    return {key: torch.stack([batch[key] for batch in member_batches]) for key in member_batches[0]}
+
 
 class Pack(nn.Module):
     """K ``members`` (modules of one architecture, each with its own weights) as one module. Their trainable
@@ -65,11 +70,14 @@ class Pack(nn.Module):
         for number, name in enumerate(self.frozen):
             self.register_buffer(f"frozen{number}", self.frozen[name])
         self.size = len(members)
+        self._views = None  # the trainable views map() uses while reached_by() traces them
         # the members' module, without weights of its own: functional_call gives it each member's
         self._template = [copy.deepcopy(members[0]).to("meta")]
 
     def member_parameters(self) -> dict[str, torch.Tensor]:
         """Every parameter of the members, stacked [K, ...]: the trainable ones views into :attr:`flat`."""
+        if self._views is not None:
+            return self._views
         views, offset = {}, 0
         for name in self.trainable:
             size = self.shapes[name].numel()
@@ -101,6 +109,24 @@ class Pack(nn.Module):
         dims = (0, 0) + (0,) * len(per_member) + (None,) * len(shared)
         return vmap(one, in_dims=dims, randomness="different")(self.member_parameters(), self.member_buffers(),
                                                               *per_member, *shared)
+
+    def reached_by(self, loss_fn: Callable, batch: Batch) -> torch.Tensor:
+        """[P]: 1 where the members' loss ``loss_fn(pack, batch)`` ([K]) depends on a trainable weight, 0 where no
+        path leads to it (a method's projection its loss leaves out, a pooler the student does not call): the
+        weights torch's optimiser would find no gradient for. Traced once in eval mode (no dropout drawn, no
+        training-time bookkeeping of the loss), one forward and backward pass."""
+        views = self.member_parameters()
+        training = self.training
+        self._views = views
+        self.eval()
+        try:
+            loss = loss_fn(self, batch)
+        finally:
+            self._views = None
+            self.train(training)
+        grads = torch.autograd.grad(loss.sum(), [views[name] for name in self.trainable], allow_unused=True)
+        return torch.cat([torch.full((self.shapes[name].numel(),), float(grad is not None), device=self.flat.device)
+                          for name, grad in zip(self.trainable, grads)])
 
     def member_state(self, k: int) -> dict[str, torch.Tensor]:
         """Member ``k``'s state dict, as the module trained alone would have it."""
@@ -141,32 +167,50 @@ def member_gradient_norms(pack: Pack, max_norm: float | None) -> torch.Tensor:
 
 
 class PackAdamW:
-    """AdamW over a pack's flat parameter with a learning rate and a weight decay per member ([K] tensors, set
-    before each step, e.g. from each member's schedule), torch's update otherwise (decoupled decay, bias
-    corrections), in a few operators for all members and parameters. Hand-written: torch's AdamW takes one
+    """AdamW over a pack's flat parameter with a learning rate and a weight decay per member ([K] tensors: the
+    members' base rates, scaled at each step by the schedule's factor), torch's update otherwise (decoupled decay,
+    bias corrections), in a few operators for all members and parameters. Hand-written: torch's AdamW takes one
     learning rate per parameter group, and the flat parameter holds K members. Decay spares what
-    :meth:`Pack.decayed` spares. One difference remains for the pack's trainer to mask: a weight that no loss
-    reaches in a step has a zero gradient here, where torch's AdamW finds none and leaves it alone, so here it
-    decays."""
+    :meth:`Pack.decayed` spares; a weight outside ``reached`` (:meth:`Pack.reached_by`) is left alone, weight,
+    moments and all, as torch's AdamW leaves a parameter no loss reached. :meth:`stop` freezes a member (a
+    diverged one) while the others train on."""
 
-    def __init__(self, pack: Pack, betas=(0.9, 0.999), eps: float = 1e-8, decay_all: bool = False):
-        self.pack, self.betas, self.eps = pack, betas, eps
+    def __init__(self, pack: Pack, learning_rates: Sequence[float], weight_decays: Sequence[float],
+                 betas=(0.9, 0.999), eps: float = 1e-8, decay_all: bool = False):
+        device = pack.flat.device
+        self.pack, self.betas, self.eps = pack, tuple(betas), eps
         self.decayed = pack.decayed(decay_all)
-        self.lr = torch.zeros(pack.size, device=pack.flat.device)
-        self.weight_decay = torch.zeros_like(self.lr)
+        self.reached = torch.ones_like(self.decayed)
+        self.base_lr = torch.tensor(learning_rates, dtype=torch.float32, device=device)
+        self.weight_decay = torch.tensor(weight_decays, dtype=torch.float32, device=device)
         self.step_count = 0
         self.first, self.second = torch.zeros_like(pack.flat), torch.zeros_like(pack.flat)
 
     @torch.no_grad()
-    def step(self) -> None:
+    def step(self, factor: float = 1.0) -> None:
+        """One update at ``factor`` x each member's base rate (the schedule's factor of this step)."""
         self.step_count += 1
         beta1, beta2 = self.betas
-        p, grad, lr = self.pack.flat, self.pack.flat.grad, self.lr[:, None]
-        p.mul_(1 - lr * self.weight_decay[:, None] * self.decayed)
-        self.first.lerp_(grad, 1 - beta1)
-        self.second.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        p, grad, lr = self.pack.flat, self.pack.flat.grad, (self.base_lr * factor)[:, None]
+        reached = self.reached
+        p.mul_(1 - lr * self.weight_decay[:, None] * self.decayed * reached)
+        self.first.lerp_(grad, (1 - beta1) * reached)
+        self.second.mul_(torch.where(reached.bool(), beta2, 1.0)).addcmul_(grad, grad, value=1 - beta2)
         denominator = self.second.sqrt() / (1 - beta2 ** self.step_count) ** 0.5 + self.eps
-        p.sub_(lr / (1 - beta1 ** self.step_count) * self.first / denominator)
+        p.sub_(lr / (1 - beta1 ** self.step_count) * self.first / denominator * reached)
 
-    def zero_grad(self) -> None:
+    def stop(self, member: int) -> None:
+        """Member ``member`` takes no more steps: its rate (and so its decay) 0 from here."""
+        self.base_lr[member] = 0.0
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
         self.pack.flat.grad = None
+
+    def state_dict(self) -> dict:
+        """What a resumed run needs (``reached`` is traced again)."""
+        return {"step_count": self.step_count, "first": self.first, "second": self.second, "base_lr": self.base_lr}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.step_count = state["step_count"]
+        for name in ("first", "second", "base_lr"):
+            getattr(self, name).copy_(state[name])
