@@ -272,3 +272,55 @@ def test_a_student_trained_with_its_step_compiled_trains_as_the_eager_one(studen
     predictions = {name: pd.read_parquet(tmp_path / name / "predictions.parquet") for name in reports}
     np.testing.assert_allclose(np.stack(predictions["compiled"]["logits"]), np.stack(predictions["eager"]["logits"]),
                                atol=1e-4)
+
+
+PACKED = {  # a family and a method of each kind (logits, hidden states, attention over layers), one two-staged
+    "gated_cnn-kd": ("gated_cnn", "kd", [{"epochs": 1}, {"epochs": 1, "weights": {"alpha": 1.0}}]),
+    "bilstm_s-pkd": ("bilstm_s", "pkd", [{"epochs": 2}]),
+    "bert_k-alp": ("bert_k", "alp", [{"epochs": 2}]),
+}
+
+
+@pytest.mark.parametrize("case", PACKED)
+def test_a_pack_of_students_writes_what_each_writes_trained_alone(case, teacher, separable, tmp_path, monkeypatch):
+    """Three students that differ in seed (so in initialisation, training subset and data order), learning rate and
+    weight decay, distilled as one pack: each one's metrics (history with its loss terms, kept evaluation, scores)
+    and predictions are those of the student distilled alone, to float tolerance (dropout off: a pack's members
+    draw other masks than a student alone)."""
+    from kdflow.distillation import distill as module
+    from kdflow.distillation.distill import distill_pack
+
+    def without_dropout(*args, **kwargs):
+        student = build_student(*args, **kwargs)
+        for layer in student.modules():
+            if isinstance(layer, torch.nn.Dropout):
+                layer.p = 0.0
+        return student
+
+    build_student = module.build_student
+    monkeypatch.setattr(module, "build_student", without_dropout)
+    student, method, stages = PACKED[case]
+    teacher_dir, _, signals = teacher
+    spec = STUDENTS[student]
+    hps = [Hyperparameters(**{**STUDENT_HP, "seed": seed, "learning_rate": rate, "weight_decay": decay,
+                              "max_train_examples": 48})
+           for seed, rate, decay in ((1, 2e-3, 0.01), (2, 4e-3, 0.0), (3, 1e-3, 0.01))]
+    alone = [distill(separable, None, teacher_dir, signals, spec, method, {}, stages, hp, tmp_path / f"alone{k}", CPU)
+             for k, hp in enumerate(hps)]
+    packed = distill_pack(separable, None, teacher_dir, signals, spec, method, {}, stages, hps,
+                          [tmp_path / f"pack{k}" for k in range(len(hps))], CPU)
+    for k, (mine, theirs) in enumerate(zip(packed, alone)):
+        assert mine["best"] == theirs["best"] and mine["hyperparameters"] == theirs["hyperparameters"]
+        mine_history, their_history = pd.DataFrame(mine["history"]), pd.DataFrame(theirs["history"])
+        assert list(mine_history.columns) == list(their_history.columns)
+        numbers = [c for c in their_history if c not in ("seconds",)]
+        np.testing.assert_allclose(mine_history[numbers].to_numpy(float), their_history[numbers].to_numpy(float),
+                                   rtol=1e-4, atol=1e-6, err_msg=f"member {k}")
+        mine_predictions, their_predictions = (pd.read_parquet(tmp_path / f"{side}{k}" / "predictions.parquet")
+                                               for side in ("pack", "alone"))
+        logits = [c for c in their_predictions if c.startswith("logit")]
+        assert logits
+        for column in logits:
+            np.testing.assert_allclose(np.stack(mine_predictions[column]), np.stack(their_predictions[column]),
+                                       rtol=1e-4, atol=1e-5)
+    assert len({json.dumps(p["history"][-1]["train_loss"]) for p in packed}) == len(hps)  # members trained apart

@@ -193,6 +193,7 @@ def train(
     hps = _pack_hyperparameters(pack, hp, data_parallel, precision) if pack is not None else [hp]
     hp = hps[0]  # what every member shares
     members = range(len(hps))
+    batch_makers = [train_batches] * len(hps) if callable(train_batches) else list(train_batches)
     model.to(device)
     steps_per_epoch = -(-n_train // hp.batch_size)
     factor = lr_factor(steps_per_epoch * hp.epochs, hp.warmup_ratio, hp.lr_decay)
@@ -243,7 +244,7 @@ def train(
     if pack is not None:
         # the weights no member's loss reaches, which torch's optimiser would leave alone: traced on a first batch
         optimizer.reached.copy_(pack.reached_by(_in_precision(loss_fn, precision), to_device(stacked_batches(
-            [next(iter(train_batches(np.random.default_rng(h.seed)))) for h in hps]), device)))
+            [next(iter(make(np.random.default_rng(h.seed)))) for make, h in zip(batch_makers, hps)]), device)))
     lives = [LiveCurves(run if pack is None else f"{run}/member{k}", resumed_at_step=step, writes=rank == 0)
              for k in members]
 
@@ -351,7 +352,7 @@ def train(
         if pack is None:
             return ((batch, batch_rows(batch)) for batch in train_batches(shufflers[0]))
         return ((stacked_batches(step_batches), batch_rows(step_batches[0]))
-                for step_batches in zip(*(train_batches(shuffler) for shuffler in shufflers)))
+                for step_batches in zip(*(make(shuffler) for make, shuffler in zip(batch_makers, shufflers))))
 
     # SIGTERM (a SLURM time limit, preemption or scancel) saves a checkpoint after the step in progress and stops
     in_main_thread = threading.current_thread() is threading.main_thread()  # where signal handlers can be set

@@ -19,8 +19,8 @@ batching rule for packed sequences.
 The one training loop (:func:`kdflow.training.loop.train`) trains a pack as it trains a model: each member with its
 own shuffler, schedule, evaluations, kept best state and divergence. A weight that no member's loss reaches
 (:meth:`Pack.reached_by`) is left alone by :class:`PackAdamW`, as torch's AdamW leaves a parameter without a
-gradient. Not yet here (the issue's later steps): students and methods packed by the distillation, packs as jobs of
-the DAG, and the plan's and the GPU check's pack sizes.
+gradient; :func:`kdflow.distillation.distill.distill_pack` distils a pack of students. Not yet here (the issue's
+later steps): packs as jobs of the DAG, and the plan's and the GPU check's pack sizes.
 """
 
 from __future__ import annotations
@@ -70,9 +70,16 @@ class Pack(nn.Module):
         for number, name in enumerate(self.frozen):
             self.register_buffer(f"frozen{number}", self.frozen[name])
         self.size = len(members)
+        self.state_names = list(members[0].state_dict())  # a member's state: its non-persistent buffers left out
         self._views = None  # the trainable views map() uses while reached_by() traces them
         # the members' module, without weights of its own: functional_call gives it each member's
         self._template = [copy.deepcopy(members[0]).to("meta")]
+
+    @property
+    def template(self) -> nn.Module:
+        """The members' module that :meth:`map` calls with each member's weights: a method's loss weights and
+        epoch-dependent state (set_weights, start_epoch) are set on it, for every member at once."""
+        return self._template[0]
 
     def member_parameters(self) -> dict[str, torch.Tensor]:
         """Every parameter of the members, stacked [K, ...]: the trainable ones views into :attr:`flat`."""
@@ -99,7 +106,7 @@ class Pack(nn.Module):
         """``fn(module, *member_inputs, *shared)`` for every member at once, its module holding that member's
         weights: ``per_member`` inputs have a leading dimension of K (pytrees of tensors), ``shared`` ones are every
         member's. Returns ``fn``'s outputs stacked over the members (a pytree of tensors: no dataclasses)."""
-        template = self._template[0]
+        template = self.template
         template.train(self.training)
 
         def one(params, buffers, *inputs):
@@ -130,9 +137,8 @@ class Pack(nn.Module):
 
     def member_state(self, k: int) -> dict[str, torch.Tensor]:
         """Member ``k``'s state dict, as the module trained alone would have it."""
-        state = {name: p[k].detach().clone() for name, p in self.member_parameters().items()}
-        state.update({name: b[k].clone() for name, b in self.member_buffers().items()})
-        return state
+        stacked = {**self.member_parameters(), **self.member_buffers()}
+        return {name: stacked[name][k].detach().clone() for name in self.state_names}
 
 
 class _Bound:
