@@ -5,6 +5,7 @@
 import os
 
 import kdflow.workflow.results_paths as paths
+import kdflow.workflow.student_packs as packs
 from kdflow.core.tasks import TASKS
 from kdflow.probing.senteval import PROBING_TASKS
 from kdflow.reporting.calibration import benchmarks_state
@@ -117,6 +118,7 @@ wildcard_constraints:
     seed="[0-9]+",
     transfer="train|augmented|unlabelled|unlabelled_augmented",
     shard="[0-9]+",
+    pack="[0-9]+",
     model="|".join(config.get("models", {})) or "no-models",
     probing_task="|".join(PROBING_TASKS),
 

@@ -3,10 +3,11 @@
 
 
 rule distill_student:
-    """Train one student with one method at one grid point and seed, from cached teacher signals."""
+    """Train one student with one method at one grid point and seed, from cached teacher signals; a student a pack
+    trains (config student_packs) takes its files from the pack's folder."""
     input:
         unpack(
-            lambda w: student_inputs(
+            lambda w: packs.distill_inputs(
                 config, w.experiment, w.task, w.student, w.method, w.point, w.seed
             )
         ),
@@ -25,9 +26,15 @@ rule distill_student:
         "../envs/kdflow.yaml"
     threads: configured_resource("threads", "experiments.{experiment}")
     resources:
-        gpu=configured_resource("gpu", "experiments.{experiment}"),
-        mem_mb=configured_resource("mem_mb", "experiments.{experiment}"),
-        runtime=configured_resource("runtime", "experiments.{experiment}"),
+        gpu=packs.unless_packed(
+            config, configured_resource("gpu", "experiments.{experiment}"), 0
+        ),
+        mem_mb=packs.unless_packed(
+            config, configured_resource("mem_mb", "experiments.{experiment}"), 1000
+        ),
+        runtime=packs.unless_packed(
+            config, configured_resource("runtime", "experiments.{experiment}"), 5
+        ),
     params:
         settings=lambda w: student_settings(
             config, w.experiment, w.task, w.student, w.method, w.point, w.seed
@@ -45,6 +52,51 @@ rule distill_student:
         ),
     script:
         "../scripts/distill_student.py"
+
+
+rule distill_pack:
+    """Train a pack of students of one type and method that differ in seed, learning rate and weight decay alone, as
+    one computation (config student_packs, kdflow.workflow.student_packs), each into its own folder of the pack's.
+    """
+    input:
+        unpack(
+            lambda w: packs.pack_inputs(
+                config, w.experiment, w.task, w.student, w.method, w.pack
+            )
+        ),
+    output:
+        directory(paths.STUDENT_PACK_DIR),
+    log:
+        "logs/distill_pack/{experiment}/{task}/{student}/{method}/pack{pack}.log",
+    benchmark:
+        paths.benchmark(
+            "distill_pack/{experiment}/{task}/{student}/{method}/pack{pack}"
+        )
+    conda:
+        "../envs/kdflow.yaml"
+    threads: configured_resource("threads", "experiments.{experiment}")
+    resources:
+        gpu=configured_resource("gpu", "experiments.{experiment}"),
+        mem_mb=configured_resource("mem_mb", "experiments.{experiment}"),
+        runtime=packs.pack_runtime(
+            config, configured_resource("runtime", "experiments.{experiment}")
+        ),
+    params:
+        members=lambda w: packs.pack_members(
+            config, w.experiment, w.task, w.student, w.method, w.pack
+        ),
+        device=config["device"],
+        precision=config["precision"],
+        code=code_of(
+            "distill_pack.py",
+            members_of=lambda w: student_code_members(
+                packs.pack_members(
+                    config, w.experiment, w.task, w.student, w.method, w.pack
+                )[0]["settings"]
+            ),
+        ),
+    script:
+        "../scripts/distill_pack.py"
 
 
 rule compute_assistant_signals:

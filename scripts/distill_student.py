@@ -1,36 +1,46 @@
-"""Rule distill_student: one student, one method, one grid point, one seed."""
+"""Rule distill_student: one student, one method, one grid point, one seed (or, where a pack trained it, its files
+taken from the pack's folder)."""
 
 from pathlib import Path
 
 from kdflow.core.data import TaskData
 from kdflow.core.devices import select_device
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.io import link_or_copy
 from kdflow.core.precision import resolve_precision
 from kdflow.core.runtime import rule_job
 from kdflow.distillation.distill import distill
 from kdflow.training.checkpoint import job_checkpoint
-from kdflow.training.loop import step_compiler
 from kdflow.training.curves import tensorboard_for_job
+from kdflow.training.loop import step_compiler
+from kdflow.workflow.results_paths import STUDENT_METHOD_DIR
 
 with rule_job(snakemake):
-    checkpoint = job_checkpoint(snakemake)
-    tensorboard_for_job(snakemake)
-    settings = snakemake.params.settings
-    device = select_device(snakemake.params.device)
-    distill(
-        TaskData.load(snakemake.input.data),
-        snakemake.input.get("transfer"),
-        Path(snakemake.input.teacher).parent,
-        snakemake.input.signals,
-        settings["student"],
-        settings["method"],
-        settings["method_options"],
-        settings["stages"],
-        Hyperparameters.from_dict(settings["hyperparameters"]),
-        Path(snakemake.output.metrics).parent,
-        device,
-        checkpoint,
-        resolve_precision(snakemake.params.precision, device),
-        step_compiler(snakemake.params.compile_step, device),
-    )
-    checkpoint.remove()
+    if snakemake.input.get("pack"):
+        # the run's folder, named in its pack's as in its method's (kdflow.workflow.student_packs.member_dir)
+        run = Path(snakemake.output.metrics).parent.relative_to(STUDENT_METHOD_DIR.format(**snakemake.wildcards))
+        member = Path(snakemake.input.pack) / run
+        for output in snakemake.output:
+            link_or_copy(member / Path(output).name, Path(output))
+    else:
+        checkpoint = job_checkpoint(snakemake)
+        tensorboard_for_job(snakemake)
+        settings = snakemake.params.settings
+        device = select_device(snakemake.params.device)
+        distill(
+            TaskData.load(snakemake.input.data),
+            snakemake.input.get("transfer"),
+            Path(snakemake.input.teacher).parent,
+            snakemake.input.signals,
+            settings["student"],
+            settings["method"],
+            settings["method_options"],
+            settings["stages"],
+            Hyperparameters.from_dict(settings["hyperparameters"]),
+            Path(snakemake.output.metrics).parent,
+            device,
+            checkpoint,
+            resolve_precision(snakemake.params.precision, device),
+            step_compiler(snakemake.params.compile_step, device),
+        )
+        checkpoint.remove()

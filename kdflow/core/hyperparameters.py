@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 # The options each optimiser takes beyond lr and weight decay; an option left None is torch's default.
 OPTIMIZER_OPTIONS = {"adamw": {"betas", "eps"}, "adam": {"betas", "eps"}, "adadelta": {"rho", "eps"}}
+# What the members of a pack of runs (kdflow.training.packs) may set apart: per-member tensors of its optimiser, and
+# each member's own shuffler and initialisation.
+PACK_VARIES = ("learning_rate", "weight_decay", "seed")
 
 
 @dataclass

@@ -88,6 +88,18 @@ def set_aside(path: str | Path) -> Path:
     return aside
 
 
+def link_or_copy(source: str | Path, destination: str | Path) -> None:
+    """``destination`` as a hard link to ``source`` (no second copy of a model's bytes), or a copy where the two
+    are on different file systems; an existing ``destination`` is replaced."""
+    destination = Path(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    destination.unlink(missing_ok=True)
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copy2(source, destination)
+
+
 def write_json(path: str | Path, value, **dumps) -> None:
     """``value`` as indented JSON, atomically."""
     with atomic_output(path) as temporary:

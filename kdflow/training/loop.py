@@ -40,7 +40,7 @@ import torch.distributed as dist
 from torch import nn
 
 from kdflow.core.errors import Terminated
-from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.hyperparameters import PACK_VARIES, Hyperparameters
 from kdflow.core.precision import FP32, Precision
 from kdflow.training.batching import batch_rows, to_device
 from kdflow.training.checkpoint import Checkpoint, random_states, restore_random_states
@@ -182,12 +182,13 @@ def train(
     rank's, and rank 0 alone writes the checkpoint.
 
     A :class:`~kdflow.training.packs.Pack` of K members trains as K runs at once: ``hp`` is then the members'
-    hyperparameters, alike but for :data:`PACK_VARIES`; each member draws its own batches from ``train_batches``
-    with its own seed's shuffler (stacked into one batch a step), ``loss_fn`` returns the members' K losses and
-    ``evaluate`` their K score dicts, and the result is the K members' :class:`TrainResult`, each what the member
-    trained alone would leave (its own schedule, gradient norm and clipping, evaluations and kept state). A member
-    whose loss or dev score turns non-finite stops alone (:meth:`PackAdamW.stop`); the run ends when every member
-    has. A pack trains with AdamW in bf16 or fp32, whole batches, in one process.
+    hyperparameters, alike but for :data:`~kdflow.core.hyperparameters.PACK_VARIES`; each member draws its own
+    batches from ``train_batches`` (or from its own of K of them: members with their own training subsets) with its
+    own seed's shuffler, stacked into one batch a step; ``loss_fn`` returns the members' K losses and ``evaluate``
+    their K score dicts, and the result is the K members' :class:`TrainResult`, each what the member trained alone
+    would leave (its own schedule, gradient norm and clipping, evaluations and kept state). A member whose loss or
+    dev score turns non-finite stops alone (:meth:`PackAdamW.stop`); the run ends when every member has. A pack
+    trains with AdamW in bf16 or fp32, on whole batches, in one process.
     """
     pack = model if isinstance(model, Pack) else None
     hps = _pack_hyperparameters(pack, hp, data_parallel, precision) if pack is not None else [hp]
@@ -427,10 +428,6 @@ def train(
                      f" of member {k}" if pack is not None else "", select_metric, results[k].best_score,
                      results[k].best_epoch, results[k].best_step)
         return one_or_all(results)
-
-
-# what the members of a pack may set apart (per-member tensors of its optimiser and their own shufflers)
-PACK_VARIES = ("learning_rate", "weight_decay", "seed")
 
 
 def _pack_hyperparameters(pack: Pack, hp, data_parallel, precision: Precision) -> list[Hyperparameters]:

@@ -51,6 +51,9 @@ STUDENT_METRICS = f"{STUDENT_RUN_DIR}/metrics.json"
 STUDENT_MODEL = f"{STUDENT_RUN_DIR}/model.safetensors"
 STUDENT_PREDICTIONS = f"{STUDENT_RUN_DIR}/predictions.parquet"
 STUDENT_CURVES = f"{STUDENT_RUN_DIR}/curves.parquet"
+# a pack of student runs trained as one (kdflow.workflow.student_packs): each member's files in its folder there, named
+# as its run's folder is in its method's (<point>/seed<seed>)
+STUDENT_PACK_DIR = f"{RESULTS}/student_packs/{{experiment}}/{{task}}/{{student}}/{{method}}/pack{{pack}}"
 ASSISTANT_SIGNALS = f"{STUDENT_RUN_DIR}/signals.safetensors"  # TAKD: an assistant's logits, for its student
 SELECTION = f"{RESULTS}/selection/{{experiment}}.json"  # the grid point selected on dev, with the whole grid
 
