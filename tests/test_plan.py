@@ -326,3 +326,18 @@ def test_no_rate_counts_above_its_gpus_peak():
         "rule").loc["finetune_teacher"]
     peak = cost_plan.PEAK_FLOPS["H200", "fp32"]
     assert teacher.compute_seconds == pytest.approx(6 * TOY_PARAMETERS * 50 * 1280 / peak + 2 * TOY_PARAMETERS * 50 * 400 / peak)
+
+
+def test_a_pack_is_charged_its_members_examples_in_one_members_batches_and_its_members_links_nothing():
+    """Two runs of the toy's student packed (student_packs): the pack job counts both runs' examples (the arithmetic
+    of two) in one run's batches (one launch of every operator a step), the members' own jobs only their start-up."""
+    config = toy_config()
+    config["experiments"]["e"]["grid"] = {"learning_rate": [1e-3, 2e-3]}
+    config["student_packs"] = {"bert_k": 2}
+    jobs = toy_jobs(config)
+    pack = jobs[jobs.rule == "distill_pack"]
+    assert len(pack) == 1 and pack.iloc[0].section == "e"
+    assert (pack.iloc[0].train_examples, pack.iloc[0].train_batches) == (2 * 640, 20)
+    assert (pack.iloc[0].infer_examples, pack.iloc[0].parameters) == (2 * (200 + 300), TOY_PARAMETERS / 2)
+    members = jobs[jobs.rule == "distill_student"]
+    assert len(members) == 2 and (members[[c for c in jobs if c.endswith(("_examples", "_batches"))]] == 0).all(None)

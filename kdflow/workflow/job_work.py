@@ -26,6 +26,7 @@ from kdflow.workflow.gpu_packs import PACKED_RULE, sharing
 from kdflow.workflow.job_settings import generator_settings, teacher_settings, transfer_of
 from kdflow.workflow.model_sizes import language_model, model, named_model, student_model, teacher_model
 from kdflow.workflow.split_sizes import probing_split_sizes, transfer_size
+from kdflow.workflow.student_packs import pack_of
 
 # The probe grid (kdflow.probing.probe.ProbeSettings' defaults; the config may override them) and its epochs: the
 # batched grid trains until its last configuration stops, after at least 24 epochs (SentEval's early stopping:
@@ -127,6 +128,8 @@ def planned_job(dag_job: dict, context: dict) -> dict:
     rule, wildcards = dag_job["rule"], dag_job["wildcards"]
     section = wildcards.get("experiment") or SECTIONS.get(rule)
     work = WORK.get(rule)
+    if rule == "distill_student" and pack_of(context["config"], **{k: wildcards[k] for k in STUDENT_WILDCARDS}):
+        return job(rule, section=section, task=wildcards["task"])  # it links its files from its pack's: start-up
     if work is None:  # a table or a figure: its start-up alone, in the papers' section unless SECTIONS says
         return job(rule, section=section or TABLES_AND_FIGURES, task=wildcards.get("task", ""))
     if section is None:
@@ -203,6 +206,19 @@ def student_work(wildcards: dict, params: dict, context: dict, training: bool) -
                else inference_work(examples, hp["eval_batch_size"]))}
 
 
+STUDENT_WILDCARDS = ("experiment", "task", "student", "method", "point", "seed")
+
+
+def pack_work(wildcards: dict, params: dict, context: dict) -> dict:
+    """A pack of students (kdflow.workflow.student_packs): its members' examples added up (the arithmetic of K
+    students), its batches one member's (a step of the pack launches one member's operators for all K: the host
+    floor the plan charges per batch is paid once, benchmarks/pack_ops.py)."""
+    members = [student_work(wildcards, {"settings": member["settings"]}, context, training=True)
+               for member in params["members"]]
+    added = {name: sum(member[name] for member in members) for name in members[0] if name.endswith("_examples")}
+    return {**members[0], **added}
+
+
 # Probing, analysis, paper tables, figures, the exploration's figures.
 
 
@@ -256,6 +272,7 @@ WORK = {
     "evaluate_generator": partial(generator_work, training=False),
     "sample_transfer_shard": sampling_work,
     "distill_student": partial(student_work, training=True),
+    "distill_pack": pack_work,
     "compute_assistant_signals": partial(student_work, training=False),
     "encode_probing_tasks": encoding_work,
     "probe_model": probe_work,
