@@ -28,7 +28,7 @@ from transformers import AutoTokenizer
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kdflow.analysis.attention_maps import attentive_methods, layer_attention_weights  # noqa: E402
+from kdflow.distillation.methods.registry import attentive_methods  # noqa: E402
 from kdflow.core.data import TaskData  # noqa: E402
 from kdflow.core.tensor_files import load_tensors  # noqa: E402
 from kdflow.distillation.distill import layer_widths  # noqa: E402
@@ -41,7 +41,7 @@ from kdflow.workflow import results_paths as paths  # noqa: E402
 
 def attention(method, output, signals) -> torch.Tensor | None:
     """The weights [B, rows, N] the method puts on the teacher's layers, or None for a method without them."""
-    return layer_attention_weights(method, output, signals)[0] if method.name in attentive_methods() else None
+    return method.layer_attention(output, signals)[0] if method.name in attentive_methods() else None
 
 
 def diagnose(workdir: Path, run: str, examples: int) -> dict:

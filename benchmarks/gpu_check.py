@@ -24,7 +24,9 @@ The parts, in order (``--parts``), and what each writes into ``--out``:
    (benchmarks/gpu_throughput.py).
 5. ``sharing`` (sharing.csv): K = 1, 2, 4, 8 small students training at once on the GPU
    (benchmarks/gpu_sharing.py).
-6. ``evidence`` (evidence_runs.jsonl): the claims benchmark's cells (benchmarks/quality_claims.py) on the full SST-2
+6. ``packs`` (packs.csv): K = 1 to 32 students of a family trained as one pack, one computation in one process
+   (benchmarks/gpu_pack_curve.py), beside the sharing part's K processes.
+7. ``evidence`` (evidence_runs.jsonl): the claims benchmark's cells (benchmarks/quality_claims.py) on the full SST-2
    train set with the MiniLM-L6 teacher, in the carried order, for the time that remains.
 summary.md says what each part found, summary.json holds it, gpu_check.log is the console.
 """
@@ -62,13 +64,15 @@ from kdflow.workflow import results_paths as paths  # noqa: E402
 from kdflow.workflow.cost_plan import SHARING  # noqa: E402
 from quality_claims import run_dir, teacher_digest  # noqa: E402
 
-PARTS = ("environment", "correctness", "step", "throughput", "sharing", "evidence")
+PARTS = ("environment", "correctness", "step", "throughput", "sharing", "packs", "evidence")
 # Seconds each part may take on the GPU; the evidence takes what remains, at least EVIDENCE_SECONDS (the parts
 # before it are cut short to leave it that).
-CAPS = {"environment": 10, "correctness": 100, "step": 70, "throughput": 60, "sharing": 60, "evidence": 180}
+CAPS = {"environment": 10, "correctness": 90, "step": 60, "throughput": 50, "sharing": 40, "packs": 60,
+        "evidence": 170}
 BUDGET = 480  # the issue's 8 minutes, inside a 9-minute call that leaves a lease of 15 time for the start and a rerun
 # The tiny profile's caps guard against a hang, not a slow machine: the test checks that every part ran.
-TINY_CAPS = {"environment": 60, "correctness": 300, "step": 300, "throughput": 120, "sharing": 120, "evidence": 300}
+TINY_CAPS = {"environment": 60, "correctness": 300, "step": 300, "throughput": 120, "sharing": 120, "packs": 180,
+             "evidence": 300}
 # One step of a code path on the device against the same step on CPU: fp32 (TF32 off) differs from CPU only by the
 # order of float32 sums, so the loss agrees to 1e-5 and the gradients to 1e-4 of their norm; bf16 rounds every
 # matmul input to 8 bits of mantissa (relative 4e-3), which a loss and its gradients carry to about 1e-2.
@@ -383,7 +387,21 @@ def sharing(context: dict, stop_at: float) -> dict:
     return {"rows": len(frame), "recommended": gpu_sharing.recommend(frame) if len(frame) else {}}
 
 
-# --- 6. evidence --------------------------------------------------------------------------------------------------
+def packs(context: dict, stop_at: float) -> dict:
+    import gpu_pack_curve
+
+    # the tiny profile checks the code path: a recurrent and a convolutional family at K = 1 and 2
+    families = ("bilstm", "gated_cnn") if context["tiny"] else None
+    rows = gpu_pack_curve.measure(context["device"], context["precisions"][-1], context["tiny"], stop_at,
+                                  families=families, ks=(1, 2) if context["tiny"] else None, log=log)
+    frame = pd.DataFrame(rows)
+    frame.to_csv(context["out"] / "packs.csv", index=False, float_format="%.6g")
+    failed = [f"{row['family']} K={row['k']}" for row in rows if row.get("error")]
+    return {"rows": len(rows), "recommended": gpu_pack_curve.recommend(frame),
+            **({"failed": failed} if failed else {})}
+
+
+# --- 7. evidence --------------------------------------------------------------------------------------------------
 
 def unpack_minilm(carry: Path, directory: Path) -> None:
     """MiniLM-L6 as it was before it travelled: float32 safetensors from the carried float16 (zlib-compressed)."""

@@ -86,10 +86,10 @@ def sst2_sentences(data: Path | None, tiny: bool) -> pd.DataFrame:
     return frame.iloc[:4 * BATCH] if tiny else frame
 
 
-def step_batches(split: EncodedSplit, kind: str, count: int, device: torch.device) -> list[dict]:
-    """``count`` training batches on ``device``: SST-2's shuffled, in kdflow's length buckets, or ("joined") every
-    row filled to 128 tokens, as the last check timed BERT."""
-    rng = np.random.default_rng(0)
+def step_batches(split: EncodedSplit, kind: str, count: int, device: torch.device, seed: int = 0) -> list[dict]:
+    """``count`` training batches on ``device``: SST-2's shuffled (by ``seed``), in kdflow's length buckets, or
+    ("joined") every row filled to 128 tokens, as the last check timed BERT."""
+    rng = np.random.default_rng(seed)
     out = []
     while len(out) < count:
         for batch in batches(split, BATCH, False, shuffle=True, generator=rng, length_buckets=HP.length_buckets):
@@ -122,8 +122,8 @@ def kd_step_parts(spec: dict, context: StudentContext, sample: dict, device: tor
     return model, loss_fn
 
 
-def timed_steps(model, loss_fn, data: list[dict], precision, device: torch.device, warmup: int) -> list[float]:
-    """Milliseconds of each step after ``warmup`` steps (CUDA events on a GPU, the thread's CPU time on a CPU)."""
+def timed_steps(model, loss_fn, data: list[dict], precision, device: torch.device, warmup: int):
+    """Milliseconds of each step after ``warmup`` steps (:func:`timed`), and the step."""
     optimizer = loop.build_optimizer(model.named_parameters(), HP)
     parameters = list(model.parameters())
 
@@ -135,6 +135,12 @@ def timed_steps(model, loss_fn, data: list[dict], precision, device: torch.devic
         nn.utils.clip_grad_norm_(parameters, HP.max_grad_norm)
         optimizer.step()
 
+    return timed(step, data, device, warmup), step
+
+
+def timed(step, data: list[dict], device: torch.device, warmup: int) -> list[float]:
+    """Milliseconds of ``step(batch)`` for each batch after ``warmup`` of them (CUDA events on a GPU, the thread's
+    CPU time on a CPU)."""
     times = []
     for i, batch in enumerate(data):
         if device.type == "cuda":
@@ -150,7 +156,7 @@ def timed_steps(model, loss_fn, data: list[dict], precision, device: torch.devic
             elapsed = 1e3 * (time.thread_time() - started)
         if i >= warmup:
             times.append(elapsed)
-    return times, step
+    return times
 
 
 def step_flops(model, loss_fn, batch, precision) -> int:

@@ -209,6 +209,9 @@ def test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile(tmp_path):
     sharing = pd.read_csv(out / "sharing.csv")
     assert set(sharing.k) == {1, 2} and set(sharing.family) == {"bilstm", "bert_k2"}
     assert (sharing.examples_per_second > 0).all()
+    packs = pd.read_csv(out / "packs.csv")
+    assert set(zip(packs.family, packs.k)) == {(family, k) for family in ("bilstm", "gated_cnn") for k in (1, 2)}
+    assert (packs.examples_per_s > 0).all() and (packs[packs.k == 1].speedup == 1).all()
     [record] = [json.loads(line) for line in (out / "evidence_runs.jsonl").read_text().splitlines()]
     assert record["method"] == "no_kd" and record["profile"] == "tiny" and len(record["dev_predictions"]) > 0
     assert set(record["teacher_dev"]) == {"accuracy"}, record["teacher_dev"]

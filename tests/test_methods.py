@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 import torch
 
+from kdflow.core.errors import UserError
 from kdflow.distillation.methods.registry import (
     Shapes,
+    attentive_methods,
     available_methods,
     buckets,
     build_method,
@@ -492,3 +494,57 @@ def test_ckd_buckets_follow_its_variant_and_loss_weights_their_options():
     for name in available_methods():
         if "beta" in built(name).options and name not in ("annealing_kd", "no_kd"):
             assert built(name, beta=0.3).weights["beta"] == pytest.approx(0.3), name
+
+
+# --- a method answers for its own attention (what the attention figures draw) ----------------------------------
+
+ATTENTIVE = {"universal_kd_il", "universal_kd_ca", "universal_kd_cg", "universal_kd_att_on_losses", "alp", "alp_no",
+             "alp_po"}
+
+
+def test_the_methods_that_weigh_teacher_layers_answer_for_their_attention_and_the_others_refuse():
+    assert set(attentive_methods()) == ATTENTIVE
+    student, teacher = random_signals(batch=2)
+    for name in available_methods():
+        method = built(name)
+        if name in ATTENTIVE:
+            weights, rows = method.layer_attention(student, teacher)
+            assert weights.shape == (2, len(rows), 5) and torch.allclose(weights.sum(-1), torch.ones(2, len(rows)))
+            assert rows == ([3] if name in ("universal_kd_cg", "universal_kd_att_on_losses") else [1, 2]), name
+        else:
+            with pytest.raises(UserError, match=f"{name} has no attention over teacher layers; methods that do: "):
+                method.layer_attention(student, teacher)
+
+
+def test_each_methods_attention_is_its_equations_by_hand():
+    """Universal-KD Eq. 4 on the student's pseudo classifiers (layer 1 of 2), ALP-KD Eq. 5-6 on its hidden
+    states, Eq. 8 on its output distribution: the weights the figures draw are the papers' λ and α."""
+    s = shapes(teacher_layers=3)
+    student = out([[1.0, 0.0]], [[1.0, 0.0]], [[0.0, 2.0]])
+    head_logits = torch.tensor([[[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
+    teacher = TeacherSignals(torch.tensor([[0.0, 0.0]]), head_logits=head_logits,
+                             layers=torch.tensor([[[1.0, 0.0], [0.0, 1.0], [2.0, 0.0]]]))
+    ft = [softmax([2, 0]), softmax([0, 1]), softmax([1, 1])]
+    il = build_method("universal_kd_il", s)
+    with torch.no_grad():  # the pseudo classifier on student layer 1 is the identity
+        il.heads[0].weight.copy_(torch.eye(2))
+        il.heads[0].bias.zero_()
+    fs = softmax([1, 0])  # f_1^s, and the output's σ(z) as well
+    expected = {"universal_kd_il": softmax([f @ fs for f in ft]),  # Eq. 4
+                "alp": softmax([1.0, 0.0, 2.0]),  # α_1k = softmax_k(h_s^1 · h_t^k), Eq. 5-6
+                "universal_kd_cg": softmax([f @ fs for f in ft])}  # Eq. 8: the output f_M^s attends
+    for name, method in {"universal_kd_il": il, "alp": build_method("alp", s),
+                         "universal_kd_cg": build_method("universal_kd_cg", s)}.items():
+        weights, rows = method.layer_attention(student, teacher)
+        np.testing.assert_allclose(weights[0, 0].detach().numpy(), expected[name], rtol=1e-5, err_msg=name)
+        assert rows == ([2] if name == "universal_kd_cg" else [1])
+
+
+def test_the_output_methods_loss_weighs_the_teachers_heads_by_the_attention_they_answer_with():
+    student, teacher = random_signals(batch=3)
+    method = only("inter", built("universal_kd_cg"))
+    weights, _ = method.layer_attention(student, teacher)
+    teacher_probs = torch.softmax(teacher.head_logits, -1)
+    aggregate = (weights[:, 0, :, None] * teacher_probs).sum(1)
+    expected = soft_kl(aggregate, torch.log_softmax(student.logits, -1))
+    torch.testing.assert_close(method(student, teacher, torch.zeros(3, dtype=torch.long))["loss"], expected)

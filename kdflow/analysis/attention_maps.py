@@ -29,19 +29,7 @@ from kdflow.core.intermediates import read_training_record
 from kdflow.core.precision import FP32, Precision
 from kdflow.core.tensor_files import TensorFile
 from kdflow.distillation.distill import layer_widths
-from kdflow.distillation.methods.hidden_methods import ALP
-from kdflow.distillation.methods.output_methods import (
-    UniversalKD,
-    UniversalKDAttentionOnLosses,
-    UniversalKDCapacityGap,
-)
-from kdflow.distillation.methods.registry import (
-    Method,
-    Shapes,
-    available_methods,
-    build_method,
-    method_class,
-)
+from kdflow.distillation.methods.registry import Method, Shapes, attentive_methods, build_method, no_attention
 from kdflow.students.loading import load_distilled
 from kdflow.students.registry import StudentOutput
 from kdflow.students.tokens import student_tokenizer
@@ -50,38 +38,6 @@ from kdflow.training.batching import batches, to_device, tokenize
 from kdflow.training.loop import subset_indices
 from kdflow.transfer.labelling import compute_signals
 from kdflow.transfer.signals import SignalCache, TeacherSignals
-
-INTERMEDIATE = (UniversalKD, ALP)  # student layers 1..M-1 attend (Universal-KD Eq. 4, ALP-KD Eq. 5-6)
-OUTPUT = (UniversalKDCapacityGap, UniversalKDAttentionOnLosses)  # the student's output attends (Eq. 8, §5.6)
-
-
-def attentive_methods() -> list[str]:
-    """The registered methods that weigh teacher layers by an attention."""
-    return [name for name in available_methods() if issubclass(method_class(name), INTERMEDIATE + OUTPUT)]
-
-
-def no_attention(method: str) -> UserError:
-    known = ", ".join(attentive_methods())
-    return UserError(f"{method} has no attention over teacher layers; methods that do: {known}")
-
-
-def layer_attention_weights(
-    method: Method, student: StudentOutput, teacher: TeacherSignals
-) -> tuple[torch.Tensor, list[int]]:
-    """The attention [B, L, N] that ``method``'s loss puts on the N teacher layers, and the student layers
-    (1-based, bottom to top) its L rows belong to."""
-    depth = method.shapes.student_layers
-    if isinstance(method, UniversalKD):
-        logits = method.student_head_logits(student)
-        weights = method.attention(method.distribution(logits), method.distribution(teacher.head_logits))
-        return weights, list(range(1, depth))
-    if isinstance(method, ALP):
-        return method.attention(student, teacher), list(range(1, depth))
-    if isinstance(method, OUTPUT):  # these compute the attention inside their loss, from the output distribution
-        query = method.distribution(student.logits)[:, None]
-        return method.attention(query, method.distribution(teacher.head_logits)), [depth]
-    raise no_attention(method.name)
-
 
 def load_method(run_dir: Path, report: dict, shapes: Shapes) -> Method:
     """The run's method with its trained parts (student pseudo classifiers, projections), in eval mode."""
@@ -163,7 +119,7 @@ def attention_weights(
         raise no_attention(method)
     run = recompute(run_dir, teacher_dir, heads_path, data_dir, n_examples, split, seed, device, precision)
     with precision.autocast():
-        weights, layers = layer_attention_weights(run.method, run.student, run.teacher)
+        weights, layers = run.method.layer_attention(run.student, run.teacher)
     weights = weights.float()
 
     chosen = layers[-1] if student_layer is None else student_layer

@@ -129,6 +129,9 @@ class ALP(HiddenSpaceMethod):
             query = query.detach()
         return layer_attention(query, teacher.layers, self.allowed)
 
+    def layer_attention(self, student, teacher):
+        return self.attention(student, teacher), list(range(1, self.shapes.student_layers))
+
     def intermediate(self, student, teacher):
         combined = torch.einsum("bmn,bnh->bmh", self.attention(student, teacher), teacher.layers)
         return (self.student_layers(student) - combined).pow(2).mean(-1).sum(1).mean()

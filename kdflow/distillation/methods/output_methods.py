@@ -90,6 +90,12 @@ class UniversalKD(OutputSpaceMethod):
         """The logits f_j^s of the pseudo classifiers on the student's layers j = 1..M-1: [B, M-1, C]."""
         return torch.stack([head(h) for head, h in zip(self.heads, student.layers[:-1])], dim=1)
 
+    def layer_attention(self, student, teacher):
+        """Eq. 4's λ of the student's layers 1..M-1 over the teacher's pseudo classifiers."""
+        weights = self.attention(self.distribution(self.student_head_logits(student)),
+                                 self.distribution(teacher.head_logits))
+        return weights, list(range(1, self.shapes.student_layers))
+
     def terms(self, student, teacher, labels):
         student_logits = self.student_head_logits(student)
         teacher_probs = self.distribution(teacher.head_logits)  # [B, N, C]
@@ -111,28 +117,39 @@ class UniversalKDCrossArchitecture(UniversalKD):
     output space makes layers of different architectures comparable."""
 
 
+class OutputAttention(OutputSpaceMethod):
+    """A Universal-KD method whose student *output* attends over the teacher's pseudo classifiers (Eq. 8): one row
+    of attention, the student's top layer M's."""
+
+    def output_attention(self, student, teacher_probs: torch.Tensor) -> torch.Tensor:
+        """λ_iM of the student's output distribution over the teacher's [B, N, C] distributions: [B, 1, N]."""
+        return self.attention(self.distribution(student.logits)[:, None], teacher_probs)
+
+    def layer_attention(self, student, teacher):
+        return self.output_attention(student, self.distribution(teacher.head_logits)), [self.shapes.student_layers]
+
+
 @register("universal_kd_cg")
-class UniversalKDCapacityGap(OutputSpaceMethod):
+class UniversalKDCapacityGap(OutputAttention):
     """Universal-KD for the capacity gap (Eq. 8): the teacher's pseudo classifiers act as pseudo teacher
     assistants, aggregated by the attention of the student's *output* distribution over them,
     ``L = KL(F^t(M) || f_M^s)`` with ``F^t(M) = Σ_i λ_iM f_i^t``."""
 
     def terms(self, student, teacher, labels):
         teacher_probs = self.distribution(teacher.head_logits)
-        student_probs = self.distribution(student.logits)[:, None]  # [B, 1, C]
-        weights = self.attention(student_probs, teacher_probs)
+        weights = self.output_attention(student, teacher_probs)  # [B, 1, N]
         aggregate = torch.einsum("bmn,bnc->bmc", weights, teacher_probs)[:, 0]
         return {"kd": self.kd(student, teacher), "inter": self.divergence(aggregate, student.logits).mean()}
 
 
 @register("universal_kd_att_on_losses")
-class UniversalKDAttentionOnLosses(OutputSpaceMethod):
+class UniversalKDAttentionOnLosses(OutputAttention):
     """Universal-KD's Table 6 variant (§5.6, "Universal-KD▲"): the attention weights weigh the losses instead
     of the distributions, ``L = Σ_i λ_iM KL(f_i^t || f_M^s)``."""
 
     def terms(self, student, teacher, labels):
         teacher_probs = self.distribution(teacher.head_logits)
-        weights = self.attention(self.distribution(student.logits)[:, None], teacher_probs)[:, 0]  # [B, N]
+        weights = self.output_attention(student, teacher_probs)[:, 0]  # [B, N]
         per_head = self.divergence(teacher_probs, student.logits[:, None])  # [B, N]
         return {"kd": self.kd(student, teacher), "inter": (weights * per_head).sum(1).mean()}
 

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from kdflow.core.errors import UserError
 from kdflow.students.registry import StudentOutput
 from kdflow.training.losses import task_loss
 from kdflow.transfer.signals import TeacherSignals
@@ -82,6 +83,17 @@ class Method(nn.Module):
     def terms(self, student: StudentOutput, teacher: TeacherSignals, labels: torch.Tensor) -> dict[str, torch.Tensor]:
         raise NotImplementedError
 
+    def layer_attention(self, student: StudentOutput, teacher: TeacherSignals) -> tuple[torch.Tensor, list[int]]:
+        """The attention [B, L, N] that this method's loss puts on the N teacher layers, and the student layers
+        (1-based, bottom to top) its L rows belong to: what a figure of the method's attention draws
+        (kdflow.analysis.attention_maps). A method that attends overrides it; the others refuse."""
+        raise no_attention(self.name)
+
+    @classmethod
+    def attends(cls) -> bool:
+        """Whether the method weighs teacher layers by an attention (overrides :meth:`layer_attention`)."""
+        return cls.layer_attention is not Method.layer_attention
+
     def start_epoch(self, epoch: int, epochs: int) -> None:
         """Called before each epoch of a stage (1-based); for schedules inside a method (Annealing-KD)."""
 
@@ -105,6 +117,16 @@ def register(name: str):
         return cls
 
     return decorate
+
+
+def attentive_methods() -> list[str]:
+    """The registered methods whose loss weighs teacher layers by an attention."""
+    return [name for name in available_methods() if METHODS[name].attends()]
+
+
+def no_attention(method: str) -> UserError:
+    return UserError(f"{method} has no attention over teacher layers; methods that do: "
+                     f"{', '.join(attentive_methods())}")
 
 
 def available_methods() -> list[str]:
