@@ -55,7 +55,7 @@ rule distill_student:
 
 
 rule distill_pack:
-    """Train a pack of students of one type and method that differ in seed, learning rate and weight decay alone, as
+    """Train a pack of students of one type and method that differ in seed, learning rate, weight decay and loss weights, as
     one computation (config student_packs, kdflow.workflow.student_packs), each into its own folder of the pack's.
     """
     input:

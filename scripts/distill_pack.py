@@ -15,7 +15,7 @@ with rule_job(snakemake):
     checkpoint = job_checkpoint(snakemake)
     tensorboard_for_job(snakemake)
     members = snakemake.params.members
-    settings = members[0]["settings"]  # every member's but its hyperparameters
+    settings = members[0]["settings"]  # every member's but its hyperparameters and loss weights
     device = select_device(snakemake.params.device)
     distill_pack(
         TaskData.load(snakemake.input.data),
@@ -24,7 +24,7 @@ with rule_job(snakemake):
         snakemake.input.signals,
         settings["student"],
         settings["method"],
-        settings["method_options"],
+        [member["settings"]["method_options"] for member in members],
         settings["stages"],
         [Hyperparameters.from_dict(member["settings"]["hyperparameters"]) for member in members],
         [Path(snakemake.output[0]) / member["folder"] for member in members],

@@ -283,8 +283,8 @@ PACKED = {  # a family and a method of each kind (logits, hidden states, attenti
 
 @pytest.mark.parametrize("case", PACKED)
 def test_a_pack_of_students_writes_what_each_writes_trained_alone(case, teacher, separable, tmp_path, monkeypatch):
-    """Three students that differ in seed (so in initialisation, training subset and data order), learning rate and
-    weight decay, distilled as one pack: each one's metrics (history with its loss terms, kept evaluation, scores)
+    """Three students that differ in seed (so in initialisation, training subset and data order), learning rate,
+    weight decay and (KD's) loss weights, distilled as one pack: each one's metrics (history with its loss terms, kept evaluation, scores)
     and predictions are those of the student distilled alone, to float tolerance (dropout off: a pack's members
     draw other masks than a student alone)."""
     from kdflow.distillation import distill as module
@@ -305,9 +305,11 @@ def test_a_pack_of_students_writes_what_each_writes_trained_alone(case, teacher,
     hps = [Hyperparameters(**{**STUDENT_HP, "seed": seed, "learning_rate": rate, "weight_decay": decay,
                               "max_train_examples": 48})
            for seed, rate, decay in ((1, 2e-3, 0.01), (2, 4e-3, 0.0), (3, 1e-3, 0.01))]
-    alone = [distill(separable, None, teacher_dir, signals, spec, method, {}, stages, hp, tmp_path / f"alone{k}", CPU)
-             for k, hp in enumerate(hps)]
-    packed = distill_pack(separable, None, teacher_dir, signals, spec, method, {}, stages, hps,
+    options = [{"alpha": 0.5, "beta": 0.5}, {"alpha": 0.2, "beta": 0.8}, {"alpha": 0.5, "beta": 0.5}]
+    options = options if method == "kd" else [{}] * len(hps)  # KD's loss weights differ between its members
+    alone = [distill(separable, None, teacher_dir, signals, spec, method, member_options, stages, hp,
+                     tmp_path / f"alone{k}", CPU) for k, (member_options, hp) in enumerate(zip(options, hps))]
+    packed = distill_pack(separable, None, teacher_dir, signals, spec, method, options, stages, hps,
                           [tmp_path / f"pack{k}" for k in range(len(hps))], CPU)
     for k, (mine, theirs) in enumerate(zip(packed, alone)):
         assert mine["best"] == theirs["best"] and mine["hyperparameters"] == theirs["hyperparameters"]

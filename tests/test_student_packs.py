@@ -89,3 +89,12 @@ def test_the_demos_packed_students_train_in_one_job_a_pack_and_a_change_reruns_t
     config["students"]["gated_cnn"]["hidden_size"] = 48
     (workdir / "packs.yaml").write_text(yaml.safe_dump(config))
     assert planned_jobs(*args, *runs, cwd=workdir) == {"distill_pack": 1, "distill_student": 4}
+
+
+def test_runs_that_differ_in_a_loss_weight_share_a_pack_where_they_weigh_the_same_terms():
+    """Universal-KD's beta (gamma its complement) moves the weights alone, except at 0, where the KD term drops."""
+    config = demo_config(gated_cnn=8)
+    config["experiments"]["universal_kd_table5"]["grid"] = {"beta": [0.0, 0.5, 0.7]}
+    found = sorted(sorted({point for point, _ in pack}) for pack in members(config, "gated_cnn").values())
+    assert found == [["beta0"], ["beta0.5", "beta0.7"]]
+    assert sorted(map(len, members(config, "gated_cnn").values())) == [2, 4]  # two seeds each

@@ -10,6 +10,9 @@ OPTIMIZER_OPTIONS = {"adamw": {"betas", "eps"}, "adam": {"betas", "eps"}, "adade
 # What the members of a pack of runs (kdflow.training.packs) may set apart: per-member tensors of its optimiser, and
 # each member's own shuffler and initialisation.
 PACK_VARIES = ("learning_rate", "weight_decay", "seed")
+# The method options they may set apart: its loss weights (kdflow.distillation.methods.registry.WEIGHTS), a buffer of
+# each member's, so long as the members weigh the same terms (their zero weights alike).
+PACK_WEIGHTS = ("alpha", "beta", "gamma")
 
 
 @dataclass

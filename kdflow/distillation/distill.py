@@ -216,7 +216,7 @@ def distill_pack(
     signals_path: Path,
     student_spec: dict,
     method_name: str,
-    method_options: dict,
+    method_options: list[dict],
     stages: list[dict],
     hps: list[Hyperparameters],
     out_dirs: list[Path],
@@ -225,15 +225,16 @@ def distill_pack(
     precision: Precision = FP32,
 ) -> list[dict]:
     """:func:`distill` for K students of one student type and method that differ in their seed, learning rate and
-    weight decay alone (``hps``), trained as one pack (:mod:`kdflow.training.packs`) and each written to its own of
+    weight decay (``hps``) and their method's loss weights (``method_options``, one per student; the same weights
+    zero) alone, trained as one pack (:mod:`kdflow.training.packs`) and each written to its own of
     ``out_dirs`` as :func:`distill` writes a student trained alone. Each member draws its own initialisation, training
     subset (``max_train_examples``) and data order from its seed; the kept states' predictions are computed by each
     student alone. Members must share one shape: a word-level student's vocabulary is its subset's, and members whose
     vocabularies differ in size are refused (:class:`~kdflow.training.packs.Pack`)."""
     started = time.perf_counter()
     regression, metric_names = task.meta["regression"], task.meta["metrics"]
-    runs = [set_up_run(task, transfer_set, teacher_dir, signals_path, student_spec, method_name, method_options, h,
-                       device) for h in hps]
+    runs = [set_up_run(task, transfer_set, teacher_dir, signals_path, student_spec, method_name, options, h, device)
+            for options, h in zip(method_options, hps)]
     pack = Pack([run.model for run in runs]).to(device)
     cache, member_rows = runs[0].cache, torch.stack([run.rows for run in runs])  # one teacher's signals, K subsets
     terms = TermSums()
@@ -261,8 +262,14 @@ def distill_pack(
     histories, bests, divergences = [[] for _ in runs], [None] * len(runs), [None] * len(runs)
     training = list(range(len(runs)))  # the members whose schedule goes on (one stopped trains on, unread)
     for number, stage in enumerate(stages, start=1):
-        method = pack.template["method"]  # the module the members' weights run through: its loss weights are theirs
-        method.set_weights(**stage.get("weights", {}))
+        for run in runs:  # each member's own loss weights, or the stage's
+            run.method.set_weights(**stage.get("weights", {}))
+        if len({tuple(bool(w) for w in run.method.weights.values()) for run in runs}) > 1:
+            raise ValueError(f"a pack's members must weigh the same terms (the same loss weights zero) in stage "
+                             f"{number}: {[run.method.weights for run in runs]}")
+        pack.restack_buffers([run.model for run in runs])  # the weights each member's loss multiplies by
+        method = pack.template["method"]  # the module the members' weights run through: which terms it computes
+        method.set_weights(**runs[0].method.weights)
         stage_hps = [Hyperparameters(**{**vars(h), "epochs": stage.get("epochs", h.epochs)}) for h in hps]
         log.info("stage %d of a pack of %d: %d epochs, weights %s", number, len(runs), stage_hps[0].epochs,
                  method.weights)

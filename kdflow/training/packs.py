@@ -117,6 +117,12 @@ class Pack(nn.Module):
         return vmap(one, in_dims=dims, randomness="different")(self.member_parameters(), self.member_buffers(),
                                                               *per_member, *shared)
 
+    def restack_buffers(self, members: Sequence[nn.Module]) -> None:
+        """Take the ``members``' buffers again, e.g. their methods' loss weights after a stage of a schedule set
+        them (the members whose weights this pack was made of, in its order)."""
+        for number, name in enumerate(self.buffer_names):
+            getattr(self, f"buffer{number}").copy_(torch.stack([member.get_buffer(name) for member in members]))
+
     def reached_by(self, loss_fn: Callable, batch: Batch) -> torch.Tensor:
         """[P]: 1 where the members' loss ``loss_fn(pack, batch)`` ([K]) depends on a trainable weight, 0 where no
         path leads to it (a method's projection its loss leaves out, a pooler the student does not call): the

@@ -2,7 +2,8 @@
 (rule ``distill_pack``, :func:`kdflow.distillation.distill.distill_pack`).
 
 A pack holds runs of one experiment, task, student and method that read the same inputs and whose settings differ in
-seed, learning rate and weight decay alone (:data:`kdflow.core.hyperparameters.PACK_VARIES`): at most the config's
+seed, learning rate, weight decay (:data:`kdflow.core.hyperparameters.PACK_VARIES`) and the method's loss weights
+(:data:`~kdflow.core.hyperparameters.PACK_WEIGHTS`, the same of them zero) alone: at most the config's
 ``student_packs[<student type>]`` of them, in the order of the experiment's grid (point, then seed). Runs that cannot
 join one train alone, as every run does without ``student_packs``: a method that learns from its own assistant's
 signals (TAKD), a word-level student whose vocabulary its own training subset draws, an optimiser other than AdamW,
@@ -20,7 +21,7 @@ import json
 from itertools import groupby
 
 from kdflow.core.errors import UserError
-from kdflow.core.hyperparameters import PACK_VARIES
+from kdflow.core.hyperparameters import PACK_VARIES, PACK_WEIGHTS
 from kdflow.workflow.catalog_cache import load_catalog
 from kdflow.workflow.job_inputs import student_inputs
 from kdflow.workflow.job_settings import student_jobs, student_settings
@@ -46,7 +47,9 @@ def student_packs(config: dict) -> dict[tuple[str, str, str, str, str, int], lis
         settings = student_settings(config, **run)
         if packable(settings, config, catalog):
             shared = {**settings, "hyperparameters": {k: v for k, v in settings["hyperparameters"].items()
-                                                      if k not in PACK_VARIES}}
+                                                      if k not in PACK_VARIES},
+                      "method_options": {k: v for k, v in settings["method_options"].items() if k not in PACK_WEIGHTS},
+                      "weighed_terms": weighed_terms(settings, catalog)}
             inputs = student_inputs(config, **run)
             key = (run["experiment"], run["task"], run["student"], run["method"])
             candidates.append((key, json.dumps([shared, inputs], sort_keys=True, default=str), size, run, settings))
@@ -86,6 +89,17 @@ def packable(settings: dict, config: dict, catalog: dict) -> bool:
     return (not catalog["methods"][settings["method"]]["learns_from_assistant"] and hp.get("optimizer", "adamw") == "adamw"
             and hp.get("gradient_accumulation_steps", 1) == 1 and config.get("precision") != "fp16"
             and not (reads_words and hp.get("max_train_examples") is not None))
+
+
+def weighed_terms(settings: dict, catalog: dict) -> list[bool]:
+    """Which of a run's loss weights are not zero, its method's defaults and complements resolved (as
+    kdflow.distillation.methods.registry.Method resolves them): the terms its loss computes."""
+    method = catalog["methods"][settings["method"]]
+    options = {**method["defaults"], **settings["method_options"]}
+    for weight, other in method["complement"].items():
+        if options.get(weight) is None:
+            options[weight] = 1.0 - options[other]
+    return [bool(options.get(weight) or 0.0) for weight in PACK_WEIGHTS]
 
 
 def pack_of(config: dict, experiment: str, task: str, student: str, method: str, point: str, seed) -> str | None:

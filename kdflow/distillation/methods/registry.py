@@ -66,6 +66,9 @@ class Method(nn.Module):
             if self.options.get(weight) is None:
                 self.options[weight] = 1.0 - self.options[other]
         self.weights = {name: 0.0 for name in WEIGHTS}
+        # the weights as a buffer too, which the loss multiplies by: stacked per member in a pack
+        # (kdflow.training.packs), where members may weigh their terms differently
+        self.register_buffer("loss_weights", torch.zeros(len(WEIGHTS)), persistent=False)
         self.set_weights(**{name: self.options[name] for name in WEIGHTS if name in self.options})
 
     def set_weights(self, **weights: float) -> None:
@@ -79,6 +82,7 @@ class Method(nn.Module):
                 raise ValueError(f"{self.name} has no {term!r} term: {weight} must be 0")
         if not any(self.weights.values()):
             raise ValueError(f"{self.name}: every loss weight is zero")
+        self.loss_weights.copy_(torch.tensor([self.weights[name] for name in WEIGHTS]))
 
     def terms(self, student: StudentOutput, teacher: TeacherSignals, labels: torch.Tensor) -> dict[str, torch.Tensor]:
         raise NotImplementedError
@@ -101,7 +105,8 @@ class Method(nn.Module):
         terms = {"ce": task_loss(student.logits, labels, self.shapes.regression)}
         if self.weights["beta"] or self.weights["gamma"]:
             terms.update(self.terms(student, teacher, labels))
-        loss = sum(self.weights[w] * terms[t] for w, t in zip(WEIGHTS, TERMS) if self.weights[w])
+        # which terms count is the Python weights' (a pack's members agree on it), how much the buffer's
+        loss = sum(self.loss_weights[i] * terms[t] for i, (w, t) in enumerate(zip(WEIGHTS, TERMS)) if self.weights[w])
         return {"loss": loss, **terms}
 
 
