@@ -21,6 +21,11 @@ interaction), is ``Var(D) = s_b^2 / n + s_a^2 / N + s_g^2 / (n N)``. It is estim
   the bootstrap's variances have a closed form, the examples' population variance over N (``V_s = var(d_s.) / N``,
   ``V = var(mean_s d_s.) / N``), which is what 1,000 resamples estimate with a noise of their own (on Universal-KD's
   KD > no KD they printed a dev-set floor of 0.11 where the exact one is 0.26): kdflow takes the closed form there.
+  For the other metrics (correlations, F1, Matthews) of a dev set of at most :data:`JACKKNIFE_EXAMPLES` examples, the
+  jackknife's variances instead (each run scored with each example left out in turn, ``(N - 1) / N`` times the sum
+  of squared deviations): no draws, so no noise of their own and nothing a rerun could change, consistent for these
+  smooth functions of means (Efron and Stein 1981), and for a mean the closed form's times ``N / (N - 1)``. Larger
+  dev sets keep the seeded bootstrap, whose N resamples the jackknife's N x N scores would exceed.
 
 The statistic ``D / sqrt(Var)`` is referred to a t distribution with the seed level's n - 1 degrees of freedom:
 with 3-5 seeds a bootstrap over seeds has no t tails and is too narrow, and Welch-Satterthwaite's larger degrees of
@@ -51,6 +56,7 @@ import numpy as np
 
 CONFIDENCE = 0.95
 RESAMPLES = 1000
+JACKKNIFE_EXAMPLES = 5000  # the most dev examples whose example variance the jackknife gives (N x N scores)
 SIGNIFICANCE = 0.05
 POWER = 0.8
 MAX_PLANNED_SEEDS = 100
@@ -74,7 +80,7 @@ def sample_std(values: Sequence[float]) -> float:
 
 
 def seed_example_test(predictions: Mapping, baseline: Mapping, gold: np.ndarray,
-                      metric: Callable[[np.ndarray, np.ndarray], float], *, resamples: int = RESAMPLES,
+                      metric: Callable[[np.ndarray, np.ndarray], float], *, resamples: int | None = None,
                       seed: int = 0, per_example: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
                       ) -> dict:
     """The difference of ``predictions`` and ``baseline`` ({seed: one prediction per example of ``gold``}) over
@@ -84,7 +90,10 @@ def seed_example_test(predictions: Mapping, baseline: Mapping, gold: np.ndarray,
     ``CONFIDENCE`` interval. Below two pairs everything but the difference is NaN: a single seed's luck cannot be
     told from the configuration; without a common seed the difference is NaN too (the test pairs runs by seed).
     ``per_example``: the metric's score of each example (the metric is their mean, as accuracy is), which gives the
-    example part in closed form instead of by ``resamples`` bootstrap draws."""
+    example part in closed form; without it, the jackknife gives it on a dev set of at most
+    :data:`JACKKNIFE_EXAMPLES` examples, a bootstrap of ``resamples`` (:data:`RESAMPLES`) draws on a larger one or
+    where ``resamples`` is given. ``example_method`` says which, ``resamples`` how many draws (None but for the
+    bootstrap)."""
     seeds = sorted(set(predictions) & set(baseline), key=str)
     if not seeds:
         return untested()
@@ -97,12 +106,20 @@ def seed_example_test(predictions: Mapping, baseline: Mapping, gold: np.ndarray,
     if len(seeds) < 2 or not np.isfinite(per_seed).all():
         return untested(result["difference"], len(seeds))
     n = len(seeds)
-    if per_example is not None:  # the bootstrap's variances in closed form (the module)
+    method = ("closed form" if per_example is not None else
+              "jackknife" if resamples is None and len(gold) <= JACKKNIFE_EXAMPLES else "bootstrap")
+    if method == "closed form":  # the bootstrap's variances in closed form (the module)
         differences = np.stack([per_example(runs[2 * k], gold) - per_example(runs[2 * k + 1], gold)
                                 for k in range(n)])  # seeds x examples
         each_seed = float(np.mean(np.var(differences, axis=1))) / len(gold)
         averaged = float(np.var(differences.mean(axis=0))) / len(gold)
+    elif method == "jackknife":
+        left_out = np.stack([leave_one_out(metric, runs[2 * k], gold) - leave_one_out(metric, runs[2 * k + 1], gold)
+                             for k in range(n)])  # seeds x examples: each seed's difference without each example
+        each_seed = float(np.mean([_jackknife_variance(row) for row in left_out]))
+        averaged = _jackknife_variance(left_out.mean(axis=0))
     else:
+        resamples = resamples or RESAMPLES
         # A paired bootstrap over the examples: one resample of example indices for every run (hand-written, as
         # scipy.stats.bootstrap returns an interval of one statistic, not the per-seed resampled differences).
         rng = np.random.default_rng(seed)
@@ -114,8 +131,28 @@ def seed_example_test(predictions: Mapping, baseline: Mapping, gold: np.ndarray,
         averaged = float(np.var(resampled.mean(axis=0), ddof=1))
     example_variance = max(0.0, (n * averaged - each_seed) / (n - 1))
     seed_variance = float(np.var(per_seed, ddof=1))
-    return result | {"seed_variance": seed_variance, "example_variance": example_variance,
+    return result | {"seed_variance": seed_variance, "example_variance": example_variance, "example_method": method,
+                     "resamples": resamples if method == "bootstrap" else None,
                      **_t_test(result["difference"], seed_variance, example_variance, n)}
+
+
+def leave_one_out(metric: Callable[[np.ndarray, np.ndarray], float], run: np.ndarray, gold: np.ndarray,
+                  chunk: int = 256) -> np.ndarray:
+    """``metric`` of ``run`` against ``gold`` with each example left out in turn [N]: the metric scores a stack of
+    rows in one call (kdflow.core.metrics), ``chunk`` rows of N - 1 examples at a time."""
+    n = len(gold)
+    scores = []
+    for start in range(0, n, chunk):
+        rows = np.arange(start, min(start + chunk, n))
+        index = np.arange(n - 1)[None, :] + (np.arange(n - 1)[None, :] >= rows[:, None])  # 0..N-1 without the row's
+        scores.append(np.asarray(metric(run[index], gold[index]), dtype=np.float64))
+    return np.concatenate(scores)
+
+
+def _jackknife_variance(left_out: np.ndarray) -> float:
+    """The jackknife's variance of a statistic from its N leave-one-out values."""
+    n = len(left_out)
+    return float((n - 1) / n * np.sum((left_out - left_out.mean()) ** 2))
 
 
 def untested(difference: float = math.nan, pairs: int = 0) -> dict:

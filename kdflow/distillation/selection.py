@@ -156,7 +156,7 @@ def compare(runs: list[dict], baseline: list[dict], metric: str, name: str) -> d
     return {"baseline": name, "metric": metric, **result, "planned_gain": statistics.PLANNED_GAIN,
             **statistics.sensitivity(statistics.PLANNED_GAIN, result["seed_variance"], result["example_variance"],
                                      result["pairs"]),
-            "confidence": statistics.CONFIDENCE, "resamples": None if per_example else statistics.RESAMPLES}
+            "confidence": statistics.CONFIDENCE, "resamples": result.get("resamples")}
 
 
 def _dev_predictions(runs: dict[int, dict]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
