@@ -28,6 +28,7 @@ from kdflow.workflow.job_settings import student_jobs, student_settings
 from kdflow.workflow.results_paths import STUDENT_METHOD_DIR, STUDENT_PACK_DIR, STUDENT_RUN_DIR
 
 _CACHE: dict[int, tuple[dict, dict]] = {}  # id(config) -> (config, its packs): Snakemake asks for each job's
+_INDEX: dict[int, tuple[dict, dict]] = {}  # id(config) -> (config, each packed run's pack folder)
 
 
 def student_packs(config: dict) -> dict[tuple[str, str, str, str, str, int], list[dict]]:
@@ -104,10 +105,7 @@ def weighed_terms(settings: dict, catalog: dict) -> list[bool]:
 
 def pack_of(config: dict, experiment: str, task: str, student: str, method: str, point: str, seed) -> str | None:
     """The folder of the pack that trains this run, None if it trains alone."""
-    for (*key, number), members in _packs_of_method(config, experiment, task, student, method):
-        if any(m["point"] == point and m["seed"] == int(seed) for m in members):
-            return pack_dir(*key, number)
-    return None
+    return _member_index(config).get((experiment, task, student, method, point, int(seed)))
 
 
 def pack_members(config: dict, experiment: str, task: str, student: str, method: str, pack) -> list[dict]:
@@ -132,9 +130,16 @@ def member_dir(point: str, seed) -> str:
     return STUDENT_RUN_DIR.removeprefix(f"{STUDENT_METHOD_DIR}/").format(point=point, seed=seed)
 
 
-def _packs_of_method(config: dict, experiment: str, task: str, student: str, method: str):
-    return [(key, members) for key, members in student_packs(config).items()
-            if key[:4] == (experiment, task, student, method)]
+def _member_index(config: dict) -> dict[tuple, str]:
+    """(experiment, task, student, method, point, seed) -> its pack's folder, for every packed run: Snakemake asks for
+    each student job's, four times a job."""
+    cached = _INDEX.get(id(config))
+    if cached is not None and cached[0] is config:
+        return cached[1]
+    index = {(*key[:4], member["point"], member["seed"]): pack_dir(*key)
+             for key, members in student_packs(config).items() for member in members}
+    _INDEX[id(config)] = (config, index)
+    return index
 
 
 def distill_inputs(config: dict, experiment: str, task: str, student: str, method: str, point: str, seed) -> dict:
