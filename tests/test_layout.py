@@ -101,15 +101,16 @@ def test_data_flows_one_way_between_the_stages_rule_files():
     """No rule reads an output of a rule in a later stage's file: the demo's DAG (its default target, an export and
     the calibrated plan, which the default leaves out) read from Snakemake, edge by edge. Between the files of one
     stage (reporting_*.smk) data may flow either way. Every rule is in the DAG but download_probing_task, which
-    reads nothing (the demo ships its probing data)."""
+    reads nothing (the demo ships its probing data); the thesis's BERT_S students train in a pack (student_packs),
+    so that distill_pack is in it too."""
     from kdflow.workflow.dag_jobs import built_dag
 
     def order(snakefile: str) -> int:
         stage = stage_of_file(Path(snakefile).stem)
         return -1 if stage == "data" else STAGES.index(stage)
 
-    with built_dag([REPO / "demo/config.yaml"], targets=["all", EXPORTED, paths.PLAN_CALIBRATED_CSV],
-                   directory=REPO) as workflow:
+    with built_dag([REPO / "demo/config.yaml"], config={"student_packs": {"bert_s": 2}},
+                   targets=["all", EXPORTED, paths.PLAN_CALIBRATED_CSV], directory=REPO) as workflow:
         dag = workflow.dag
         edges = {(producer.rule, consumer.rule) for consumer in dag.jobs
                  for producer in dag.dependencies[consumer]

@@ -280,7 +280,7 @@ def test_every_job_on_a_device_runs_in_the_configs_precision_which_is_a_param_of
     through its outputs, what depends on it), and a checkpoint of another precision is not resumed."""
     on_device = {rule for rule, (script, _) in rule_scripts().items()
                  if "select_device(" in (REPO / "scripts" / script).read_text()}
-    assert len(on_device) == 15
+    assert len(on_device) == 16
     for rule in on_device:
         assert "resolve_precision(" in (REPO / "scripts" / rule_scripts()[rule][0]).read_text(), rule
         assert 'precision=config["precision"]' in rule_blocks()[rule], rule

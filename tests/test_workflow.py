@@ -248,7 +248,7 @@ def test_every_rule_that_asks_for_gpus_goes_to_the_gpu_partition_of_the_slurm_pr
             asking.add(rule)
     profile = yaml.safe_load((REPO / "slurm/config.yaml").read_text())
     on_gpu = {rule for rule, resources in profile["set-resources"].items() if resources["slurm_partition"] == "gpu"}
-    assert len(asking) == 12 and asking == on_gpu
+    assert len(asking) == 13 and asking == on_gpu
 
 
 @pytest.mark.slow
