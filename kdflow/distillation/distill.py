@@ -104,7 +104,8 @@ def set_up_run(task: TaskData, transfer_set: Path | None, teacher_dir: Path, sig
     model = nn.ModuleDict({"student": student, "method": method}).to(device)
     log.info("student %s (%.2fM parameters, layers %s) with %s %s, seed %d", student_spec["type"],
              sum(p.numel() for p in student.parameters()) / 1e6, widths, method_name, method.options, hp.seed)
-    return StudentRun(student_spec, frames, encoded, cache, torch.as_tensor(rows, device=device), words, student, method, model)
+    return StudentRun(student_spec, frames, encoded, cache, torch.as_tensor(rows, device=device), words, student,
+                      method, model)
 
 
 class TermSums:
@@ -136,8 +137,8 @@ class TermSums:
         self.rows = 0
 
     def for_history(self, history_length: int, member: int | None = None) -> list[dict]:
-        """The segments of a stage's ``history_length`` evaluations (a resumed stage recorded those since its
-        checkpoint only: they are the last ones), then forget them."""
+        """The segments of a stage's ``history_length`` evaluations (``member``'s, of a pack): a resumed stage
+        recorded those since its checkpoint only, the last ones, and the earlier are left empty."""
         segments = [s if member is None else s[member] for s in self.segments]
         return [{}] * (history_length - len(segments)) + segments[-history_length:] if history_length else []
 

@@ -87,9 +87,9 @@ def packable(settings: dict, config: dict, catalog: dict) -> bool:
     methods and students (:func:`kdflow.workflow.catalog_cache.load_catalog`)."""
     hp, student = settings["hyperparameters"], settings["student"]
     reads_words = {**catalog["students"][student["type"]]["defaults"], **student}.get("tokens") == "words"
-    return (not catalog["methods"][settings["method"]]["learns_from_assistant"] and hp.get("optimizer", "adamw") == "adamw"
-            and hp.get("gradient_accumulation_steps", 1) == 1 and config.get("precision") != "fp16"
-            and not (reads_words and hp.get("max_train_examples") is not None))
+    return (not catalog["methods"][settings["method"]]["learns_from_assistant"]
+            and hp.get("optimizer", "adamw") == "adamw" and hp.get("gradient_accumulation_steps", 1) == 1
+            and config.get("precision") != "fp16" and not (reads_words and hp.get("max_train_examples") is not None))
 
 
 def weighed_terms(settings: dict, catalog: dict) -> list[bool]:
