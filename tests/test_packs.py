@@ -332,3 +332,23 @@ def test_a_packs_steps_never_wait_for_the_host(context):
     (few, few_steps), (many, many_steps) = syncs(4), syncs(2)
     assert (few_steps, many_steps) == (4, 8)
     assert many == few, dict(many - few)
+
+
+def test_a_pack_whose_first_member_stopped_evaluates_the_others_once_at_each_epochs_end(context):
+    """Evaluations every 2 steps, which are the epochs' ends: member 0 stops at step 1, and the others are evaluated
+    once at steps 2 and 4 (the epoch's end sees the evaluation already made, whichever member made it)."""
+    members, split, member_batches, dev = loop_members("gated_cnn", "kd", context)
+    poison = torch.tensor([math.nan, 0.0, 0.0])
+    hps = [Hyperparameters(learning_rate=rate, seed=k, evaluate_every_steps=2, **LOOP_HP)
+           for k, rate in enumerate(LEARNING_RATES)]
+    stacked_dev = stacked_batches([dev] * K)
+
+    def evaluate(pack):
+        pack.eval()
+        with torch.no_grad():
+            return [{"score": score} for score in pack.map(dev_score, stacked_dev).tolist()]
+
+    results = train(Pack(members), lambda pack, batch: pack.map(member_loss, batch) + poison, member_batches,
+                    len(split), evaluate, "score", hps, CPU)
+    assert results[0].diverged["step"] == 1 and results[0].history == []
+    assert [[r["step"] for r in result.history] for result in results[1:]] == [[2, 4], [2, 4]]

@@ -246,6 +246,8 @@ def train(
         # the weights no member's loss reaches, which torch's optimiser would leave alone: traced on a first batch
         optimizer.reached.copy_(pack.reached_by(_in_precision(loss_fn, precision), to_device(stacked_batches(
             [next(iter(make(np.random.default_rng(h.seed)))) for make, h in zip(batch_makers, hps)]), device)))
+    # the step of the last evaluation (a member that stopped records no more of them)
+    evaluated_at = max((result.history[-1]["step"] for result in results if result.history), default=-1)
     lives = [LiveCurves(run if pack is None else f"{run}/member{k}", resumed_at_step=step, writes=rank == 0)
              for k in members]
 
@@ -319,7 +321,7 @@ def train(
     def evaluation(epoch: int) -> bool:
         """Evaluate on dev, record it, keep each member's model if it is its best so far and stop the members whose
         selection score is not finite; True when no member is left."""
-        nonlocal elapsed, started, seen
+        nonlocal elapsed, started, seen, evaluated_at
         read_back()  # the caller has looked for a divergence already
         with precision.autocast():
             scores = _rank_0s(evaluate(model))  # ranks select alike even if their floats differ
@@ -345,7 +347,7 @@ def train(
                 done = diverge(k, epoch, step, f"dev {select_metric} {score}")
             elif hp.keep == "best" and score > results[k].best_score:
                 keep(k, epoch, step, score)
-        elapsed, started, seen = 0.0, time.perf_counter(), 0
+        elapsed, started, seen, evaluated_at = 0.0, time.perf_counter(), 0, step
         return done
 
     def epoch_batches() -> Iterable[tuple[Batch, int]]:
@@ -410,7 +412,7 @@ def train(
                                          "its checkpoint: a rerun resumes from it")
             if training_losses(epoch):
                 return one_or_all(results)
-            if not results[0].history or results[0].history[-1]["step"] != step:  # unless evaluated at this step
+            if evaluated_at != step:  # unless evaluated at this step already
                 if evaluation(epoch):
                     return one_or_all(results)
             if hp.keep == "final" and epoch == hp.epochs:
