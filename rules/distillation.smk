@@ -42,6 +42,7 @@ rule distill_student:
         device=config["device"],
         precision=config["precision"],
         compile_step=config["compile_step"],
+        pack_member=lambda w: packs.member_dir(w.point, w.seed),
         code=code_of(
             "distill_student.py",
             members_of=lambda w: student_code_members(

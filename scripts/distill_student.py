@@ -13,13 +13,10 @@ from kdflow.distillation.distill import distill
 from kdflow.training.checkpoint import job_checkpoint
 from kdflow.training.curves import tensorboard_for_job
 from kdflow.training.loop import step_compiler
-from kdflow.workflow.results_paths import STUDENT_METHOD_DIR
 
 with rule_job(snakemake):
     if snakemake.input.get("pack"):
-        # the run's folder, named in its pack's as in its method's (kdflow.workflow.student_packs.member_dir)
-        run = Path(snakemake.output.metrics).parent.relative_to(STUDENT_METHOD_DIR.format(**snakemake.wildcards))
-        member = Path(snakemake.input.pack) / run
+        member = Path(snakemake.input.pack) / snakemake.params.pack_member  # the run's folder in its pack's
         for output in snakemake.output:
             link_or_copy(member / Path(output).name, Path(output))
     else:

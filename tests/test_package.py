@@ -8,6 +8,7 @@ import ast
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO, rule_scripts
@@ -225,6 +226,15 @@ def test_a_student_jobs_fingerprint_follows_its_own_student_and_method_alone(pac
         assert {job for job in STUDENT_JOBS if before[job] != after[job]} == reruns, edited
         before = after
     provenance.job_fingerprint.cache_clear()
+
+
+def test_no_training_job_counts_the_workflows_modules():
+    """The paths module and the workflow's planning code are edited for the DAG's sake: a student's or a pack's
+    job does not count them (kdflow.workflow.results_paths says so), so that editing them retrains nothing."""
+    for script in ("distill_student.py", "distill_pack.py"):
+        files = provenance.job_closure(SCRIPTS / script, {"kdflow.students": "bilstm",
+                                                          "kdflow.distillation.methods": "kd"})
+        assert not [f for f in files if "kdflow/workflow/" in Path(f).as_posix()], script
 
 
 def test_a_name_no_member_registers_is_a_clear_error():
