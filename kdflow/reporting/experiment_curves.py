@@ -19,8 +19,8 @@ from matplotlib.lines import Line2D
 
 from kdflow.reporting.exploration_curves import epoch_positions
 from kdflow.reporting.figures.style import OKABE_ITO, legend_below, metric_label, new_figure, panel_columns, save
+from kdflow.workflow.results_paths import RUN_KEYS
 
-RUN_KEYS = ["task", "student", "method", "point", "seed"]
 STYLES = {True: {"linewidth": 1.4, "alpha": 0.95}, False: {"linewidth": 0.8, "alpha": 0.3}}  # selected or not
 
 

@@ -17,6 +17,7 @@ from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.tasks import get_task
 from kdflow.workflow.catalog_cache import load_catalog
 from kdflow.workflow.config_files import schema_defaults
+from kdflow.workflow.results_paths import RUN_KEYS
 
 HYPERPARAMETERS = {field.name for field in fields(Hyperparameters)}
 
@@ -248,8 +249,6 @@ def generator_tasks(config: dict) -> list[str]:
     return list(dict.fromkeys(task for transfer, task in transfer_sets(config)
                               if "generated" in TRANSFER_SOURCES[transfer]))
 
-
-RUN_KEYS = ("task", "student", "method", "point", "seed")  # a run's directory below its experiment
 
 
 def experiment_runs(config: dict, experiment: str) -> list[dict]:

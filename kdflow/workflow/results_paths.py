@@ -47,6 +47,7 @@ SIGNALS = f"{RESULTS}/signals/{{teacher}}/{{task}}/{{transfer}}.safetensors"  # 
 STUDENTS = f"{RESULTS}/students"
 STUDENT_METHOD_DIR = f"{STUDENTS}/{{experiment}}/{{task}}/{{student}}/{{method}}"  # what a named model selects among
 STUDENT_RUN_DIR = f"{STUDENT_METHOD_DIR}/{{point}}/seed{{seed}}"  # one grid point and seed
+RUN_KEYS = ("task", "student", "method", "point", "seed")  # what names a run's folder below its experiment's
 STUDENT_METRICS = f"{STUDENT_RUN_DIR}/metrics.json"
 STUDENT_MODEL = f"{STUDENT_RUN_DIR}/model.safetensors"
 STUDENT_PREDICTIONS = f"{STUDENT_RUN_DIR}/predictions.parquet"
