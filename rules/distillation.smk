@@ -56,9 +56,9 @@ rule distill_student:
 
 
 rule distill_pack:
-    """Train a pack of students of one type and method that differ in seed, learning rate, weight decay and loss weights, as
-    one computation (config student_packs, kdflow.workflow.student_packs), each into its own folder of the pack's.
-    """
+    """Train a pack of students of one type and method that differ in seed, learning rate, weight decay and loss
+    weights, as one computation (config student_packs, kdflow.workflow.student_packs), each into its own folder of
+    the pack's."""
     input:
         unpack(
             lambda w: packs.pack_inputs(
