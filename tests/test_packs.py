@@ -179,6 +179,18 @@ def dev_score(model, batch):
     return -nn.functional.cross_entropy(model["student"](batch).logits, batch["labels"])
 
 
+def pack_evaluator(dev, size):
+    """A pack's evaluation: each of its ``size`` members' :func:`dev_score` on ``dev``."""
+    stacked_dev = stacked_batches([dev] * size)
+
+    def evaluate(pack):
+        pack.eval()
+        with torch.no_grad():
+            return [{"score": score} for score in pack.map(dev_score, stacked_dev).tolist()]
+
+    return evaluate
+
+
 def train_with_the_loop(members, split, member_batches, dev, learning_rates, packed, loss=member_loss, **options):
     hps = [Hyperparameters(learning_rate=rate, seed=k, **{**LOOP_HP, **options})
            for k, rate in enumerate(learning_rates)]
@@ -190,15 +202,8 @@ def train_with_the_loop(members, split, member_batches, dev, learning_rates, pac
 
         return [train(member, loss, member_batches, len(split), evaluate, "score", hp, CPU)
                 for member, hp in zip(members, hps)]
-    stacked_dev = stacked_batches([dev] * len(members))
-
-    def evaluate_pack(pack):
-        pack.eval()
-        with torch.no_grad():
-            return [{"score": score} for score in pack.map(dev_score, stacked_dev).tolist()]
-
     return train(Pack(members), lambda pack, batch: pack.map(loss, batch), member_batches, len(split),
-                 evaluate_pack, "score", hps, CPU)
+                 pack_evaluator(dev, len(members)), "score", hps, CPU)
 
 
 def assert_same_results(packed, alone):
@@ -246,12 +251,7 @@ def test_a_member_whose_loss_turns_non_finite_stops_and_the_others_train_on(cont
         return loss
 
     hps = [Hyperparameters(learning_rate=rate, seed=k, **LOOP_HP) for k, rate in enumerate(LEARNING_RATES)]
-    stacked_dev = stacked_batches([dev] * K)
-
-    def evaluate(pack):
-        pack.eval()
-        with torch.no_grad():
-            return [{"score": score} for score in pack.map(dev_score, stacked_dev).tolist()]
+    evaluate = pack_evaluator(dev, K)
 
     results = train(Pack(members), losses, member_batches, len(split), evaluate, "score", hps, CPU)
     assert results[1].diverged == {"epoch": 2, "step": 3, "what": "training loss nan"}
@@ -278,12 +278,7 @@ def test_a_killed_pack_resumes_from_its_checkpoint_like_an_uninterrupted_one(con
     uninterrupted = train_with_the_loop([copy.deepcopy(m) for m in members], split, member_batches, dev,
                                         LEARNING_RATES, packed=True)
     hps = [Hyperparameters(learning_rate=rate, seed=k, **LOOP_HP) for k, rate in enumerate(LEARNING_RATES)]
-    stacked_dev = stacked_batches([dev] * K)
-
-    def evaluate(pack):
-        pack.eval()
-        with torch.no_grad():
-            return [{"score": score} for score in pack.map(dev_score, stacked_dev).tolist()]
+    evaluate = pack_evaluator(dev, K)
 
     steps = []
 
@@ -313,12 +308,7 @@ def test_a_packs_steps_never_wait_for_the_host(context):
     """Twice the optimiser steps (half the batch) with the same evaluations read the host no more often: a pack's
     syncs are at its evaluations and its set-up, none in its steps."""
     members, split, _, dev = loop_members("gated_cnn", "kd", context)
-    stacked_dev = stacked_batches([dev] * K)
-
-    def evaluate(pack):
-        pack.eval()
-        with torch.no_grad():
-            return [{"score": score} for score in pack.map(dev_score, stacked_dev).tolist()]
+    evaluate = pack_evaluator(dev, K)
 
     def syncs(batch_size):
         hps = [Hyperparameters(learning_rate=rate, seed=k, **{**LOOP_HP, "batch_size": batch_size})
@@ -341,12 +331,7 @@ def test_a_pack_whose_first_member_stopped_evaluates_the_others_once_at_each_epo
     poison = torch.tensor([math.nan, 0.0, 0.0])
     hps = [Hyperparameters(learning_rate=rate, seed=k, evaluate_every_steps=2, **LOOP_HP)
            for k, rate in enumerate(LEARNING_RATES)]
-    stacked_dev = stacked_batches([dev] * K)
-
-    def evaluate(pack):
-        pack.eval()
-        with torch.no_grad():
-            return [{"score": score} for score in pack.map(dev_score, stacked_dev).tolist()]
+    evaluate = pack_evaluator(dev, K)
 
     results = train(Pack(members), lambda pack, batch: pack.map(member_loss, batch) + poison, member_batches,
                     len(split), evaluate, "score", hps, CPU)
