@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kdflow.distillation.methods.registry import attentive_methods  # noqa: E402
+from kdflow.core import run_files  # noqa: E402
 from kdflow.core.data import TaskData  # noqa: E402
 from kdflow.core.tensor_files import load_tensors  # noqa: E402
 from kdflow.distillation.distill import layer_widths  # noqa: E402
@@ -46,7 +47,7 @@ def attention(method, output, signals) -> torch.Tensor | None:
 
 def diagnose(workdir: Path, run: str, examples: int) -> dict:
     directory = workdir / paths.STUDENTS / run
-    report = json.loads((directory / "metrics.json").read_text())
+    report = json.loads((directory / run_files.METRICS).read_text())
     task_name = run.split("/")[1]
     teacher = workdir / paths.TEACHER_DIR.format(teacher="minilm", task=task_name)
     task = TaskData.load(workdir / paths.DATA.format(task=task_name))
@@ -61,7 +62,7 @@ def diagnose(workdir: Path, run: str, examples: int) -> dict:
     shapes = Shapes(widths, cache.teacher_layers, cache.teacher_width, task.num_labels, regression)
     method = build_method(report["method"], shapes, report["method_options"])
     model = nn.ModuleDict({"student": student, "method": method})
-    model.load_state_dict(load_tensors(directory / "model.safetensors"))
+    model.load_state_dict(load_tensors(directory / run_files.STUDENT_WEIGHTS))
     model.eval()
     terms, weights = {}, []
     with torch.no_grad():

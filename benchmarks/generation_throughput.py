@@ -34,6 +34,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kdflow.core import run_files  # noqa: E402
 from kdflow.core.precision import PRECISIONS, resolve_precision  # noqa: E402
 from kdflow.teachers.finetune import build_teacher  # noqa: E402
 from kdflow.teachers.pseudo_heads import LayerHeads  # noqa: E402
@@ -114,13 +115,13 @@ def main() -> None:
         directory = Path(directory)
         teacher.save_pretrained(directory / "model")
         tokenizer.save_pretrained(directory / "model")
-        save_file(LayerHeads(t_layers, t_width, 2).state_dict(), str(directory / "heads.safetensors"),
+        save_file(LayerHeads(t_layers, t_width, 2).state_dict(), str(directory / run_files.PSEUDO_HEADS),
                   metadata={"pooling": "cls"})
         for precision in precisions:
             sync(device)
             started = time.perf_counter()
-            compute_signals(frame, "augmented", directory, directory / "heads.safetensors", False, 128, 256, device,
-                            directory / "signals.safetensors", precision=precision)
+            compute_signals(frame, "augmented", directory, directory / run_files.PSEUDO_HEADS, False, 128, 256, device,
+                            directory / "teacher_signals.safetensors", precision=precision)
             sync(device)
             labelled[precision.name] = rate = len(frame) / (time.perf_counter() - started)
             print(f"\n{precision.name}: teacher labelling ({args.teacher_size}, {t_layers}x{t_width}, logits + "

@@ -42,6 +42,8 @@ from gpu_check import DEMO_TARGETS, group_runs, target, teacher_metrics  # noqa:
 from quality_claims import EXPERIMENTS, read_record, recordable_commit  # noqa: E402
 from quality_real_data import benchmark_config  # noqa: E402
 
+from transformers.utils import SAFE_WEIGHTS_NAME  # noqa: E402
+
 from kdflow.workflow import replay  # noqa: E402
 from kdflow.workflow.job_settings import grid_points  # noqa: E402
 
@@ -60,7 +62,7 @@ def minilm(carry: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     for name in MINILM_FILES:
         shutil.copy(source / name, target / name)
-    weights = load_file(source / "model.safetensors")
+    weights = load_file(source / SAFE_WEIGHTS_NAME)
     half = {name: tensor.half() if tensor.is_floating_point() else tensor for name, tensor in weights.items()}
     (target / "model.fp16.safetensors.z").write_bytes(zlib.compress(save(half), 9))
 

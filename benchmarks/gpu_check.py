@@ -57,6 +57,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from transformers.utils import SAFE_WEIGHTS_NAME  # noqa: E402
+
+from kdflow.core import run_files  # noqa: E402
 from kdflow.core.precision import Precision, resolve_precision  # noqa: E402
 from kdflow.reporting.claims import read_runs  # noqa: E402
 from kdflow.workflow import replay  # noqa: E402
@@ -410,7 +413,7 @@ def unpack_minilm(carry: Path, directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     weights = load(zlib.decompress((carry / "minilm" / "model.fp16.safetensors.z").read_bytes()))
     save_file({name: tensor.float() if tensor.is_floating_point() else tensor for name, tensor in weights.items()},
-              directory / "model.safetensors", metadata={"format": "pt"})
+              directory / SAFE_WEIGHTS_NAME, metadata={"format": "pt"})
     for file in (carry / "minilm").iterdir():
         if not file.name.startswith("model."):
             (directory / file.name).write_bytes(file.read_bytes())
@@ -455,7 +458,7 @@ def evidence(context: dict, stop_at: float) -> dict:
         carried = json.loads((context["carry"] / "evidence.json").read_text())
         directory, groups, recorded = context["work"] / "evidence", carried["groups"], carried["recorded"]
         listing = context["carry"] / "evidence_jobs.json"
-        if not (directory / "minilm" / "model.safetensors").exists():
+        if not (directory / "minilm" / SAFE_WEIGHTS_NAME).exists():
             unpack_minilm(context["carry"], directory / "minilm")
             subprocess.run(["tar", "-xJf", str(context["carry"] / "data.tar.xz"), "-C", str(directory)], check=True)
     how = {"device": context["environment"].get("gpu", "cpu"), "precision": context["precisions"][-1],
@@ -531,7 +534,7 @@ def group_runs(group: dict) -> list[dict]:
 
 
 def target(run: dict) -> str:
-    return str(run_dir(Path(), run) / "metrics.json")
+    return str(run_dir(Path(), run) / run_files.METRICS)
 
 
 def teacher_metrics(group: dict) -> str:

@@ -64,6 +64,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from quality_real_data import EXPERIMENTS as THESIS_EXPERIMENTS  # noqa: E402
 from quality_real_data import TEACHER, prepare, read_json, seconds, write_if_changed  # noqa: E402
 
+from transformers.utils import SAFE_WEIGHTS_NAME  # noqa: E402
+
+from kdflow.core import run_files  # noqa: E402
 from kdflow.core.documents import Paragraph  # noqa: E402
 from kdflow.reporting.claims import (  # noqa: E402
     cells, claims_document, read_margins, read_runs, searched_points, usable)
@@ -220,14 +223,14 @@ def finished_run(workdir: Path, run: dict, invocation: str, code: str, data_seed
 def teacher_digest(directory: Path, teacher: str, task: str) -> str | None:
     """The first 16 hex digits of the SHA-256 of a fine-tuned teacher's weights, which the records of its students
     keep: kdflow.reporting.claims pairs only runs of one teacher (a GPU check's, or a thesis subset's)."""
-    weights = directory / paths.TEACHER_MODEL.format(teacher=teacher, task=task) / "model.safetensors"
+    weights = directory / paths.TEACHER_MODEL.format(teacher=teacher, task=task) / SAFE_WEIGHTS_NAME
     return hashlib.sha256(weights.read_bytes()).hexdigest()[:16] if weights.exists() else None
 
 
 def run_record(workdir: Path, run: dict, code: str, how: dict) -> dict | None:
     """The record of a finished run (None if its metrics are not written): its scores and dev predictions, the
     commit ``code`` that ran it, and ``how`` it ran (timings, command, and for a GPU run its device)."""
-    metrics = read_json(run_dir(workdir, run) / "metrics.json")
+    metrics = read_json(run_dir(workdir, run) / run_files.METRICS)
     if metrics is None:
         return None
     import pandas as pd
@@ -235,7 +238,7 @@ def run_record(workdir: Path, run: dict, code: str, how: dict) -> dict | None:
     from kdflow.core.tasks import TASKS as KDFLOW_TASKS
 
     metric = KDFLOW_TASKS[run["task"]].main_metric
-    predictions = pd.read_parquet(run_dir(workdir, run) / "predictions.parquet")
+    predictions = pd.read_parquet(run_dir(workdir, run) / run_files.PREDICTIONS)
     dev = predictions[predictions["split"] == "dev"].sort_values("idx")
     return {**run, "seed": int(run["seed"]), "metric": metric,
             "dev": 100 * metrics["scores"]["dev"][metric],
@@ -305,7 +308,7 @@ def run_workflow(workdir: Path, runs: list[dict], cores: int, label: str, nolock
         print(f"{label}: nothing to train (every run is in the record, or, for seeds, no search is complete)",
               flush=True)
         return
-    targets = [str(run_dir(workdir, run).relative_to(workdir) / "metrics.json") for run in runs]
+    targets = [str(run_dir(workdir, run).relative_to(workdir) / run_files.METRICS) for run in runs]
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
                str(workdir), "--configfile", str(workdir / "config.yaml"), "--replace-workflow-config", "--cores",
                str(cores), "--rerun-incomplete", "--keep-going", "--rerun-triggers", "mtime", "input",

@@ -51,6 +51,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from kdflow.core import run_files  # noqa: E402
 from kdflow.workflow import results_paths as paths  # noqa: E402
 from kdflow.workflow.config_files import load_config_file  # noqa: E402
 
@@ -206,7 +207,7 @@ def student_runs(workdir: Path, experiments: list[str], tasks: list[str]) -> lis
     for experiment in experiments:
         for task in tasks:
             metric = TASKS[task][3]
-            for path in sorted((students / experiment / task).glob("*/*/*/seed*/metrics.json")):
+            for path in sorted((students / experiment / task).glob(f"*/*/*/seed*/{run_files.METRICS}")):
                 student, method, point, seed = path.parent.relative_to(students / experiment / task).parts
                 report = read_json(path)
                 relative = path.parent.relative_to(students)

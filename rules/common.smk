@@ -4,6 +4,7 @@
 # its rules, since Snakemake's linter wants no function definitions beside rules (tests/test_layout.py).
 import os
 
+import kdflow.core.run_files as run_file_names
 import kdflow.workflow.results_paths as paths
 import kdflow.workflow.student_packs as packs
 from kdflow.core.tasks import TASKS

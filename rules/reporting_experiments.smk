@@ -68,7 +68,9 @@ rule figure_experiment_curves:
     student, the selected points bold, and the data behind it."""
     input:
         selection=paths.SELECTION,
-        curves=lambda w: experiment_run_files(config, w.experiment, "curves.parquet"),
+        curves=lambda w: experiment_run_files(
+            config, w.experiment, run_file_names.CURVES
+        ),
         metrics=lambda w: experiment_run_files(config, w.experiment),
     output:
         data=report(
@@ -116,7 +118,7 @@ rule glue_submission:
     input:
         selection=paths.SELECTION,
         predictions=lambda w: experiment_run_files(
-            config, w.experiment, "predictions.parquet"
+            config, w.experiment, run_file_names.PREDICTIONS
         ),
     output:
         directory(paths.GLUE_SUBMISSION),

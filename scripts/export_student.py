@@ -4,6 +4,7 @@ import logging
 import shutil
 from pathlib import Path
 
+from kdflow.core import run_files
 from kdflow.core.runtime import rule_job
 from kdflow.export.onnx_export import onnx_available
 from kdflow.export.student_export import applicable_deviations, export_student, rebuild_command
@@ -20,6 +21,7 @@ with rule_job(snakemake):
                                           snakemake.params.replace_config, snakemake.params.config_overrides)}
     record = export_student(request, snakemake.input.selection, export["runs_dir"], snakemake.input.data,
                             snakemake.input.teacher, snakemake.output.folder, context, onnx=onnx_available())
-    shutil.copyfile(Path(snakemake.output.folder) / "README.md", snakemake.output.card)  # the card, in the report
+    # the card, in the report
+    shutil.copyfile(Path(snakemake.output.folder) / run_files.MODEL_CARD, snakemake.output.card)
     logging.getLogger("kdflow").info("exported %s (point %s, seed %s) to %s", record["model_class"],
                                      record["run"]["point"], record["run"]["seed"], snakemake.output.folder)

@@ -14,6 +14,7 @@ import torch
 import yaml
 from conftest import TEACHER_HP, TINY_BERT, finetuned
 
+from kdflow.core import run_files
 from kdflow.core.errors import UserError
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.distillation.distill import distill
@@ -21,7 +22,6 @@ from kdflow.distillation.selection import best_seed, select_experiment
 from kdflow.export.conversion import TOLERANCE, agreement, kdflow_logits, needs_remote_code
 from kdflow.export.model_card import metadata
 from kdflow.export.student_export import (
-    EXPORT_RECORD,
     applicable_deviations,
     export_student,
     rebuild_command,
@@ -184,7 +184,7 @@ def test_the_exported_folder_predicts_what_kdflow_does_without_kdflow(exported, 
 def test_the_export_takes_the_selected_points_best_dev_seed_and_checks_every_dev_example(exported):
     task, _, folder, record, *_ = exported["sst2_bert_k"]
     assert record["run"]["seed"] == int(best_seed(record["selection"]["dev_by_seed"]))
-    assert json.loads((folder / EXPORT_RECORD).read_text()) == json.loads(json.dumps(record))
+    assert json.loads((folder / run_files.EXPORT_RECORD).read_text()) == json.loads(json.dumps(record))
     for check in ("kdflow_student", "recorded_predictions"):
         assert record["agreement"][check]["examples"] == len(task.split("dev"))
         assert record["agreement"][check]["prediction_disagreements"] == 0

@@ -12,10 +12,10 @@ for package in ("onnx", "onnxruntime", "onnxscript"):
 
 pytestmark = pytest.mark.slow  # eight exports through torch's dynamo exporter: about 35 s
 
+from kdflow.core import run_files
 from kdflow.export.conversion import TOLERANCE, accepted_inputs, exported_logits, exported_model, exported_tokenizer
 from kdflow.export.onnx_export import (
     EXAMPLE_SHAPE,
-    ONNX_FILE,
     check_onnx,
     export_onnx,
     onnx_logits,
@@ -54,7 +54,7 @@ def test_onnxruntime_computes_the_pytorch_models_logits(teacher, tmp_path, name,
                            regression, tokenizer)
     accepted_inputs(tokenizer, model)
     path = export_onnx(model, tokenizer, tmp_path)
-    assert path == tmp_path / ONNX_FILE
+    assert path == tmp_path / run_files.ONNX_MODEL
     session = onnx_session(path)
     takes = [given.name for given in session.get_inputs()]
     assert takes == [n for n in tokenizer.model_input_names if n != "token_type_ids" or name in ("bert_k", "bert_s")]

@@ -23,6 +23,7 @@ import pandas as pd
 import torch
 from transformers import AutoTokenizer
 
+from kdflow.core import run_files
 from kdflow.core.data import TaskData
 from kdflow.core.errors import UserError
 from kdflow.core.intermediates import read_training_record
@@ -42,7 +43,7 @@ from kdflow.transfer.signals import SignalCache, TeacherSignals
 def load_method(run_dir: Path, report: dict, shapes: Shapes) -> Method:
     """The run's method with its trained parts (student pseudo classifiers, projections), in eval mode."""
     method = build_method(report["method"], shapes, report["method_options"])
-    with TensorFile(Path(run_dir) / "model.safetensors") as saved:
+    with TensorFile(Path(run_dir) / run_files.STUDENT_WEIGHTS) as saved:
         state = {k.removeprefix("method."): saved.get(k) for k in saved.keys() if k.startswith("method.")}
     method.load_state_dict(state)
     return method.eval()
@@ -73,7 +74,7 @@ def recompute(run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path
     ``seed`` (the same examples for every run of the task; all of them if None or fewer), with the teacher side
     computed as it labelled the transfer set, both in ``precision``."""
     run_dir, teacher_dir, device = Path(run_dir), Path(teacher_dir), torch.device(device)
-    report = json.loads((run_dir / "metrics.json").read_text())
+    report = json.loads((run_dir / run_files.METRICS).read_text())
     task = TaskData.load(data_dir)
     regression, labelled = task.meta["regression"], task.is_labelled(split)
     frame = task.split(split)
@@ -81,7 +82,7 @@ def recompute(run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path
 
     teacher_length = read_training_record(teacher_dir / "model", "teacher")["hyperparameters"]["max_seq_length"]
     with tempfile.TemporaryDirectory() as scratch:
-        signals = Path(scratch) / "signals.safetensors"
+        signals = Path(scratch) / "teacher_signals.safetensors"
         compute_signals(examples, split, teacher_dir, heads_path, True, teacher_length, len(examples), device, signals,
                         precision=precision)
         cache = SignalCache(signals, device, examples["idx"].to_numpy())
@@ -114,7 +115,7 @@ def attention_weights(
     ``student_layers`` (its depth M), ``teacher_layers`` (1..N), per example ``idx``, ``texts``, ``labels``
     (None when unlabelled) and ``weights`` [n_examples, N] (rows sum to 1), and ``gold_distance`` [n_examples, N]:
     each teacher pseudo-head's distance to the gold label on the same examples (Universal-KD Fig. 3, left)."""
-    method = json.loads((Path(run_dir) / "metrics.json").read_text())["method"]
+    method = json.loads((Path(run_dir) / run_files.METRICS).read_text())["method"]
     if method not in attentive_methods():
         raise no_attention(method)
     run = recompute(run_dir, teacher_dir, heads_path, data_dir, n_examples, split, seed, device, precision)

@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
+from kdflow.core import run_files
 from kdflow.core.errors import UserError, not_utf8
 from kdflow.core.intermediates import read_json, read_parquet, write_parquet
 from kdflow.core.io import atomic_output
@@ -246,7 +247,7 @@ def prepare_task(task: Task, raw_dir: Path | None, out_dir: Path) -> dict:
         directory.mkdir()
         for name, split in splits.items():
             write_parquet(split.to_table(task.regression), directory / f"{name}.parquet")
-        (directory / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        (directory / run_files.DATA_META).write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 
 
@@ -260,7 +261,7 @@ class TaskData:
     @classmethod
     def load(cls, directory: Path) -> "TaskData":
         directory = Path(directory)
-        return cls(read_json(directory / "meta.json"), directory)
+        return cls(read_json(directory / run_files.DATA_META), directory)
 
     @property
     def num_labels(self) -> int:

@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kdflow.core import run_files
 from kdflow.core.errors import UserError
 
 RESULTS = "results"  # where the workflow's rules write (every path in rules/*.smk starts with it)
@@ -99,12 +100,11 @@ def read_json(path: str | Path):
         raise DamagedFile(path, f"not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}") from None
 
 
-TRAINING_RECORD = "training.json"  # in a saved model's directory: how the weights beside it were trained
 
 
 def read_training_record(model_dir: str | Path, what: str) -> dict:
     """The training record a fine-tuning job wrote into ``model_dir``, which holds ``what`` (e.g. "teacher")."""
-    path = Path(model_dir) / TRAINING_RECORD
+    path = Path(model_dir) / run_files.TRAINING_RECORD
     if not path.exists():
         raise DamagedFile(path, f"missing: the {what} beside it has no training record (written by an older "
                                 f"kdflow: fine-tune it again)")

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 from transformers import AutoTokenizer
 
-from kdflow.core import metrics
+from kdflow.core import metrics, run_files
 from kdflow.core.data import TaskData
 from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
@@ -325,7 +325,7 @@ def write_student(run: StudentRun, task: TaskData, transfer_set: Path | None, be
     run.model.load_state_dict(best["state"])
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_output(out_dir / "model.safetensors") as path:
+    with atomic_output(out_dir / run_files.STUDENT_WEIGHTS) as path:
         save_tensors(best["state"], path, saved_words(run.words))
     scores, tables = {}, []
     for name, split in run.encoded.items():
@@ -336,7 +336,7 @@ def write_student(run: StudentRun, task: TaskData, transfer_set: Path | None, be
             scores[name] = (metrics.nan_scores(metric_names) if diverged
                             else metrics.score_logits(metric_names, logits, split.labels, regression))
         tables.append(prediction_table(name, run.frames[name], logits, split, regression, task.meta["labels"]))
-    with atomic_output(out_dir / "predictions.parquet") as path:
+    with atomic_output(out_dir / run_files.PREDICTIONS) as path:
         write_parquet(pd.concat(tables, ignore_index=True), path)
     train_frame = run.frames["train"]
     report = {
@@ -358,7 +358,7 @@ def write_student(run: StudentRun, task: TaskData, transfer_set: Path | None, be
         "precision": precision.name,
         "seconds": seconds,
     }
-    write_json(out_dir / "metrics.json", report, default=str)
-    write_curves(out_dir / "curves.parquet", history)
+    write_json(out_dir / run_files.METRICS, report, default=str)
+    write_curves(out_dir / run_files.CURVES, history)
     log.info("student done: %s", json.dumps(scores))
     return report

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kdflow.core import metrics, statistics
+from kdflow.core import metrics, run_files, statistics
 from kdflow.core.errors import UserError
 from kdflow.core.model_references import reference_kind
 
@@ -198,5 +198,5 @@ def selected_run_dir(reference: dict, selection_path, runs_dir) -> Path:
 def predictions_path(reference: dict, files: dict) -> Path:
     """Where a fine-tuned teacher's or a selected student's per-example predictions are."""
     if reference_kind(reference) == "teacher":
-        return Path(files["teacher_model"]).parent / "predictions.parquet"
-    return selected_run_dir(reference, files["selection"], files["runs_dir"]) / "predictions.parquet"
+        return Path(files["teacher_model"]).parent / run_files.PREDICTIONS
+    return selected_run_dir(reference, files["selection"], files["runs_dir"]) / run_files.PREDICTIONS

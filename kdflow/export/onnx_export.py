@@ -36,11 +36,11 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
+from kdflow.core import run_files
 from kdflow.core.errors import UserError
 from kdflow.export.conversion import agreement, agrees, exported_logits
 from kdflow.export.modeling_kdflow_student import KdflowStudentForSequenceClassification
 
-ONNX_FILE = "model.onnx"
 ONNX_PACKAGES = ("onnx", "onnxruntime", "onnxscript")  # the `onnx` extra of pyproject.toml
 OUTPUT_NAME = "logits"
 # The example the exporter traces with: two rows of eight tokens. Sizes 0 and 1 would be specialised (fixed in
@@ -192,7 +192,7 @@ def export_onnx(model: PreTrainedModel, tokenizer, folder) -> Path:
     """Write ``model`` (an exported student, in float32) as ``folder/model.onnx``; returns its path. The graph's
     inputs are :func:`input_names`, int64 ``[batch, sequence]``, both axes dynamic; its output ``logits``."""
     require_onnx()
-    path = Path(folder) / ONNX_FILE
+    path = Path(folder) / run_files.ONNX_MODEL
     path.parent.mkdir(parents=True, exist_ok=True)
     model = model.float().eval()
     names = input_names(tokenizer, model)

@@ -29,6 +29,7 @@ import pandas as pd
 import yaml
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+from kdflow.core import run_files
 from kdflow.core.data import TaskData
 from kdflow.core.errors import UserError
 from kdflow.core.intermediates import read_json, read_parquet
@@ -48,13 +49,12 @@ from kdflow.export.conversion import (
     tokenizer_kind,
 )
 from kdflow.export.model_card import model_card
-from kdflow.export.onnx_export import ONNX_FILE, check_onnx, export_onnx
+from kdflow.export.onnx_export import check_onnx, export_onnx
 from kdflow.students.loading import load_distilled
 from kdflow.workflow.provenance import PACKAGE_ROOT
 
 log = logging.getLogger("kdflow")
 
-EXPORT_RECORD = "kdflow.json"  # beside the model: what the card says, for programs
 CHECKED_SPLIT = "dev"  # where kdflow's scores and selection come from; every example of it is checked
 FP32 = "fp32"  # kdflow.core.precision's name of float32
 
@@ -82,7 +82,7 @@ def export_student(request: dict, selection_path, runs_dir, data_dir, teacher_mo
     entry = selection_entry(selection, task_name, student_name, method)
     point, seed = selected_run(selection, task_name, student_name, method)
     run_dir = Path(runs_dir) / point / f"seed{seed}"
-    run = read_json(run_dir / "metrics.json")
+    run = read_json(run_dir / run_files.METRICS)
     kind = run["student"]["type"]
     remote_code = needs_remote_code(kind)  # a type export does not know fails here, before any loading
     task = TaskData.load(data_dir)
@@ -112,10 +112,10 @@ def export_student(request: dict, selection_path, runs_dir, data_dir, teacher_mo
         record["tokenizer"] = tokenizer_kind(student)
         if onnx:
             path = export_onnx(model, tokenizer, folder)
-            record["onnx"] = {"file": ONNX_FILE, CHECKED_SPLIT: check_onnx(path, model, tokenizer,
+            record["onnx"] = {"file": run_files.ONNX_MODEL, CHECKED_SPLIT: check_onnx(path, model, tokenizer,
                                                                          task.split(CHECKED_SPLIT), regression)}
-        write_json(Path(folder) / EXPORT_RECORD, record)
-        (Path(folder) / "README.md").write_text(model_card(record))
+        write_json(Path(folder) / run_files.EXPORT_RECORD, record)
+        (Path(folder) / run_files.MODEL_CARD).write_text(model_card(record))
     return record
 
 
@@ -134,13 +134,13 @@ def check_folder(folder: Path, student, teacher_model_dir: Path, task: TaskData,
     regression = task.meta["regression"]
     exported = exported_logits(model, tokenizer, frame)
     kdflow = agreement(kdflow_logits(student, teacher_model_dir, frame, max_length), exported, regression)
-    recorded = agreement(recorded_logits(run_dir / "predictions.parquet", CHECKED_SPLIT, frame), exported, regression)
+    recorded = agreement(recorded_logits(run_dir / run_files.PREDICTIONS, CHECKED_SPLIT, frame), exported, regression)
     recorded["precision"] = precision
     recorded["required"] = precision == FP32
     if not agrees(kdflow) or (recorded["required"] and not agrees(recorded)):
         raise UserError(f"the exported folder does not predict what kdflow's student does on {CHECKED_SPLIT} "
-                        f"(against the reloaded student: {kdflow}; against {run_dir}/predictions.parquet: {recorded}); "
-                        "nothing was written")
+                        f"(against the reloaded student: {kdflow}; "
+                        f"against {run_dir / run_files.PREDICTIONS}: {recorded}); nothing was written")
     log.info("exported folder checked on %d %s examples: max |logit difference| %.2e against kdflow's student, "
              "%.2e against the run's predictions", kdflow["examples"], CHECKED_SPLIT,
              kdflow["max_abs_logit_difference"], recorded["max_abs_logit_difference"])

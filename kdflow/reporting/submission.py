@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kdflow.core import run_files
 from kdflow.core.intermediates import read_json, read_parquet
 from kdflow.core.tasks import GLUE_FILES
 from kdflow.distillation.selection import best_seed
@@ -47,7 +48,7 @@ def write_submissions(selection_path, student_dir: str, out_dir) -> list[Path]:
             continue
         run = student_dir.format(task=task, student=selection["student"], method=selection["method"],
                                  point=selection["selected"], seed=submitted_seed(selection))
-        predictions = read_parquet(Path(run) / "predictions.parquet")
+        predictions = read_parquet(Path(run) / run_files.PREDICTIONS)
         target = Path(out_dir) / selection["student"] / selection["method"]
         target.mkdir(parents=True, exist_ok=True)
         for split in splits:

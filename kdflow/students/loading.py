@@ -10,6 +10,7 @@ from pathlib import Path
 from torch import nn
 from transformers import AutoTokenizer
 
+from kdflow.core import run_files
 from kdflow.core.intermediates import read_json
 from kdflow.core.tensor_files import TensorFile
 from kdflow.students.registry import StudentContext, build_student
@@ -27,9 +28,9 @@ def load_distilled(run_dir: Path, teacher_dir: Path, num_labels: int) -> nn.Modu
     best-dev weights of student and method, and a word-level student's word list), in eval mode. Word vectors are
     not read again: the saved weights replace them."""
     run_dir = Path(run_dir)
-    spec = read_json(run_dir / "metrics.json")["student"]
+    spec = read_json(run_dir / run_files.METRICS)["student"]
     tokenizer = AutoTokenizer.from_pretrained(Path(teacher_dir) / "model")
-    with TensorFile(run_dir / "model.safetensors") as saved:
+    with TensorFile(run_dir / run_files.STUDENT_WEIGHTS) as saved:
         metadata = saved.metadata
         state = {name: saved.get(name) for name in saved.keys() if name.startswith("student.")}
     words = json.loads(metadata[WORDS]) if WORDS in metadata else None

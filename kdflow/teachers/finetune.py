@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 import torch.distributed as dist
 
-from kdflow.core import metrics
+from kdflow.core import metrics, run_files
 from kdflow.core.data import TaskData
 from kdflow.core.devices import seed_everything
 from kdflow.core.errors import UserError
@@ -155,7 +155,7 @@ def evaluate_teacher(task: TaskData, model_dir: Path, out_dir: Path, device, pre
             scores[name] = metrics.nan_scores(scores[name])
         tables.append(prediction_table(name, frame, logits, split, regression, task.meta["labels"]))
     out_dir = Path(out_dir)
-    with atomic_output(out_dir / "predictions.parquet") as path:
+    with atomic_output(out_dir / run_files.PREDICTIONS) as path:
         write_parquet(pd.concat(tables, ignore_index=True), path)
     report = {
         "task": task.meta["task"],
@@ -172,8 +172,8 @@ def evaluate_teacher(task: TaskData, model_dir: Path, out_dir: Path, device, pre
         "seconds": record["seconds"],
         "evaluation_seconds": time.perf_counter() - started,
     }
-    write_json(out_dir / "metrics.json", report)
-    write_curves(out_dir / "curves.parquet", record["history"])
+    write_json(out_dir / run_files.METRICS, report)
+    write_curves(out_dir / run_files.CURVES, record["history"])
     log.info("teacher scores: %s", json.dumps(report["scores"]))
     return report
 

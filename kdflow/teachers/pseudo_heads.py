@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import AutoTokenizer
 
-from kdflow.core import metrics
+from kdflow.core import metrics, run_files
 from kdflow.core.data import TaskData
 from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
@@ -231,7 +231,7 @@ def train_pseudo_heads(task: TaskData, teacher_dir: Path, settings: dict, out_di
     record = {"best_epoch": result.best_epoch, "diverged": result.diverged, "history": result.history,
               "hyperparameters": vars(hp), "precision": precision.name,
               "seconds": time.perf_counter() - started}
-    with atomic_output(out_dir / "heads.safetensors") as path:
+    with atomic_output(out_dir / run_files.PSEUDO_HEADS) as path:
         save_tensors(heads.state_dict(), path, {"pooling": pooling, "layers": str(n_layers),
                                                  "outputs": str(task.num_labels), TRAINING: json.dumps(record)})
     return record
@@ -273,13 +273,13 @@ def evaluate_pseudo_heads(task: TaskData, teacher_dir: Path, heads_path: Path, o
             "logits": list(outputs.reshape(-1, n_outputs).astype(np.float32)),
         }
     )
-    with atomic_output(out_dir / "dev_predictions.parquet") as path:
+    with atomic_output(out_dir / run_files.PSEUDO_HEADS_PREDICTIONS) as path:
         write_parquet(dev_predictions, path)
     report = {"task": task.meta["task"], "pooling": pooling, "best_epoch": record["best_epoch"],
               "diverged": record["diverged"], "layers": layers, "history": record["history"],
               "hyperparameters": hp, "precision": precision.name, "seconds": record["seconds"]}
-    write_json(out_dir / "metrics.json", report)
-    write_curves(out_dir / "curves.parquet", record["history"])
+    write_json(out_dir / run_files.METRICS, report)
+    write_curves(out_dir / run_files.CURVES, record["history"])
     main = metric_names[0]
     for layer in layers:
         log.info("layer %2d: dev %s %.4f, gold distance %.4f", layer["layer"], main, layer[main],

@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertTokenizer
 
+from kdflow.core import run_files
 from kdflow.core.errors import UserError
-from kdflow.core.intermediates import TRAINING_RECORD
 from kdflow.core.io import atomic_output, write_json
 
 INPUT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
@@ -99,4 +99,4 @@ def save_trained(model, tokenizer, record: dict, model_dir: Path) -> None:
     with atomic_output(model_dir) as directory:
         model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
-        write_json(Path(directory) / TRAINING_RECORD, record)
+        write_json(Path(directory) / run_files.TRAINING_RECORD, record)

@@ -28,6 +28,7 @@ import pandas as pd
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
+from kdflow.core import run_files
 from kdflow.core.data import TaskData
 from kdflow.core.devices import seed_everything
 from kdflow.core.hyperparameters import Hyperparameters
@@ -195,8 +196,8 @@ def evaluate_generator(task: TaskData, model_dir: Path, out_dir: Path, device, p
     report = {**record, "dev_perplexity": float("nan") if record["diverged"] else measured,
               "evaluation_precision": precision.name}
     log.info("dev perplexity %.2f (%.2f when it was kept)", measured, record["dev_perplexity"])
-    write_json(Path(out_dir) / "metrics.json", report)
-    write_curves(Path(out_dir) / "curves.parquet", record["history"])
+    write_json(Path(out_dir) / run_files.METRICS, report)
+    write_curves(Path(out_dir) / run_files.CURVES, record["history"])
     return report
 
 

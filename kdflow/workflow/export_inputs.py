@@ -4,13 +4,14 @@ while it plans."""
 
 from __future__ import annotations
 
+from kdflow.core import run_files
 from kdflow.core.errors import UserError
 from kdflow.workflow.cost_plan import paper_table_experiments
 from kdflow.workflow.job_inputs import student_run_file
 from kdflow.workflow.job_settings import canonical, experiment_runs, teacher_settings
 from kdflow.workflow.results_paths import DATA, EXPORT_CARD, SELECTION, STUDENT_METHOD_DIR, TEACHER_MODEL
 
-RUN_FILES = {"metrics": "metrics.json", "model": "model.safetensors", "predictions": "predictions.parquet"}
+RUN_FILES = {"metrics": run_files.METRICS, "model": run_files.STUDENT_WEIGHTS, "predictions": run_files.PREDICTIONS}
 
 
 def exported_runs(config: dict, experiment: str, task: str, student: str, method: str) -> list[dict]:

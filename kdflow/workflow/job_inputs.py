@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from kdflow.core import run_files
 from kdflow.core.io import input_files
 from kdflow.core.tasks import get_task
 from kdflow.workflow.job_settings import (
@@ -35,7 +36,7 @@ def student_run_file(name: str, **run) -> str:
     return f"{STUDENT_RUN_DIR}/{{name}}".format(name=name, **run)
 
 
-def experiment_run_files(config: dict, experiment: str, name: str = "metrics.json") -> list[str]:
+def experiment_run_files(config: dict, experiment: str, name: str = run_files.METRICS) -> list[str]:
     """File ``name`` of every student run of the experiment."""
     return [student_run_file(name, experiment=experiment, **run) for run in experiment_runs(config, experiment)]
 
@@ -45,7 +46,7 @@ def selection_inputs(config: dict, experiment: str) -> dict[str, list[str]]:
     baseline (``compare_to``), every run's predictions (the test resamples the dev examples)."""
     inputs = {"metrics": experiment_run_files(config, experiment)}
     if config["experiments"][experiment].get("compare_to"):
-        inputs["predictions"] = experiment_run_files(config, experiment, "predictions.parquet")
+        inputs["predictions"] = experiment_run_files(config, experiment, run_files.PREDICTIONS)
     return inputs
 
 
@@ -107,6 +108,6 @@ def student_inputs(config: dict, experiment: str, task: str, student: str, metho
     if assistant is None:
         signals = SIGNALS.format(teacher=spec["teacher"], task=task, transfer=transfer)
     else:
-        signals = student_run_file("signals.safetensors", experiment=experiment, task=task, **assistant)
+        signals = student_run_file(run_files.ASSISTANT_SIGNALS, experiment=experiment, task=task, **assistant)
     return {"data": DATA.format(task=task), "teacher": TEACHER_MODEL.format(teacher=spec["teacher"], task=task),
             "signals": signals, **transfer_set_file(transfer, task), **({"vectors": vectors} if vectors else {})}

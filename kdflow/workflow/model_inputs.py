@@ -4,6 +4,7 @@ rules call with their wildcards (rules/analysis.smk, probing.smk, reporting_figu
 
 from __future__ import annotations
 
+from kdflow.core import run_files
 from kdflow.core.model_references import embeddings_source, reference_kind
 from kdflow.workflow.job_inputs import student_run_file, transfer_set_file
 from kdflow.workflow.job_settings import (
@@ -25,7 +26,7 @@ from kdflow.workflow.results_paths import (
 THESIS_SENTENCES = "reference/thesis_table_c1_sentences.tsv"  # thesis Table C.1's sentences
 
 
-def model_files(config: dict, name: str, file: str = "model.safetensors") -> dict:
+def model_files(config: dict, name: str, file: str = run_files.STUDENT_WEIGHTS) -> dict:
     """The files a named model is loaded from: its task's data, the fine-tuned teacher and, for a student, the
     experiment's selection and ``file`` of every run it selects among."""
     reference = model_reference(config, name)
@@ -90,7 +91,7 @@ def analysis_inputs(config: dict, task: str) -> dict:
     among, since the selection decides which one; for a teacher, evaluate_teacher's predictions beside its model)."""
     inputs = {"data": DATA.format(task=task)}
     for name in analysis_models(config, task):
-        files = model_files(config, name, "predictions.parquet")
+        files = model_files(config, name, run_files.PREDICTIONS)
         inputs[f"{name}_teacher"] = files["teacher_model"]
         if "selection" in files:
             inputs[f"{name}_selection"] = files["selection"]

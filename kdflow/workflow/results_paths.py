@@ -3,37 +3,40 @@
 inputs with these names (rules/common.smk imports the module as ``paths``); Python fills them with ``.format(...)``.
 Moving an output is an edit here (tests/test_results_paths.py finds any ``results/`` path spelled elsewhere).
 
-Torch-free and importing nothing: Snakemake reads it while it plans. The training stages (training to analysis) do
-not import it: their modules are in the code fingerprints of the training jobs (kdflow.workflow.provenance), and
-they are given their paths by the rules.
+The files inside a run's folder are named in kdflow.core.run_files, its one import (torch-free: Snakemake reads
+this module while it plans). The training stages (training to analysis) do not import this module: their modules
+are in the code fingerprints of the training jobs (kdflow.workflow.provenance), and they are given their paths by
+the rules.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from kdflow.core import run_files
+
 RESULTS = "results"  # kdflow.core.intermediates.RESULTS too: the core stage checks its own files under it
 
 # Stage data
-DATA = f"{RESULTS}/data/{{task}}"  # a task's prepared splits ({split}.parquet) and meta.json
+DATA = f"{RESULTS}/data/{{task}}"  # a task's prepared splits ({split}.parquet) and its meta.json (run_files.DATA_META)
 
 # Stage teachers: fine-tuned teachers and their pseudo-heads (a classifier per layer)
 TEACHER_DIR = f"{RESULTS}/teachers/{{teacher}}/{{task}}"
 TEACHER_MODEL = f"{TEACHER_DIR}/model"  # the best dev epoch's model, with its training record
-TEACHER_PREDICTIONS = f"{TEACHER_DIR}/predictions.parquet"  # dev logits and test predictions
-TEACHER_METRICS = f"{TEACHER_DIR}/metrics.json"
-TEACHER_CURVES = f"{TEACHER_DIR}/curves.parquet"  # learning curves
+TEACHER_PREDICTIONS = f"{TEACHER_DIR}/{run_files.PREDICTIONS}"  # dev logits and test predictions
+TEACHER_METRICS = f"{TEACHER_DIR}/{run_files.METRICS}"
+TEACHER_CURVES = f"{TEACHER_DIR}/{run_files.CURVES}"  # learning curves
 PSEUDO_HEADS_DIR = f"{RESULTS}/pseudo_heads/{{teacher}}/{{task}}"
-PSEUDO_HEADS = f"{PSEUDO_HEADS_DIR}/heads.safetensors"
-PSEUDO_HEADS_PREDICTIONS = f"{PSEUDO_HEADS_DIR}/dev_predictions.parquet"
-PSEUDO_HEADS_METRICS = f"{PSEUDO_HEADS_DIR}/metrics.json"
-PSEUDO_HEADS_CURVES = f"{PSEUDO_HEADS_DIR}/curves.parquet"
+PSEUDO_HEADS = f"{PSEUDO_HEADS_DIR}/{run_files.PSEUDO_HEADS}"
+PSEUDO_HEADS_PREDICTIONS = f"{PSEUDO_HEADS_DIR}/{run_files.PSEUDO_HEADS_PREDICTIONS}"
+PSEUDO_HEADS_METRICS = f"{PSEUDO_HEADS_DIR}/{run_files.METRICS}"
+PSEUDO_HEADS_CURVES = f"{PSEUDO_HEADS_DIR}/{run_files.CURVES}"
 
 # Stage transfer: the generator, the transfer sets and the teachers' signals on them
 GENERATOR_DIR = f"{RESULTS}/generators/{{task}}"
 GENERATOR_MODEL = f"{GENERATOR_DIR}/model"
-GENERATOR_METRICS = f"{GENERATOR_DIR}/metrics.json"
-GENERATOR_CURVES = f"{GENERATOR_DIR}/curves.parquet"
+GENERATOR_METRICS = f"{GENERATOR_DIR}/{run_files.METRICS}"
+GENERATOR_CURVES = f"{GENERATOR_DIR}/{run_files.CURVES}"
 TRANSFER_DIR = f"{RESULTS}/transfer/{{task}}"
 TRANSFER_SHARD = f"{TRANSFER_DIR}/shards/{{shard}}.parquet"  # generated sentences, one sampling seed
 TRANSFER_SET = f"{TRANSFER_DIR}/{{transfer}}.parquet"  # train plus the set's sources, after hygiene
@@ -48,14 +51,14 @@ STUDENTS = f"{RESULTS}/students"
 STUDENT_METHOD_DIR = f"{STUDENTS}/{{experiment}}/{{task}}/{{student}}/{{method}}"  # what a named model selects among
 STUDENT_RUN_DIR = f"{STUDENT_METHOD_DIR}/{{point}}/seed{{seed}}"  # one grid point and seed
 RUN_KEYS = ("task", "student", "method", "point", "seed")  # what names a run's folder below its experiment's
-STUDENT_METRICS = f"{STUDENT_RUN_DIR}/metrics.json"
-STUDENT_MODEL = f"{STUDENT_RUN_DIR}/model.safetensors"
-STUDENT_PREDICTIONS = f"{STUDENT_RUN_DIR}/predictions.parquet"
-STUDENT_CURVES = f"{STUDENT_RUN_DIR}/curves.parquet"
+STUDENT_METRICS = f"{STUDENT_RUN_DIR}/{run_files.METRICS}"
+STUDENT_MODEL = f"{STUDENT_RUN_DIR}/{run_files.STUDENT_WEIGHTS}"
+STUDENT_PREDICTIONS = f"{STUDENT_RUN_DIR}/{run_files.PREDICTIONS}"
+STUDENT_CURVES = f"{STUDENT_RUN_DIR}/{run_files.CURVES}"
 # a pack of student runs trained as one (kdflow.workflow.student_packs): each member's files in its folder there, named
 # as its run's folder is in its method's (<point>/seed<seed>)
 STUDENT_PACK_DIR = f"{RESULTS}/student_packs/{{experiment}}/{{task}}/{{student}}/{{method}}/pack{{pack}}"
-ASSISTANT_SIGNALS = f"{STUDENT_RUN_DIR}/signals.safetensors"  # TAKD: an assistant's logits, for its student
+ASSISTANT_SIGNALS = f"{STUDENT_RUN_DIR}/{run_files.ASSISTANT_SIGNALS}"  # TAKD: an assistant's logits, for its student
 SELECTION = f"{RESULTS}/selection/{{experiment}}.json"  # the grid point selected on dev, with the whole grid
 
 # Stage probing
