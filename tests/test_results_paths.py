@@ -34,11 +34,15 @@ def docstring_nodes(tree: ast.AST) -> set[int]:
 def python_results_paths(source: str) -> list[str]:
     """Every string constant of ``source`` but its docstrings, f-strings' literal parts included, naming a path
     under results/."""
+    return [f"line {line}: {value!r}" for line, value in python_strings(source) if "results/" in value]
+
+
+def python_strings(source: str) -> list[tuple[int, str]]:
+    """Every string constant of ``source`` but its docstrings (f-strings' literal parts included), with its line."""
     tree = ast.parse(source)
     docstrings = docstring_nodes(tree)
-    return [f"line {node.lineno}: {node.value!r}" for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
-            and "results/" in node.value]
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
 
 
 QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
@@ -47,13 +51,18 @@ QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
 def snakemake_results_paths(source: str) -> list[str]:
     """Every quoted string of a rule file (or the Snakefile) outside its triple-quoted docstrings and comments that
     names a path under results/."""
+    return [f"line {line}: {quoted}" for line, quoted in snakemake_strings(source) if "results/" in quoted]
+
+
+def snakemake_strings(source: str) -> list[tuple[int, str]]:
+    """Every quoted string of a rule file outside its triple-quoted docstrings and comments, quotes kept, with its
+    line."""
     code = re.sub(r'""".*?"""|\'\'\'.*?\'\'\'', lambda m: "\n" * m.group(0).count("\n"), source, flags=re.DOTALL)
     found = []
     for number, line in enumerate(code.splitlines(), 1):
         masked = QUOTED.sub(lambda m: '"' * len(m.group(0)), line)  # a # inside a string starts no comment
         comment = masked.find("#") if "#" in masked else len(line)  # what a comment holds is prose
-        found += [f"line {number}: {m.group(0)}" for m in QUOTED.finditer(line)
-                  if m.start() < comment and "results/" in m.group(0)]
+        found += [(number, m.group(0)) for m in QUOTED.finditer(line) if m.start() < comment]
     return found
 
 
@@ -112,26 +121,10 @@ def run_file_names_in(path: Path) -> list[str]:
     """The run-folder file names spelled in a source file's code (not its docstrings or comments): a string constant
     (or an f-string's literal part) that is one of them, or ends in ``/`` and one."""
     text = path.read_text()
-    if path.suffix == ".py":
-        tree = ast.parse(text)
-        docstrings = docstring_nodes(tree)
-        strings = [(node.lineno, node.value) for node in ast.walk(tree)
-                   if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
-    else:
-        strings = snakemake_strings(text)
+    strings = python_strings(text) if path.suffix == ".py" else [
+        (line, quoted[1:-1]) for line, quoted in snakemake_strings(text)]
     return [f"line {line}: {value!r}" for line, value in strings
             if value in RUN_FILE_NAMES or any(value.endswith(f"/{name}") for name in RUN_FILE_NAMES)]
-
-
-def snakemake_strings(source: str) -> list[tuple[int, str]]:
-    """Every quoted string of a rule file outside its docstrings and comments, with its line, unquoted."""
-    code = re.sub(r'""".*?"""|\'\'\'.*?\'\'\'', lambda m: "\n" * m.group(0).count("\n"), source, flags=re.DOTALL)
-    found = []
-    for number, line in enumerate(code.splitlines(), 1):
-        masked = QUOTED.sub(lambda m: '"' * len(m.group(0)), line)
-        comment = masked.find("#") if "#" in masked else len(line)
-        found += [(number, m.group(0)[1:-1]) for m in QUOTED.finditer(line) if m.start() < comment]
-    return found
 
 
 def test_no_run_folder_file_name_is_spelled_outside_the_run_files_module():
