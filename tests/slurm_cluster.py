@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -140,14 +141,23 @@ def run_progress(*runs) -> tuple:
     moved = []
     for run in runs:
         workdir = run.workdir if isinstance(run, SnakemakeOnSlurm) else Path(run)
-        files = [path for folder in ("logs", ".snakemake/slurm_logs") for path in (workdir / folder).rglob("*")
-                 if path.is_file()]
-        moved += [(str(path), path.stat().st_size) for path in sorted(files)]
+        files = [path for folder in ("logs", ".snakemake/slurm_logs") for path in (workdir / folder).rglob("*")]
+        moved += [(str(path), size) for path in sorted(files) if (size := file_size(path)) is not None]
         if isinstance(run, SnakemakeOnSlurm):
             moved += [run.log.stat().st_size, process_tree_cpu(run.process.pid)]
     # the queue: a job that starts, runs on (its elapsed time) or ends moves, also while its log is quiet
     queue = subprocess.run(["squeue", "-h", "-o", "%i %T %M"], capture_output=True, text=True, timeout=15, check=False)
     return (*moved, queue.stdout)
+
+
+def file_size(path: Path) -> int | None:
+    """``path``'s size, or None for a folder or a file gone since it was listed: the SLURM executor deletes the logs
+    of jobs that succeeded while a run is being watched."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
 def wait_for(condition, timeout, what, progress=None):

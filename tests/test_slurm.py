@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 from conftest import copy_repo, run_while_progressing, snakemake, trained_outcome
 from slurm_cluster import (RESUMED, STALL_SECONDS, TEACHER, TEACHER_LOG, SnakemakeOnSlurm, fault_test_workdir,
-                           longer_teacher, run_progress, slurm_record, stdout_of, stop_job, submissions, wait_for,
-                           wait_for_log, write_test_setup)
+                           file_size, longer_teacher, run_progress, slurm_record, stdout_of, stop_job, submissions,
+                           wait_for, wait_for_log, write_test_setup)
 
 from kdflow.workflow import results_paths as paths
 from kdflow.workflow import slurm_status
@@ -242,3 +242,15 @@ def test_a_slurm_job_counts_as_earlier_only_if_queued_or_running_here_under_anot
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: SimpleNamespace(stdout="\n".join(lines)))
     assert active_jobs({"5", "6", "7", "8"}, here, "this-run") == {
         "5": {"state": "RUNNING", "name": "earlier", "log": f"{here}/.snakemake/slurm_logs/rule_x/5.log"}}
+
+
+def test_watching_a_run_skips_a_log_deleted_after_it_was_listed(tmp_path):
+    """The SLURM executor deletes a succeeded job's log while the run is watched: a log listed, then gone, is no
+    longer part of what moved (it once failed the watch with FileNotFoundError)."""
+    log = tmp_path / "23.log"
+    log.write_text("done\n")
+    listed = sorted(tmp_path.rglob("*"))
+    assert [file_size(path) for path in listed] == [5]
+    log.unlink()
+    assert [file_size(path) for path in listed] == [None]
+    assert file_size(tmp_path) is None  # a folder is not a log
