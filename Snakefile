@@ -15,6 +15,7 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
+include: "rules/templates.smk"
 include: "rules/data.smk"
 include: "rules/teachers.smk"
 include: "rules/transfer.smk"

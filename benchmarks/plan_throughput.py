@@ -353,7 +353,7 @@ def startup_rows(repeats: int, command: str, only: set[str] | None = None) -> li
                        "from kdflow.export.onnx_export import export_onnx\n"
                        f"export_onnx(AutoModelForSequenceClassification.from_pretrained({directory!r}), "
                        f"AutoTokenizer.from_pretrained({directory!r}), tempfile.mkdtemp())")
-        for rule, (script, _) in rule_scripts(REPO / "rules").items():
+        for rule, script in rule_scripts(REPO / "rules").items():
             if only is not None and rule not in only:
                 continue
             tree = ast.parse((REPO / "scripts" / script).read_text())

@@ -7,7 +7,7 @@
 # (rules/export.smk): ONNX Runtime's beside PyTorch's.
 
 
-rule analyse_predictions:
+use rule kdflow_job as analyse_predictions with:
     """The thesis's prediction analysis of one task's teacher and students (dev)."""
     input:
         unpack(lambda w: analysis_inputs(config, w.task)),
@@ -17,47 +17,31 @@ rule analyse_predictions:
             paths.ANALYSIS_CSV,
             caption="../report/analysis.rst",
             **paper_place("thesis_sucik2020", "Table 6.2"),
-            labels={
-                "task": "{task}",
-                "result": "tables (Tables 6.1-6.2)",
-                "format": "raw CSV",
-            },
+            labels={"task": "{task}", "result": "tables (Tables 6.1-6.2)", "format": "raw CSV"},
         ),
         markdown=paths.ANALYSIS_MD,
         html=report(
             paths.ANALYSIS_PAGE,
             caption="../report/analysis.rst",
             **paper_place("thesis_sucik2020", "Table 6.2"),
-            labels={
-                "task": "{task}",
-                "result": "tables (Tables 6.1-6.2)",
-                "format": "page",
-            },
+            labels={"task": "{task}", "result": "tables (Tables 6.1-6.2)", "format": "page"},
         ),
     log:
         "logs/analyse_predictions/{task}.log",
     benchmark:
         paths.benchmark("analyse_predictions/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=4000,
         runtime=15,
     params:
-        models=lambda w: {
-            name: model_params(config, name)
-            for name in analysis_models(config, w.task)
-        },
+        **runs("analyse_predictions.py"),
+        models=lambda w: {name: model_params(config, name) for name in analysis_models(config, w.task)},
         teacher=lambda w: config["analysis"][w.task]["teacher"],
         examples=lambda w: config["analysis"][w.task].get("examples", 10),
         seed=lambda w: config["analysis"][w.task].get("seed", 42),
-        code=code_of("analyse_predictions.py"),
-    script:
-        "../scripts/analyse_predictions.py"
 
 
-rule classify_sentences:
+use rule kdflow_device_job as classify_sentences with:
     """Thesis Tables 6.3 and C.1: every listed model's prediction and confidence on a list of sentences (by
     default the thesis's Table C.1: CoLA sentences and hand-perturbed variants), beside the predictions the
     list reports (the thesis's, for Table 6.3's sentences)."""
@@ -68,47 +52,29 @@ rule classify_sentences:
             paths.SENTENCE_PROBES_CSV,
             caption="../report/sentence_probes.rst",
             **paper_place("thesis_sucik2020", "Table 6.3"),
-            labels={
-                "task": "{task}",
-                "result": "sentences and variants (Tables 6.3, C.1)",
-                "format": "raw CSV",
-            },
+            labels={"task": "{task}", "result": "sentences and variants (Tables 6.3, C.1)", "format": "raw CSV"},
         ),
         markdown=paths.SENTENCE_PROBES_MD,
         html=report(
             paths.SENTENCE_PROBES_PAGE,
             caption="../report/sentence_probes.rst",
             **paper_place("thesis_sucik2020", "Table 6.3"),
-            labels={
-                "task": "{task}",
-                "result": "sentences and variants (Tables 6.3, C.1)",
-                "format": "page",
-            },
+            labels={"task": "{task}", "result": "sentences and variants (Tables 6.3, C.1)", "format": "page"},
         ),
     log:
         "logs/classify_sentences/{task}.log",
     benchmark:
         paths.benchmark("classify_sentences/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=8000,
         runtime=15,
     params:
-        models=lambda w: {
-            name: model_params(config, name)
-            for name in config["sentence_probes"][w.task]["models"]
-        },
+        **runs("classify_sentences.py"),
+        models=lambda w: {name: model_params(config, name) for name in config["sentence_probes"][w.task]["models"]},
         reported=lambda w: config["sentence_probes"][w.task].get("reported", {}),
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("classify_sentences.py"),
-    script:
-        "../scripts/classify_sentences.py"
 
 
-rule compute_attention_maps:
+use rule kdflow_device_job as compute_attention_maps with:
     """Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3's numbers: one student layer's attention over the
     teacher's layers on random dev examples, recomputed for each of the figure's students (e.g. Universal-KD(IL)
     and ALP, or ALP students of 2, 4 and 6 layers), with the pseudo-heads' distance to the gold label on the same
@@ -129,35 +95,21 @@ rule compute_attention_maps:
         paths.benchmark("compute_attention_maps/{figure}")
     wildcard_constraints:
         figure="|".join(config.get("attention_maps", {})) or "no-figures",
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=4000,
         runtime=15,
     params:
+        **runs("compute_attention_maps.py"),
         spec=lambda w: canonical(config["attention_maps"][w.figure]),
-        models=lambda w: {
-            name: model_params(config, name)
-            for name in config["attention_maps"][w.figure]["models"]
-        },
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("compute_attention_maps.py"),
-    script:
-        "../scripts/compute_attention_maps.py"
+        models=lambda w: {name: model_params(config, name) for name in config["attention_maps"][w.figure]["models"]},
 
 
-rule compute_layer_outputs:
+use rule kdflow_device_job as compute_layer_outputs with:
     """ALP-KD Fig. 4's numbers: the first two principal components of student layers' outputs, recomputed and
     fitted jointly with the teacher layer each is compared with, and every example's cosine distance to it. Rule
     layer_outputs draws them."""
     input:
-        unpack(
-            lambda w: recomputed_student_inputs(
-                config, w.task, config["layer_outputs"][w.task]["models"]
-            )
-        ),
+        unpack(lambda w: recomputed_student_inputs(config, w.task, config["layer_outputs"][w.task]["models"])),
     output:
         json=paths.LAYER_OUTPUTS_JSON,
         csv=paths.LAYER_OUTPUTS_CSV,
@@ -165,20 +117,10 @@ rule compute_layer_outputs:
         "logs/compute_layer_outputs/{task}.log",
     benchmark:
         paths.benchmark("compute_layer_outputs/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=4000,
         runtime=15,
     params:
+        **runs("compute_layer_outputs.py"),
         spec=lambda w: canonical(config["layer_outputs"][w.task]),
-        models=lambda w: {
-            name: model_params(config, name)
-            for name in config["layer_outputs"][w.task]["models"]
-        },
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("compute_layer_outputs.py"),
-    script:
-        "../scripts/compute_layer_outputs.py"
+        models=lambda w: {name: model_params(config, name) for name in config["layer_outputs"][w.task]["models"]},

@@ -52,6 +52,7 @@ from kdflow.workflow.job_settings import (
     teacher_settings,
     transfer_of,
 )
+from kdflow.workflow.job_resources import configured_resource, configured_resources
 from kdflow.workflow.cost_plan import config_digest, paper_table_experiments
 from kdflow.workflow.export_inputs import (
     export_inputs,
@@ -97,16 +98,16 @@ correct_slurm_plugin()
 correct_scheduler_timers()
 
 
-def code_of(script, members_of=None):
-    """The fingerprint of the code a rule's script runs (the script and its kdflow import closure), a param of
-    every rule so that editing that code reruns exactly the rule's jobs (kdflow.workflow.provenance). With
-    ``members_of`` (wildcards -> the (registry, name) pairs a job runs), a function of the wildcards that counts,
-    of the registries, only the job's own members' modules.
+def runs(script, members_of=None):
+    """A rule's script (scripts/<script>) and the fingerprint of the code it runs (its ``code`` param: the script and
+    its kdflow import closure), as two of its params, so that editing that code reruns exactly the rule's jobs
+    (kdflow.workflow.provenance). With ``members_of`` (wildcards -> the (registry, name) pairs a job runs), the
+    fingerprint is a function of the wildcards that counts, of the registries, only the job's own members' modules.
     """
     path = os.path.join(workflow.basedir, "scripts", script)
     if members_of is None:
-        return script_fingerprint(path)
-    return lambda wildcards: job_fingerprint(path, members_of(wildcards))
+        return {"script": script, "code": script_fingerprint(path)}
+    return {"script": script, "code": lambda wildcards: job_fingerprint(path, members_of(wildcards))}
 
 
 wildcard_constraints:
@@ -128,34 +129,7 @@ def teacher_params(wildcards):
     return teacher_settings(config, wildcards.teacher, wildcards.task)
 
 
-def one_process_gpu(resource):
-    """A ``gpu`` resource capped at one, for jobs that run in one process: of a teacher's jobs, only
-    fine-tuning uses several GPUs (kdflow.training.parallel); the others would hold the rest idle.
-    """
-
-    def capped(wildcards, attempt):
-        return min(1, resource(wildcards, attempt))
-
-    return capped
-
-
 PROBING_CONFIG = config.get("probing", {})
-
-
-def configured_resource(name, section):
-    """A job resource: the ``resources`` of the job's config section (``section``, a key path with wildcards,
-    e.g. ``teachers.{teacher}``) over the defaults; memory and time grow with each retry.
-    """
-
-    def resource(wildcards, attempt):
-        node = config
-        for key in section.format(**dict(wildcards.items())).split("."):
-            node = node[key]
-        value = node.get("resources", {}).get(name)
-        value = value if value is not None else config["resources"][name]
-        return value * attempt if name in ("mem_mb", "runtime") else value
-
-    return resource
 
 
 def probing_file(task):
@@ -193,7 +167,4 @@ def page_and_csv(caption, labels, category=None, subcategory=None, **outputs):
             labels=with_format,
         )
 
-    return {
-        name: entry(path, formats[name]) if name in formats else path
-        for name, path in outputs.items()
-    }
+    return {name: entry(path, formats[name]) if name in formats else path for name, path in outputs.items()}

@@ -19,9 +19,7 @@ from kdflow.workflow.exploration import exploration_experiments, with_exploratio
 # (duplicated keys refused, 1.0e4 a number) then replaces Snakemake's. A config error is one message, without
 # the traceback Snakemake adds to errors in workflow code.
 try:
-    STRICT_CONFIG, CONFIG_SOURCES = workflow_config(
-        ["config.yaml"], workflow.config_settings
-    )
+    STRICT_CONFIG, CONFIG_SOURCES = workflow_config(["config.yaml"], workflow.config_settings)
 except ConfigError as error:
     sys.exit(str(error))
 

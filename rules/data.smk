@@ -2,7 +2,7 @@
 # splits.
 
 
-rule prepare_task:
+use rule kdflow_job as prepare_task with:
     """Ingest one task (local GLUE TSV layout, Sara's thesis layout, or the hub) into the common schema."""
     input:
         raw=lambda w: raw_task_files(config, w.task),
@@ -12,14 +12,9 @@ rule prepare_task:
         "logs/prepare_task/{task}.log",
     benchmark:
         paths.benchmark("prepare_task/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=4000,
         runtime=30,
     params:
+        **runs("prepare_task.py"),
         source_dir=lambda w: task_source_dir(config, w.task),
-        code=code_of("prepare_task.py"),
-    script:
-        "../scripts/prepare_task.py"

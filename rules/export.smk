@@ -4,15 +4,13 @@
 # inference cost in PyTorch and ONNX Runtime (thesis Table 5.2), which the paper tables read.
 
 
-rule export_student:
+use rule kdflow_job as export_student with:
     """The student an experiment selected for a task, student and method (the selected grid point's best-dev
     seed, as glue_submission takes it) as a save_pretrained folder with its tokenizer, a model card and
     kdflow.json, checked on every dev example against kdflow's own predictions before it is written.
     """
     input:
-        unpack(
-            lambda w: export_inputs(config, w.experiment, w.task, w.student, w.method)
-        ),
+        unpack(lambda w: export_inputs(config, w.experiment, w.task, w.student, w.method)),
     output:
         folder=directory(paths.EXPORT),
         card=report(
@@ -32,25 +30,18 @@ rule export_student:
         paths.benchmark("export_student/{experiment}/{task}/{student}/{method}")
     conda:
         "../envs/onnx.yaml"
-    threads: 1
     resources:
         mem_mb=4000,
         runtime=60,
     params:
-        export=lambda w: export_params(
-            config, w.experiment, w.task, w.student, w.method
-        ),
-        config_files=[
-            os.path.relpath(path) for path in workflow.config_settings.configfiles
-        ],
+        **runs("export_student.py"),
+        export=lambda w: export_params(config, w.experiment, w.task, w.student, w.method),
+        config_files=[os.path.relpath(path) for path in workflow.config_settings.configfiles],
         replace_config=workflow.config_settings.replace_workflow_config,
         config_overrides=dict(workflow.config_settings.config),
-        code=code_of("export_student.py"),
-    script:
-        "../scripts/export_student.py"
 
 
-rule measure_inference:
+use rule kdflow_job as measure_inference with:
     """Non-embedding parameters and CPU milliseconds per example of a named model on its task's dev split, in
     batches of 256 (thesis Table 5.2), in PyTorch and, exported to ONNX, in ONNX Runtime on the same batches and
     threads (null with the reason where onnxruntime is not installed)."""
@@ -69,8 +60,6 @@ rule measure_inference:
         mem_mb=16000,
         runtime=60,
     params:
+        **runs("measure_inference.py"),
         model=lambda w: model_params(config, w.model),
         batch_size=256,
-        code=code_of("measure_inference.py"),
-    script:
-        "../scripts/measure_inference.py"

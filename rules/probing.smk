@@ -3,7 +3,7 @@
 # nhid x dropout x L2 grid probes each layer.
 
 
-rule download_probing_task:
+use rule kdflow_job as download_probing_task with:
     """SentEval's probing file, when `probing.data_dir` is null (a local copy is read in place)."""
     output:
         "resources/senteval_probing/{filename}",
@@ -13,19 +13,14 @@ rule download_probing_task:
         paths.benchmark("download_probing_task/{filename}")
     wildcard_constraints:
         filename="|".join(PROBING_TASKS.values()),
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     params:
-        code=code_of("download_probing_task.py"),
-    script:
-        "../scripts/download_probing_task.py"
+        **runs("download_probing_task.py"),
 
 
-rule encode_probing_tasks:
+use rule kdflow_device_job as encode_probing_tasks with:
     """One model's sentence vector of every layer for the train/dev/test sentences of every probing task (the
     model is loaded once)."""
     input:
@@ -41,24 +36,16 @@ rule encode_probing_tasks:
         "logs/encode_probing_tasks/{model}.log",
     benchmark:
         paths.benchmark("encode_probing_tasks/{model}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: configured_resource("threads", "probing")
+    threads: configured_resource(config, "threads", "probing")
     resources:
-        gpu=configured_resource("gpu", "probing"),
-        mem_mb=configured_resource("mem_mb", "probing"),
-        runtime=configured_resource("runtime", "probing"),
+        **configured_resources(config, "probing"),
     params:
+        **runs("encode_probing_tasks.py"),
         model=lambda w: model_params(config, w.model),
         settings=probing_settings(config) if PROBING_CONFIG else {},
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("encode_probing_tasks.py"),
-    script:
-        "../scripts/encode_probing_tasks.py"
 
 
-rule probe_model:
+use rule kdflow_device_job as probe_model with:
     """Probe every layer of a model's encodings (the width x dropout x L2 grid, 36 configurations by default,
     trained as one batched model; WordContent by logistic regression), with the task's majority and morphology
     baselines."""
@@ -71,17 +58,9 @@ rule probe_model:
         "logs/probe_model/{model}/{probing_task}.log",
     benchmark:
         paths.benchmark("probe_model/{model}/{probing_task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: configured_resource("threads", "probing")
+    threads: configured_resource(config, "threads", "probing")
     resources:
-        gpu=configured_resource("gpu", "probing"),
-        mem_mb=configured_resource("mem_mb", "probing"),
-        runtime=configured_resource("runtime", "probing"),
+        **configured_resources(config, "probing"),
     params:
+        **runs("probe_model.py"),
         probe=probing_settings(config)["probe"] if PROBING_CONFIG else {},
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("probe_model.py"),
-    script:
-        "../scripts/probe_model.py"

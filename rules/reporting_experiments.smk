@@ -3,7 +3,7 @@
 # (rules/reporting_*.smk): the papers' tables, probing, figures, the thesis's exploration and the cost plan.
 
 
-rule experiment_table:
+use rule kdflow_job as experiment_table with:
     """The experiment's table of the selected students (mean ± sample std over seeds, and the tests against the
     experiment's ``compare_to``) and of every grid point and seed, from its dev selection; and the model cards of
     the students the config exports.
@@ -17,22 +17,14 @@ rule experiment_table:
             caption="../report/experiment.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
-            labels={
-                "experiment": "{experiment}",
-                "result": "selected points",
-                "format": "raw CSV",
-            },
+            labels={"experiment": "{experiment}", "result": "selected points", "format": "raw CSV"},
         ),
         grid=report(
             paths.EXPERIMENT_GRID_CSV,
             caption="../report/experiment.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
-            labels={
-                "experiment": "{experiment}",
-                "result": "every grid point and seed",
-                "format": "raw CSV",
-            },
+            labels={"experiment": "{experiment}", "result": "every grid point and seed", "format": "raw CSV"},
         ),
         markdown=paths.EXPERIMENT_TABLE_MD,
         html=report(
@@ -40,37 +32,26 @@ rule experiment_table:
             caption="../report/experiment.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
-            labels={
-                "experiment": "{experiment}",
-                "result": "selected points and grid",
-                "format": "page",
-            },
+            labels={"experiment": "{experiment}", "result": "selected points and grid", "format": "page"},
         ),
     log:
         "logs/experiment_table/{experiment}.log",
     benchmark:
         paths.benchmark("experiment_table/{experiment}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=1000,
         runtime=5,
     params:
+        **runs("experiment_table.py"),
         exported=lambda w: exported_students(config, w.experiment),
-        code=code_of("experiment_table.py"),
-    script:
-        "../scripts/experiment_table.py"
 
 
-rule figure_experiment_curves:
+use rule kdflow_job as figure_experiment_curves with:
     """The dev learning curve of every run of an experiment (every grid point and seed), a panel per task and
     student, the selected points bold, and the data behind it."""
     input:
         selection=paths.SELECTION,
-        curves=lambda w: experiment_run_files(
-            config, w.experiment, run_file_names.CURVES
-        ),
+        curves=lambda w: experiment_run_files(config, w.experiment, run_file_names.CURVES),
         metrics=lambda w: experiment_run_files(config, w.experiment),
     output:
         data=report(
@@ -78,61 +59,41 @@ rule figure_experiment_curves:
             caption="../report/figure_experiment_curves.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
-            labels={
-                "experiment": "{experiment}",
-                "result": "learning curves",
-                "format": "raw CSV",
-            },
+            labels={"experiment": "{experiment}", "result": "learning curves", "format": "raw CSV"},
         ),
         figure=report(
             paths.EXPERIMENT_CURVES_PNG,
             caption="../report/figure_experiment_curves.rst",
             category=category("Experiments"),
             subcategory="{experiment}",
-            labels={
-                "experiment": "{experiment}",
-                "result": "learning curves",
-                "format": "figure",
-            },
+            labels={"experiment": "{experiment}", "result": "learning curves", "format": "figure"},
         ),
     log:
         "logs/figure_experiment_curves/{experiment}.log",
     benchmark:
         paths.benchmark("figure_experiment_curves/{experiment}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("figure_experiment_curves.py"),
         runs=lambda w: selection_params(config, w.experiment)["runs"],
-        code=code_of("figure_experiment_curves.py"),
-    script:
-        "../scripts/figure_experiment_curves.py"
 
 
-rule glue_submission:
+use rule kdflow_job as glue_submission with:
     """GLUE test-server files (index, prediction) of the selected students of an experiment: the selected
     grid point's best-dev seed (Universal-KD Table 3 reports GLUE test scores)."""
     input:
         selection=paths.SELECTION,
-        predictions=lambda w: experiment_run_files(
-            config, w.experiment, run_file_names.PREDICTIONS
-        ),
+        predictions=lambda w: experiment_run_files(config, w.experiment, run_file_names.PREDICTIONS),
     output:
         directory(paths.GLUE_SUBMISSION),
     log:
         "logs/glue_submission/{experiment}.log",
     benchmark:
         paths.benchmark("glue_submission/{experiment}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=1000,
         runtime=5,
     params:
+        **runs("glue_submission.py"),
         run_dir=lambda w: student_run_file(
             "",
             experiment=w.experiment,
@@ -142,22 +103,13 @@ rule glue_submission:
             point="{point}",
             seed="{seed}",
         ),
-        code=code_of("glue_submission.py"),
-    script:
-        "../scripts/glue_submission.py"
 
 
-rule teacher_table:
+use rule kdflow_job as teacher_table with:
     """Teachers and their per-layer pseudo-heads, per task, as CSV and Markdown."""
     input:
-        teachers=[
-            paths.TEACHER_METRICS.format(teacher=teacher, task=task)
-            for teacher, task in teacher_jobs(config)
-        ],
-        heads=[
-            paths.PSEUDO_HEADS_METRICS.format(teacher=teacher, task=task)
-            for teacher, task in teacher_jobs(config)
-        ],
+        teachers=[paths.TEACHER_METRICS.format(teacher=teacher, task=task) for teacher, task in teacher_jobs(config)],
+        heads=[paths.PSEUDO_HEADS_METRICS.format(teacher=teacher, task=task) for teacher, task in teacher_jobs(config)],
     output:
         **page_and_csv(
             caption="../report/teachers.rst",
@@ -171,14 +123,6 @@ rule teacher_table:
         "logs/teacher_table.log",
     benchmark:
         paths.benchmark("teacher_table")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("teacher_table.py"),
         jobs=teacher_jobs(config),
-        code=code_of("teacher_table.py"),
-    script:
-        "../scripts/teacher_table.py"

@@ -4,12 +4,10 @@
 # (kdflow.workflow.exploration).
 
 
-EXPLORATION = config.get(
-    "exploration", {}
-)  # the thesis's Chapter 5 and Appendix B: figures and Table 5.1
+EXPLORATION = config.get("exploration", {})  # the thesis's Chapter 5 and Appendix B: figures and Table 5.1
 
 
-rule figure_exploration_curves:
+use rule kdflow_job as figure_exploration_curves with:
     """Thesis Figs. B.1-B.7: per explored value, the mean dev curve over repeats (sliding average over 2 epochs)
     and the best single evaluation."""
     input:
@@ -19,9 +17,7 @@ rule figure_exploration_curves:
             paths.THESIS_FIGURE_PNG,
             caption="../report/figure_exploration.rst",
             category=category("Sučík (2020)"),
-            subcategory=lambda w: paper_place(
-                "thesis_sucik2020", f"Figure {w.figure}"
-            )["subcategory"],
+            subcategory=lambda w: paper_place("thesis_sucik2020", f"Figure {w.figure}")["subcategory"],
             labels=lambda w: {
                 "figure": f"Fig. {w.figure}",
                 "result": figure_title(config, w.figure),
@@ -34,23 +30,18 @@ rule figure_exploration_curves:
         paths.benchmark("figure_exploration_curves/{figure}")
     wildcard_constraints:
         figure=figure_constraint(config, "curves"),
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=4000,
         runtime=10,
     params:
+        **runs("figure_exploration_curves.py"),
         runs=lambda w: run_records(drawn_runs(config, w.figure)),
         labels=lambda w: figure_labels(config, w.figure),
         spec=lambda w: canonical(EXPLORATION["figures"][w.figure]),
         title=lambda w: figure_title(config, w.figure),
-        code=code_of("figure_exploration_curves.py"),
-    script:
-        "../scripts/figure_exploration_curves.py"
 
 
-rule figure_gradient_explosion:
+use rule kdflow_job as figure_gradient_explosion with:
     """Thesis Fig. B.8 (a BERT_S's gradient explosion) and Fig. B.9 (the learning rate where its learning slows),
     from one run's learning curves smoothed over 0.1 epoch."""
     input:
@@ -60,9 +51,7 @@ rule figure_gradient_explosion:
             paths.THESIS_FIGURE_PNG,
             caption="../report/figure_gradient_explosion.rst",
             category=category("Sučík (2020)"),
-            subcategory=lambda w: paper_place(
-                "thesis_sucik2020", f"Figure {w.figure}"
-            )["subcategory"],
+            subcategory=lambda w: paper_place("thesis_sucik2020", f"Figure {w.figure}")["subcategory"],
             labels=lambda w: {
                 "figure": f"Fig. {w.figure}",
                 "result": figure_title(config, w.figure),
@@ -75,22 +64,14 @@ rule figure_gradient_explosion:
         paths.benchmark("figure_gradient_explosion/{figure}")
     wildcard_constraints:
         figure=figure_constraint(config, "explosion", "learning_rate"),
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("figure_gradient_explosion.py"),
         runs=lambda w: run_records(drawn_runs(config, w.figure)),
         kind=lambda w: figure_kind(config, w.figure),
         title=lambda w: figure_title(config, w.figure),
-        code=code_of("figure_gradient_explosion.py"),
-    script:
-        "../scripts/figure_gradient_explosion.py"
 
 
-rule figure_student_sizes:
+use rule kdflow_job as figure_student_sizes with:
     """Thesis Figs. B.10-B.12: the best dev score of every student size (width x depth), per student and task."""
     input:
         unpack(lambda w: run_files(drawn_runs(config, w.figure))),
@@ -99,9 +80,7 @@ rule figure_student_sizes:
             paths.THESIS_FIGURE_PNG,
             caption="../report/figure_student_sizes.rst",
             category=category("Sučík (2020)"),
-            subcategory=lambda w: paper_place(
-                "thesis_sucik2020", f"Figure {w.figure}"
-            )["subcategory"],
+            subcategory=lambda w: paper_place("thesis_sucik2020", f"Figure {w.figure}")["subcategory"],
             labels=lambda w: {
                 "figure": f"Fig. {w.figure}",
                 "result": figure_title(config, w.figure),
@@ -114,22 +93,17 @@ rule figure_student_sizes:
         paths.benchmark("figure_student_sizes/{figure}")
     wildcard_constraints:
         figure=figure_constraint(config, "sizes"),
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=4000,
         runtime=10,
     params:
+        **runs("figure_student_sizes.py"),
         runs=lambda w: run_records(drawn_runs(config, w.figure)),
         sizes=lambda w: figure_sizes(config, w.figure),
         title=lambda w: figure_title(config, w.figure),
-        code=code_of("figure_student_sizes.py"),
-    script:
-        "../scripts/figure_student_sizes.py"
 
 
-rule exploration_table:
+use rule kdflow_job as exploration_table with:
     """Thesis Table 5.1: the values explored one at a time, the thesis's initial and chosen values and kdflow's
     best (the best mean over repeats of each run's best dev score)."""
     input:
@@ -140,10 +114,7 @@ rule exploration_table:
         **page_and_csv(
             caption="../report/exploration_table.rst",
             **paper_place("thesis_sucik2020", "Table 5.1"),
-            labels={
-                "table": "Table 5.1",
-                "result": "values explored, chosen and kdflow's best",
-            },
+            labels={"table": "Table 5.1", "result": "values explored, chosen and kdflow's best"},
             csv=paths.THESIS_TABLE51_CSV,
             markdown=paths.THESIS_TABLE51_MD,
             html=paths.THESIS_TABLE51_PAGE,
@@ -152,15 +123,10 @@ rule exploration_table:
         "logs/exploration_table.log",
     benchmark:
         paths.benchmark("exploration_table")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=4000,
         runtime=10,
     params:
+        **runs("exploration_table.py"),
         runs=lambda w: run_records(table_runs(config)),
         studies=lambda w: table_studies(config),
-        code=code_of("exploration_table.py"),
-    script:
-        "../scripts/exploration_table.py"

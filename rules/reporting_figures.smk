@@ -5,7 +5,7 @@
 # distribution). Probing's figures: rules/reporting_probing.smk.
 
 
-rule figure_teacher_curves:
+use rule kdflow_job as figure_teacher_curves with:
     """Thesis Fig. 4.2: a teacher's dev score and learning rate over fine-tuning, one panel per task, and the
     data behind it."""
     input:
@@ -20,29 +20,18 @@ rule figure_teacher_curves:
             paths.TEACHER_CURVES_PNG,
             caption="../report/figure_teacher_curves.rst",
             **paper_place("thesis_sucik2020", "Figure 4.2"),
-            labels={
-                "teacher": "{teacher}",
-                "figure": "dev score and η over fine-tuning",
-            },
+            labels={"teacher": "{teacher}", "figure": "dev score and η over fine-tuning"},
         ),
     log:
         "logs/figure_teacher_curves/{teacher}.log",
     benchmark:
         paths.benchmark("figure_teacher_curves/{teacher}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("figure_teacher_curves.py"),
         tasks=lambda w: config["teachers"][w.teacher]["tasks"],
-        code=code_of("figure_teacher_curves.py"),
-    script:
-        "../scripts/figure_teacher_curves.py"
 
 
-rule figure_class_distribution:
+use rule kdflow_job as figure_class_distribution with:
     """Thesis Fig. A.1: the class distribution of every labelled split of each classification task the workflow
     prepares (regression tasks have no classes), and the counts behind it."""
     input:
@@ -59,20 +48,12 @@ rule figure_class_distribution:
         "logs/figure_class_distribution.log",
     benchmark:
         paths.benchmark("figure_class_distribution")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("figure_class_distribution.py"),
         tasks=class_distribution_tasks(config),
-        code=code_of("figure_class_distribution.py"),
-    script:
-        "../scripts/figure_class_distribution.py"
 
 
-rule figure_pseudo_heads:
+use rule kdflow_job as figure_pseudo_heads with:
     """Universal-KD Fig. 3 (left), per teacher and task."""
     input:
         paths.TEACHER_TABLE_CSV,
@@ -87,19 +68,11 @@ rule figure_pseudo_heads:
         "logs/figure_pseudo_heads.log",
     benchmark:
         paths.benchmark("figure_pseudo_heads")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
-        code=code_of("figure_pseudo_heads.py"),
-    script:
-        "../scripts/figure_pseudo_heads.py"
+        **runs("figure_pseudo_heads.py"),
 
 
-rule figure_analysis:
+use rule kdflow_job as figure_analysis with:
     """Thesis Fig. 6.5 (confidence correlations), Fig. 6.6 (average confidence overall, on hits and on
     mistakes; with its numbers as CSV) and Fig. C.2 (mistake overlap) of one task."""
     input:
@@ -128,19 +101,11 @@ rule figure_analysis:
         "logs/figure_analysis/{task}.log",
     benchmark:
         paths.benchmark("figure_analysis/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
-        code=code_of("figure_analysis.py"),
-    script:
-        "../scripts/figure_analysis.py"
+        **runs("figure_analysis.py"),
 
 
-rule attention_maps:
+use rule kdflow_job as attention_maps with:
     """Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3, drawn from rule compute_attention_maps' numbers: one
     student layer's attention over the teacher's layers on random dev examples, for each of the figure's students,
     optionally beside the pseudo-heads' distance to the gold label on the same examples (Universal-KD Fig. 3,
@@ -152,9 +117,7 @@ rule attention_maps:
             paths.ATTENTION_PNG,
             caption="../report/figure_attention.rst",
             category=lambda w: attention_report_entry(config, w.figure)["category"],
-            subcategory=lambda w: attention_report_entry(config, w.figure)[
-                "subcategory"
-            ],
+            subcategory=lambda w: attention_report_entry(config, w.figure)["subcategory"],
             labels=lambda w: attention_report_entry(config, w.figure)["labels"],
         ),
     log:
@@ -163,20 +126,12 @@ rule attention_maps:
         paths.benchmark("attention_maps/{figure}")
     wildcard_constraints:
         figure="|".join(config.get("attention_maps", {})) or "no-figures",
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("attention_maps.py"),
         spec=lambda w: canonical(config["attention_maps"][w.figure]),
-        code=code_of("attention_maps.py"),
-    script:
-        "../scripts/attention_maps.py"
 
 
-rule layer_outputs:
+use rule kdflow_job as layer_outputs with:
     """ALP-KD Fig. 4, drawn from rule compute_layer_outputs' numbers: the first two principal components of student
     layers' outputs fitted jointly with the teacher layer each is compared with (4a, 4b), and every example's
     cosine distance to it (4c, 4d)."""
@@ -187,23 +142,12 @@ rule layer_outputs:
             paths.LAYER_OUTPUTS_PNG,
             caption="../report/figure_layer_outputs.rst",
             **paper_place("alp_kd_passban2021", "Figure 4"),
-            labels={
-                "figure": "layer outputs: principal components, cosine distance",
-                "task": "{task}",
-            },
+            labels={"figure": "layer outputs: principal components, cosine distance", "task": "{task}"},
         ),
     log:
         "logs/layer_outputs/{task}.log",
     benchmark:
         paths.benchmark("layer_outputs/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("layer_outputs.py"),
         spec=lambda w: canonical(config["layer_outputs"][w.task]),
-        code=code_of("layer_outputs.py"),
-    script:
-        "../scripts/layer_outputs.py"

@@ -24,7 +24,7 @@ RUNTIME_TABLE = config.get("runtime_table", {})
 RUNTIME_JOBS = runtime_jobs(config) if RUNTIME_TABLE else []
 
 
-rule claims_table:
+use rule kdflow_job as claims_table with:
     """The papers' central claims on real data, a verdict per link, from the committed record of
     benchmarks/quality_claims.py (config `evidence`; kdflow.reporting.claims)."""
     input:
@@ -46,19 +46,11 @@ rule claims_table:
         "logs/claims_table.log",
     benchmark:
         paths.benchmark("claims_table")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
-        code=code_of("claims_table.py"),
-    script:
-        "../scripts/claims_table.py"
+        **runs("claims_table.py"),
 
 
-rule status_page:
+use rule kdflow_job as status_page with:
     """The report's status page: every numbered table and figure of the three works (reference/paper_artifacts.csv),
     what this run has of it and its place in the report's sidebar, and each paper table's cells, filled or why not;
     built last from the config's default targets (kdflow.reporting.status).
@@ -80,21 +72,16 @@ rule status_page:
     benchmark:
         paths.benchmark("status_page")
     localrule: True
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     params:
+        **runs("status_page.py"),
         targets=DEFAULT_TARGETS,
         paper_files=PAPER_FILES,
-        code=code_of("status_page.py"),
-    script:
-        "../scripts/status_page.py"
 
 
-rule ledger_table:
+use rule kdflow_job as ledger_table with:
     """The deviation ledger as a page of its own: every difference from the papers' protocols and every setting
     they leave silent, with the paper's value, kdflow's, why and the effect (kdflow.reporting.ledger).
     """
@@ -114,25 +101,20 @@ rule ledger_table:
         "logs/ledger_table.log",
     benchmark:
         paths.benchmark("ledger_table")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     params:
+        **runs("ledger_table.py"),
         targets=sorted(DEFAULT_TARGETS),  # a stable order: the exploration experiments are a set
         paper_files=PAPER_FILES,
-        code=code_of("ledger_table.py"),
-    script:
-        "../scripts/ledger_table.py"
 
 
 # The papers' tables with kdflow's numbers beside them (reference/paper_results.csv; kdflow.reporting.paper_tables),
 # the model sizes and CPU speeds thesis Table 5.2 reports, and the runtimes of thesis Table 4.5.
 
 
-rule paper_table:
+use rule kdflow_job as paper_table with:
     """One paper table: every number the paper reports, kdflow's value and, for scores, the difference; or
     the paper's selected hyperparameters beside kdflow's (CSV, Markdown, LaTeX)."""
     input:
@@ -142,15 +124,9 @@ rule paper_table:
     output:
         **page_and_csv(
             caption="../report/paper_table.rst",
-            category=lambda w: paper_table_place(PAPER_TABLES, w.paper_table)[
-                "category"
-            ],
-            subcategory=lambda w: paper_table_place(PAPER_TABLES, w.paper_table)[
-                "subcategory"
-            ],
-            labels=lambda w: {
-                "table": title_of(PAPER_TABLES["tables"][w.paper_table])
-            },
+            category=lambda w: paper_table_place(PAPER_TABLES, w.paper_table)["category"],
+            subcategory=lambda w: paper_table_place(PAPER_TABLES, w.paper_table)["subcategory"],
+            labels=lambda w: {"table": title_of(PAPER_TABLES["tables"][w.paper_table])},
             csv=paths.PAPER_TABLE_CSV,
             markdown=paths.PAPER_TABLE_MD,
             latex=paths.PAPER_TABLE_TEX,
@@ -162,22 +138,14 @@ rule paper_table:
         paths.benchmark("paper_table/{paper_table}")
     wildcard_constraints:
         paper_table="|".join(PAPER_TABLES.get("tables", {})) or "no-tables",
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("paper_table.py"),
         spec=lambda w: canonical(PAPER_TABLES["tables"][w.paper_table]),
         title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
         values=lambda w: selected_values(config, w.paper_table, SELECTED),
-        code=code_of("paper_table.py"),
-    script:
-        "../scripts/paper_table.py"
 
 
-rule runtime_table:
+use rule kdflow_job as runtime_table with:
     """Thesis Table 4.5: the wall-clock hours of every step of the pipeline up to the thesis's students, from the
     benchmark files of their jobs, beside the thesis's (CSV, Markdown, LaTeX)."""
     input:
@@ -197,14 +165,6 @@ rule runtime_table:
         "logs/runtime_table.log",
     benchmark:
         paths.benchmark("runtime_table")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("runtime_table.py"),
         jobs=RUNTIME_JOBS,
-        code=code_of("runtime_table.py"),
-    script:
-        "../scripts/runtime_table.py"

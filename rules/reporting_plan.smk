@@ -3,7 +3,7 @@
 # the throughput tables, runs no model and needs no GPU; the plan against the run, and calibrated on it.
 
 
-rule plan:
+use rule kdflow_job as plan with:
     """The cost plan: per experiment (or stage) and rule, the jobs, the examples x epochs and the estimated hours
     on the config's `plan.gpu` for the jobs that ask for a GPU (CPU-hours for the others), with where every
     throughput comes from (measured on a CPU, or scaled); and the pilot, the fewest jobs that calibrate it
@@ -33,32 +33,20 @@ rule plan:
     benchmark:
         paths.benchmark("plan")
     localrule: True
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("plan.py"),
         config=config_digest(config),
         rules=workflow_fingerprint(workflow.basedir),
         snakemake_config={
-            "configfiles": [
-                str(path) for path in workflow.config_settings.configfiles
-            ],
+            "configfiles": [str(path) for path in workflow.config_settings.configfiles],
             "config": dict(workflow.config_settings.config),
             "replace_workflow_config": workflow.config_settings.replace_workflow_config,
         },
         gpu=config.get("plan", {}).get("gpu", "H100"),
-        probing_files={
-            task: probing_file(task) for task in PROBING_CONFIG.get("tasks", [])
-        },
-        code=code_of("plan.py"),
-    script:
-        "../scripts/plan.py"
+        probing_files={task: probing_file(task) for task in PROBING_CONFIG.get("tasks", [])},
 
 
-rule plan_measured:
+use rule kdflow_job as plan_measured with:
     """The cost plan against the run: per section and rule, the planned hours beside the hours Snakemake's
     benchmark files measured for the jobs that ran, built last from the config's default targets
     (kdflow.reporting.plan_pages).
@@ -80,19 +68,11 @@ rule plan_measured:
     benchmark:
         paths.benchmark("plan_measured")
     localrule: True
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
-        code=code_of("plan_measured.py"),
-    script:
-        "../scripts/plan_measured.py"
+        **runs("plan_measured.py"),
 
 
-rule plan_calibrated:
+use rule kdflow_job as plan_calibrated with:
     """The cost plan calibrated on the jobs that ran (kdflow.reporting.calibration): the plan's figures refit per
     group of jobs from the benchmark files that exist, the remaining jobs priced with them, per paper table the
     jobs done, the hours spent and left, with an interval. Not a default target: `make plan` builds it, during a
@@ -110,15 +90,7 @@ rule plan_calibrated:
     benchmark:
         paths.benchmark("plan_calibrated")
     localrule: True
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("plan_calibrated.py"),
         sections=paper_table_experiments(config),
         measured=lambda wildcards: benchmarks_state(),
-        code=code_of("plan_calibrated.py"),
-    script:
-        "../scripts/plan_calibrated.py"

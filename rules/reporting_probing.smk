@@ -5,7 +5,7 @@
 THESIS_PROBING = PROBING_CONFIG.get("thesis", {})
 
 
-rule probing_table:
+use rule kdflow_job as probing_table with:
     """Every probed model and layer, with baselines, as CSV and Markdown."""
     input:
         expand(
@@ -26,20 +26,12 @@ rule probing_table:
         "logs/probing_table.log",
     benchmark:
         paths.benchmark("probing_table")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("probing_table.py"),
         models=PROBING_CONFIG.get("models", []),
-        code=code_of("probing_table.py"),
-    script:
-        "../scripts/probing_table.py"
 
 
-rule probing_thesis_table:
+use rule kdflow_job as probing_thesis_table with:
     """The thesis's probing scores (reference/thesis_probing_scores.csv) beside kdflow's, per model, task and
     layer, with the ledger's entries about probing."""
     input:
@@ -59,22 +51,14 @@ rule probing_thesis_table:
         "logs/probing_thesis_table.log",
     benchmark:
         paths.benchmark("probing_thesis_table")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("probing_thesis_table.py"),
         models=canonical(THESIS_PROBING.get("models", {})),
         missing=canonical(THESIS_PROBING.get("missing", {})),
         pooling=probing_settings(config)["pooling"] if PROBING_CONFIG else None,
-        code=code_of("probing_thesis_table.py"),
-    script:
-        "../scripts/probing_thesis_table.py"
 
 
-rule figure_probing:
+use rule kdflow_job as figure_probing with:
     """Thesis Figs. 6.1-6.2: probing accuracy per layer, by layer index and by relative depth."""
     input:
         paths.PROBING_TABLE_CSV,
@@ -95,19 +79,11 @@ rule figure_probing:
         "logs/figure_probing.log",
     benchmark:
         paths.benchmark("figure_probing")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
-        code=code_of("figure_probing.py"),
-    script:
-        "../scripts/figure_probing.py"
+        **runs("figure_probing.py"),
 
 
-rule figure_probing_thesis:
+use rule kdflow_job as figure_probing_thesis with:
     """Thesis Figs. 6.1, 6.2, 6.3 and C.1 as the thesis drew them, with kdflow's probing results beside the
     thesis's and the thesis's reference lines (probing.thesis.baselines)."""
     input:
@@ -143,14 +119,6 @@ rule figure_probing_thesis:
         "logs/figure_probing_thesis.log",
     benchmark:
         paths.benchmark("figure_probing_thesis")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
     params:
+        **runs("figure_probing_thesis.py"),
         figures={"fig6_1": "6.1", "fig6_2": "6.2", "fig6_3": "6.3", "figC_1": "C.1"},
-        code=code_of("figure_probing_thesis.py"),
-    script:
-        "../scripts/figure_probing_thesis.py"

@@ -2,7 +2,7 @@
 # (Universal-KD §4.1).
 
 
-rule finetune_teacher:
+use rule kdflow_device_job as finetune_teacher with:
     """Fine-tune a teacher on a task and keep the best dev epoch's model, with its training record
     (model/training.json). The model alone: what describes it is evaluate_teacher's, so that losing a
     description re-evaluates the teacher instead of fine-tuning it again and re-distilling its students.
@@ -15,23 +15,15 @@ rule finetune_teacher:
         "logs/finetune_teacher/{teacher}/{task}.log",
     benchmark:
         paths.benchmark("finetune_teacher/{teacher}/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: configured_resource("threads", "teachers.{teacher}")
+    threads: configured_resource(config, "threads", "teachers.{teacher}")
     resources:
-        gpu=configured_resource("gpu", "teachers.{teacher}"),
-        mem_mb=configured_resource("mem_mb", "teachers.{teacher}"),
-        runtime=configured_resource("runtime", "teachers.{teacher}"),
+        **configured_resources(config, "teachers.{teacher}"),
     params:
+        **runs("finetune_teacher.py"),
         settings=teacher_params,
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("finetune_teacher.py"),
-    script:
-        "../scripts/finetune_teacher.py"
 
 
-rule evaluate_teacher:
+use rule kdflow_device_job as evaluate_teacher with:
     """Score a fine-tuned teacher on dev and test: its metrics (with the training record), dev logits and test
     predictions, and its learning curves."""
     input:
@@ -45,22 +37,14 @@ rule evaluate_teacher:
         "logs/evaluate_teacher/{teacher}/{task}.log",
     benchmark:
         paths.benchmark("evaluate_teacher/{teacher}/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: configured_resource("threads", "teachers.{teacher}")
+    threads: configured_resource(config, "threads", "teachers.{teacher}")
     resources:
-        gpu=one_process_gpu(configured_resource("gpu", "teachers.{teacher}")),
-        mem_mb=configured_resource("mem_mb", "teachers.{teacher}"),
-        runtime=configured_resource("runtime", "teachers.{teacher}"),
+        **configured_resources(config, "teachers.{teacher}", one_process=True),
     params:
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("evaluate_teacher.py"),
-    script:
-        "../scripts/evaluate_teacher.py"
+        **runs("evaluate_teacher.py"),
 
 
-rule train_pseudo_heads:
+use rule kdflow_device_job as train_pseudo_heads with:
     """Train one classifier per teacher layer on the frozen teacher (Universal-KD §4.1, §5.2). The heads
     alone: what describes them is evaluate_pseudo_heads', so that losing a description re-evaluates the heads
     instead of retraining them and re-distilling every student that learns from them."""
@@ -73,23 +57,15 @@ rule train_pseudo_heads:
         "logs/train_pseudo_heads/{teacher}/{task}.log",
     benchmark:
         paths.benchmark("train_pseudo_heads/{teacher}/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: configured_resource("threads", "teachers.{teacher}")
+    threads: configured_resource(config, "threads", "teachers.{teacher}")
     resources:
-        gpu=one_process_gpu(configured_resource("gpu", "teachers.{teacher}")),
-        mem_mb=configured_resource("mem_mb", "teachers.{teacher}"),
-        runtime=configured_resource("runtime", "teachers.{teacher}"),
+        **configured_resources(config, "teachers.{teacher}", one_process=True),
     params:
+        **runs("train_pseudo_heads.py"),
         settings=lambda w: pseudo_head_job_settings(config, w.teacher, w.task),
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("train_pseudo_heads.py"),
-    script:
-        "../scripts/train_pseudo_heads.py"
 
 
-rule evaluate_pseudo_heads:
+use rule kdflow_device_job as evaluate_pseudo_heads with:
     """Score the pseudo-heads on dev layer by layer (Universal-KD Fig. 3, left), with their training record."""
     input:
         data=paths.DATA,
@@ -103,16 +79,8 @@ rule evaluate_pseudo_heads:
         "logs/evaluate_pseudo_heads/{teacher}/{task}.log",
     benchmark:
         paths.benchmark("evaluate_pseudo_heads/{teacher}/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: configured_resource("threads", "teachers.{teacher}")
+    threads: configured_resource(config, "threads", "teachers.{teacher}")
     resources:
-        gpu=one_process_gpu(configured_resource("gpu", "teachers.{teacher}")),
-        mem_mb=configured_resource("mem_mb", "teachers.{teacher}"),
-        runtime=configured_resource("runtime", "teachers.{teacher}"),
+        **configured_resources(config, "teachers.{teacher}", one_process=True),
     params:
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("evaluate_pseudo_heads.py"),
-    script:
-        "../scripts/evaluate_pseudo_heads.py"
+        **runs("evaluate_pseudo_heads.py"),

@@ -3,7 +3,7 @@
 # over each transfer set.
 
 
-rule finetune_generator:
+use rule kdflow_device_job as finetune_generator with:
     """Fine-tune the generator (a causal LM, GPT-2 medium in the thesis) on a task's training sentences; keep
     the best dev perplexity's model, with its training record (model/training.json)."""
     input:
@@ -14,23 +14,15 @@ rule finetune_generator:
         "logs/finetune_generator/{task}.log",
     benchmark:
         paths.benchmark("finetune_generator/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: configured_resource("threads", "generation")
+    threads: configured_resource(config, "threads", "generation")
     resources:
-        gpu=configured_resource("gpu", "generation"),
-        mem_mb=configured_resource("mem_mb", "generation"),
-        runtime=configured_resource("runtime", "generation"),
+        **configured_resources(config, "generation"),
     params:
+        **runs("finetune_generator.py"),
         settings=lambda w: generator_settings(config),
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("finetune_generator.py"),
-    script:
-        "../scripts/finetune_generator.py"
 
 
-rule evaluate_generator:
+use rule kdflow_device_job as evaluate_generator with:
     """Measure a fine-tuned generator's held-out (dev) perplexity, with its training record and curves. A job
     of its own: losing its files does not fine-tune the generator again and resample its transfer set.
     """
@@ -44,22 +36,14 @@ rule evaluate_generator:
         "logs/evaluate_generator/{task}.log",
     benchmark:
         paths.benchmark("evaluate_generator/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: configured_resource("threads", "generation")
+    threads: configured_resource(config, "threads", "generation")
     resources:
-        gpu=configured_resource("gpu", "generation"),
-        mem_mb=configured_resource("mem_mb", "generation"),
-        runtime=configured_resource("runtime", "generation"),
+        **configured_resources(config, "generation"),
     params:
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("evaluate_generator.py"),
-    script:
-        "../scripts/evaluate_generator.py"
+        **runs("evaluate_generator.py"),
 
 
-rule sample_transfer_shard:
+use rule kdflow_device_job as sample_transfer_shard with:
     """One shard of the generated sentences, sampled with its own seed (a rerun reproduces it)."""
     input:
         data=paths.DATA,
@@ -70,23 +54,15 @@ rule sample_transfer_shard:
         "logs/sample_transfer_shard/{task}/{shard}.log",
     benchmark:
         paths.benchmark("sample_transfer_shard/{task}/{shard}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: configured_resource("threads", "generation")
+    threads: configured_resource(config, "threads", "generation")
     resources:
-        gpu=configured_resource("gpu", "generation"),
-        mem_mb=configured_resource("mem_mb", "generation"),
-        runtime=configured_resource("runtime", "generation"),
+        **configured_resources(config, "generation"),
     params:
+        **runs("sample_transfer_shard.py"),
         sampling=lambda w: sampling_settings(config),
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("sample_transfer_shard.py"),
-    script:
-        "../scripts/sample_transfer_shard.py"
 
 
-rule build_transfer_set:
+use rule kdflow_job as build_transfer_set with:
     """Train plus the sources of a transfer set (generated shards, the researcher's unlabelled text), each after
     its hygiene: no malformed or empty sequences and, as `generation.hygiene` and `unlabelled.hygiene` say, no
     unfinished, copied or repeated ones; counts per source."""
@@ -101,29 +77,22 @@ rule build_transfer_set:
         paths.benchmark("build_transfer_set/{task}/{transfer}")
     wildcard_constraints:
         transfer="augmented|unlabelled|unlabelled_augmented",
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=8000,
         runtime=30,
     params:
+        **runs("build_transfer_set.py"),
         hygiene=lambda w: hygiene_settings(config, w.transfer),
-        code=code_of("build_transfer_set.py"),
-    script:
-        "../scripts/build_transfer_set.py"
 
 
-rule transfer_statistics:
+use rule kdflow_job as transfer_statistics with:
     """Generated vs real sentences of an augmented transfer set: lengths, distinct-n, the teacher's label
     distribution, random generated examples."""
     input:
         data=paths.DATA,
         transfer=paths.TRANSFER_SET.format(task="{task}", transfer="augmented"),
         hygiene=paths.TRANSFER_HYGIENE.format(task="{task}", transfer="augmented"),
-        signals=paths.SIGNALS.format(
-            teacher="{teacher}", task="{task}", transfer="augmented"
-        ),
+        signals=paths.SIGNALS.format(teacher="{teacher}", task="{task}", transfer="augmented"),
     output:
         json=paths.TRANSFER_STATISTICS_JSON,
         csv=report(
@@ -143,19 +112,14 @@ rule transfer_statistics:
         "logs/transfer_statistics/{teacher}/{task}.log",
     benchmark:
         paths.benchmark("transfer_statistics/{teacher}/{task}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: 1
     resources:
         mem_mb=4000,
         runtime=15,
     params:
-        code=code_of("transfer_statistics.py"),
-    script:
-        "../scripts/transfer_statistics.py"
+        **runs("transfer_statistics.py"),
 
 
-rule compute_teacher_signals:
+use rule kdflow_device_job as compute_teacher_signals with:
     """The frozen teacher's logits, pseudo-head outputs (and layers, if a method needs them) on the
     transfer set, computed once and shared by every student distilled from it."""
     input:
@@ -166,18 +130,10 @@ rule compute_teacher_signals:
         "logs/compute_teacher_signals/{teacher}/{task}/{transfer}.log",
     benchmark:
         paths.benchmark("compute_teacher_signals/{teacher}/{task}/{transfer}")
-    conda:
-        "../envs/kdflow.yaml"
-    threads: configured_resource("threads", "teachers.{teacher}")
+    threads: configured_resource(config, "threads", "teachers.{teacher}")
     resources:
-        gpu=one_process_gpu(configured_resource("gpu", "teachers.{teacher}")),
-        mem_mb=configured_resource("mem_mb", "teachers.{teacher}"),
-        runtime=configured_resource("runtime", "teachers.{teacher}"),
+        **configured_resources(config, "teachers.{teacher}", one_process=True),
     params:
+        **runs("compute_teacher_signals.py"),
         include_layers=lambda w: signals_include_layers(config, w.teacher, w.task),
         settings=teacher_params,
-        device=config["device"],
-        precision=config["precision"],
-        code=code_of("compute_teacher_signals.py"),
-    script:
-        "../scripts/compute_teacher_signals.py"

@@ -213,8 +213,8 @@ def rule_blocks() -> dict[str, str]:
     return provenance.rule_blocks(REPO / "rules")
 
 
-def rule_scripts() -> dict[str, tuple[str, str | None]]:
-    """rule -> (its script, the script its ``code`` param fingerprints), from this repository's rule files."""
+def rule_scripts() -> dict[str, str]:
+    """rule -> the script it runs, from this repository's rule files."""
     return provenance.rule_scripts(REPO / "rules")
 
 

@@ -564,7 +564,7 @@ def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, demo_config,
     A comment reruns nothing (a file counts by its syntax tree)."""
     workdir, _ = demo_run
     edited_path = (REPO / edited).resolve()
-    forced = [rule for rule, (script, _) in rule_scripts().items()
+    forced = [rule for rule, script in rule_scripts().items()
               if rule != "distill_student" and edited_path in script_closure(REPO / "scripts" / script)]
     config = demo_config[0]
     validate_config(config, REPO / "schemas/config.schema.yaml")

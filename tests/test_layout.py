@@ -13,7 +13,7 @@ from kdflow.workflow import results_paths as paths
 from kdflow.workflow.provenance import imported_modules
 
 RULES = REPO / "rules"
-SHARED = {"common", "config"}  # the shared helpers, and the config's reading and validation: no rules of their own
+SHARED = {"common", "config", "templates"}  # shared helpers, the config's reading, the rules' templates (no jobs)
 LONGEST = 300  # lines of a rule file
 
 
@@ -38,12 +38,13 @@ def stage_of_script(script: str) -> str:
 def test_each_rule_lives_in_the_rule_file_of_its_scripts_stage():
     scripts = rule_scripts()
     rules = [(name, rule) for name, text in rule_files().items()
-             for rule in re.findall(r"^(?:rule|checkpoint) (\w+):", text, re.M)]
-    misplaced = [f"{rule} ({scripts[rule][0]}: {stage_of_script(scripts[rule][0])}) in {name}.smk"
-                 for name, rule in rules if stage_of_script(scripts[rule][0]) != stage_of_file(name)]
+             for rule in re.findall(r"^(?:rule|use rule \w+ as) (\w+)(?::| with:)", text, re.M) if rule in scripts]
+    assert {rule for _, rule in rules} == set(scripts)
+    misplaced = [f"{rule} ({scripts[rule]}: {stage_of_script(scripts[rule])}) in {name}.smk"
+                 for name, rule in rules if stage_of_script(scripts[rule]) != stage_of_file(name)]
     assert misplaced == []
     assert {stage_of_file(name) for name in rule_files()} - SHARED <= set(STAGES) | {"data"}
-    assert all(not re.search(r"^rule ", rule_files()[name], re.M) for name in SHARED)
+    assert all(not re.search(r"^(?:use )?rule ", rule_files()[name], re.M) for name in SHARED - {"templates"})
 
 
 def test_the_snakefile_includes_every_rule_file_in_stage_order():
@@ -51,6 +52,45 @@ def test_the_snakefile_includes_every_rule_file_in_stage_order():
     assert set(included) == set(rule_files())
     stages = [stage_of_file(name) for name in included if name not in SHARED]
     assert stages == sorted(stages, key=lambda name: -1 if name == "data" else STAGES.index(name))
+
+
+# What a rule restates rather than chooses: where its log and benchmark go, its environment, threads, resources and
+# script, and the device and precision params; rules/templates.smk states most of it once.
+TEMPLATES = {"kdflow_job", "kdflow_device_job"}  # rules/templates.smk
+BOILERPLATE_DIRECTIVES = {"log", "benchmark", "conda", "threads", "resources", "script"}
+BOILERPLATE_PARAMS = re.compile(r"\s+(device|precision)=config\[")
+
+
+def rule_lines() -> dict[str, list[str]]:
+    """rule -> its non-blank lines, from its ``rule`` (or ``use rule``) line to its last directive."""
+    found = {}
+    for text in rule_files().values():
+        rule = None
+        for line in text.splitlines():
+            if header := re.match(r"(?:rule|use rule \w+ as) (\w+)(?::| with:)$", line):
+                rule = header[1]
+                found[rule] = [line]
+            elif rule and line.startswith(" "):
+                found[rule].append(line)
+            elif line.strip():
+                rule = None
+    return found
+
+
+def test_a_rule_reads_as_one_page():
+    """Issue 68: rules under 25 lines on average, at most a quarter of their lines boilerplate (50 rules of 34.2
+    lines, 41% boilerplate, before the templates). The templates, which state it once, are read once, not with
+    each rule, and are left out."""
+    rules = {rule: lines for rule, lines in rule_lines().items() if rule not in TEMPLATES}
+    boilerplate = 0
+    for lines in rules.values():
+        directive = None
+        for line in lines[1:]:
+            if keyword := re.match(r"    (\w+):", line):
+                directive = keyword[1]
+            boilerplate += directive in BOILERPLATE_DIRECTIVES or bool(BOILERPLATE_PARAMS.match(line))
+    total = sum(len(lines) for lines in rules.values())
+    assert total / len(rules) < 25 and boilerplate / total <= 0.25, (total, len(rules), boilerplate)
 
 
 def test_no_rule_file_is_long():

@@ -278,12 +278,13 @@ def test_the_models_kdflow_builds_attend_through_fused_scaled_dot_product_attent
 def test_every_job_on_a_device_runs_in_the_configs_precision_which_is_a_param_of_it():
     """A job that picks a device resolves the precision, and has it as a param: changing it reruns the job (and,
     through its outputs, what depends on it), and a checkpoint of another precision is not resumed."""
-    on_device = {rule for rule, (script, _) in rule_scripts().items()
+    on_device = {rule for rule, script in rule_scripts().items()
                  if "select_device(" in (REPO / "scripts" / script).read_text()}
     assert len(on_device) == 16
+    assert 'precision=config["precision"]' in rule_blocks()["kdflow_device_job"]
     for rule in on_device:
-        assert "resolve_precision(" in (REPO / "scripts" / rule_scripts()[rule][0]).read_text(), rule
-        assert 'precision=config["precision"]' in rule_blocks()[rule], rule
+        assert "resolve_precision(" in (REPO / "scripts" / rule_scripts()[rule]).read_text(), rule
+        assert rule_blocks()[rule].startswith(f"use rule kdflow_device_job as {rule} with:"), rule
 
 
 @pytest.mark.parametrize("benchmark", ["distill_throughput.py", "generation_throughput.py"])

@@ -19,6 +19,9 @@ from safetensors import safe_open
 from kdflow.core.intermediates import read_training_record
 from kdflow.teachers.pseudo_heads import training_record
 from kdflow.workflow import results_paths as paths
+from kdflow.workflow.dag_jobs import built_dag
+from kdflow.workflow.job_resources import configured_resource, configured_resources
+from kdflow.workflow.provenance import script_fingerprint
 
 
 @pytest.mark.slow
@@ -39,11 +42,34 @@ def test_every_rule_that_logs_writes_its_benchmark_at_its_logs_path():
     every rule that logs writes its benchmark where kdflow.workflow.runtime_jobs.benchmark_file looks for it: at
     kdflow.workflow.results_paths.benchmark of its log's path."""
     for rule, block in rule_blocks().items():
+        if "    output:" not in block:  # `all`, and the templates of rules/templates.smk: never jobs that log
+            continue
         log = re.search(r"^    log:\n\s+\"logs/(.+)\.log\"", block, flags=re.M)
-        assert log or "    script:" not in block, rule
+        assert log or "**runs(" not in block, rule
         if log:
             benchmark = re.search(r"^    benchmark:\n\s+paths\.benchmark\(\s*\"(.+)\"\s*\)", block, flags=re.M)
             assert benchmark and benchmark.group(1) == log.group(1), rule
+
+
+@pytest.mark.slow
+def test_every_job_runs_the_script_its_code_param_fingerprints_in_kdflows_environment():
+    """Every rule is made from a template of rules/templates.smk: its jobs run the script their ``runs(...)`` params
+    name, whose code their ``code`` param fingerprints (a student job's: its own members', provenance.job_closure),
+    in kdflow's conda environment (ONNX's for export), with memory and time; the templates are never jobs."""
+    own_members = {"distill_student", "distill_pack"}
+    with built_dag([REPO / "demo/config.yaml"], directory=REPO) as workflow:
+        templates = {rule.name for rule in workflow.rules if not rule.output and rule.name != "all"}
+        jobs = [job for job in workflow.dag.jobs if job.rule.name != "all"]
+        assert templates == {"kdflow_job", "kdflow_device_job"}
+        assert {job.rule.name for job in jobs}.isdisjoint(templates) and len(jobs) > 150
+        for job in jobs:
+            script = REPO / "scripts" / job.params.script
+            assert script.is_file(), job.rule.name
+            if job.rule.name not in own_members:
+                assert job.params.code == script_fingerprint(script), job.rule.name
+            assert Path(job.rule.conda_env).name in {"kdflow.yaml", "onnx.yaml"}, job.rule.name
+            assert job.resources["mem_mb"] > 0 and job.resources["runtime"] > 0, job.rule.name
+        assert {Path(job.rule.conda_env).name for job in jobs if job.rule.name == "export_student"} == {"onnx.yaml"}
 
 
 def test_every_report_item_has_labels():
@@ -240,11 +266,22 @@ def test_rule_scripts_import_kdflow_without_pythonpath_or_an_installed_package(t
     assert (workdir / paths.DATA.format(task="sst2") / "meta.json").is_file()
 
 
+def test_a_jobs_resources_come_from_its_config_section_over_the_defaults_and_grow_on_a_retry():
+    config = {"resources": {"threads": 2, "gpu": 1, "mem_mb": 1000, "runtime": 5},
+              "teachers": {"big": {"resources": {"gpu": 4, "mem_mb": 3000}}, "small": {}}}
+    big, small = {"teacher": "big"}, {"teacher": "small"}
+    assert configured_resource(config, "threads", "teachers.{teacher}")(big, 1) == 2  # the default
+    resources = configured_resources(config, "teachers.{teacher}")
+    assert [resources[name](big, 2) for name in ("gpu", "mem_mb", "runtime")] == [4, 6000, 10]  # the second attempt
+    assert [resources[name](small, 1) for name in ("gpu", "mem_mb", "runtime")] == [1, 1000, 5]
+    assert configured_resources(config, "teachers.{teacher}", one_process=True)["gpu"](big, 1) == 1
+
+
 def test_every_rule_that_asks_for_gpus_goes_to_the_gpu_partition_of_the_slurm_profile():
     asking = set()
     for rule, block in rule_blocks().items():
         resources = re.search(r"(?ms)^    resources:\n(.*?)(?=^    \w+:)", block)
-        if resources and "gpu=" in resources[1]:
+        if resources and ("gpu=" in resources[1] or "**configured_resources(" in resources[1]):  # gpu among them
             asking.add(rule)
     profile = yaml.safe_load((REPO / "slurm/config.yaml").read_text())
     on_gpu = {rule for rule, resources in profile["set-resources"].items() if resources["slurm_partition"] == "gpu"}

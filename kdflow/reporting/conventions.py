@@ -58,7 +58,7 @@ DEPTHS = ((12, 6), (12, 4), (12, 2), (24, 6), (4, 3), (4, 2))
 def job_modules(rules_dir: Path = REPO / "rules") -> list[Path]:
     """The kdflow source files that the scripts of the computing rules import (their code fingerprints' files)."""
     found = set()
-    for _, code in rule_scripts(rules_dir).values():
+    for code in rule_scripts(rules_dir).values():
         closure = script_closure(REPO / "scripts" / code)
         stages = {path.relative_to(PACKAGE_ROOT).parts[0] for path in closure if path.is_relative_to(PACKAGE_ROOT)
                   and len(path.relative_to(PACKAGE_ROOT).parts) > 1}

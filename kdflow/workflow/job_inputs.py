@@ -19,6 +19,7 @@ from kdflow.workflow.job_settings import (
     transfer_of,
 )
 from kdflow.workflow.results_paths import (
+    ASSISTANT_SIGNALS,
     DATA,
     PSEUDO_HEADS,
     SIGNALS,
@@ -108,6 +109,6 @@ def student_inputs(config: dict, experiment: str, task: str, student: str, metho
     if assistant is None:
         signals = SIGNALS.format(teacher=spec["teacher"], task=task, transfer=transfer)
     else:
-        signals = student_run_file(run_files.ASSISTANT_SIGNALS, experiment=experiment, task=task, **assistant)
+        signals = ASSISTANT_SIGNALS.format(experiment=experiment, task=task, **assistant)
     return {"data": DATA.format(task=task), "teacher": TEACHER_MODEL.format(teacher=spec["teacher"], task=task),
             "signals": signals, **transfer_set_file(transfer, task), **({"vectors": vectors} if vectors else {})}

@@ -234,23 +234,24 @@ def workflow_fingerprint(basedir: str | Path) -> str:
 
 
 def rule_blocks(rules_dir: str | Path) -> dict[str, str]:
-    """rule -> its text in the rule files (``*.smk``) of ``rules_dir``: from its ``rule`` line to the next one."""
+    """rule -> its text in the rule files (``*.smk``) of ``rules_dir``: from its ``rule`` line (``use rule <template>
+    as <rule> with:`` for one made from a template, rules/templates.smk) to the next rule's."""
     blocks = {}
     for smk in sorted(Path(rules_dir).glob("*.smk")):
-        for block in re.split(r"(?m)^(?=rule )", smk.read_text()):
-            rule = re.match(r"rule (\w+):", block)
+        for block in re.split(r"(?m)^(?=rule |use rule )", smk.read_text()):
+            rule = re.match(r"(?:rule|use rule \w+ as) (\w+)(?::| with:)", block)
             if rule:
                 blocks[rule[1]] = block
     return blocks
 
 
-def rule_scripts(rules_dir: str | Path) -> dict[str, tuple[str, str | None]]:
-    """rule -> (its script, the script its ``code`` param fingerprints, None if it has none), read from the rule
-    files (``*.smk``) in ``rules_dir``; scripts are named relative to ``scripts/``."""
+def rule_scripts(rules_dir: str | Path) -> dict[str, str]:
+    """rule -> the script it runs, named relative to ``scripts/``: the one its ``runs(...)`` params name (the
+    templates' script, rules/templates.smk), or its own ``script:``; read from the rule files in ``rules_dir``."""
     found = {}
     for rule, block in rule_blocks(rules_dir).items():
-        script = re.search(r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
+        script = re.search(r'\*\*runs\(\s*"(\w+\.py)"[,)]', block) or re.search(
+            r'script:\n\s+"\.\./scripts/(\w+\.py)"', block)
         if script:
-            code = re.search(r'code=code_of\(\s*"(\w+\.py)"[,)]', block)
-            found[rule] = (script[1], code and code[1])
+            found[rule] = script[1]
     return found

@@ -97,7 +97,7 @@ def export(configfiles: Sequence[str | Path] = (), config: dict | None = None, t
                     continue  # a target rule such as `all`
                 resources = {k: v for k, v in job.resources.items() if k not in ("_cores", "_nodes", "tmpdir")}
                 jobs.append({
-                    "rule": job.rule.name, "level": level, "script": scripts[job.rule.name][0],
+                    "rule": job.rule.name, "level": level, "script": scripts[job.rule.name],
                     "threads": job.threads, "input": named_list(job.input), "output": named_list(job.output),
                     "log": named_list(job.log), "params": named_list(job.params, plain),
                     "wildcards": {"items": list(job.wildcards_dict.values()),
