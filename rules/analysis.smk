@@ -78,7 +78,7 @@ use rule kdflow_device_job as compute_attention_maps with:
     """Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3's numbers: one student layer's attention over the
     teacher's layers on random dev examples, recomputed for each of the figure's students (e.g. Universal-KD(IL)
     and ALP, or ALP students of 2, 4 and 6 layers), with the pseudo-heads' distance to the gold label on the same
-    examples (Universal-KD Fig. 3, left). Rule attention_maps draws them."""
+    examples (Universal-KD Fig. 3, left). Rule figure_attention_maps draws them."""
     input:
         unpack(
             lambda w: recomputed_student_inputs(

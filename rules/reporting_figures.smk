@@ -105,7 +105,7 @@ use rule kdflow_job as figure_analysis with:
         **runs("figure_analysis.py"),
 
 
-use rule kdflow_job as attention_maps with:
+use rule kdflow_job as figure_attention_maps with:
     """Universal-KD Fig. 3 (middle, right) and ALP-KD Fig. 3, drawn from rule compute_attention_maps' numbers: one
     student layer's attention over the teacher's layers on random dev examples, for each of the figure's students,
     optionally beside the pseudo-heads' distance to the gold label on the same examples (Universal-KD Fig. 3,
@@ -121,17 +121,17 @@ use rule kdflow_job as attention_maps with:
             labels=lambda w: attention_report_entry(config, w.figure)["labels"],
         ),
     log:
-        "logs/attention_maps/{figure}.log",
+        "logs/figure_attention_maps/{figure}.log",
     benchmark:
-        paths.benchmark("attention_maps/{figure}")
+        paths.benchmark("figure_attention_maps/{figure}")
     wildcard_constraints:
         figure="|".join(config.get("attention_maps", {})) or "no-figures",
     params:
-        **runs("attention_maps.py"),
+        **runs("figure_attention_maps.py"),
         spec=lambda w: canonical(config["attention_maps"][w.figure]),
 
 
-use rule kdflow_job as layer_outputs with:
+use rule kdflow_job as figure_layer_outputs with:
     """ALP-KD Fig. 4, drawn from rule compute_layer_outputs' numbers: the first two principal components of student
     layers' outputs fitted jointly with the teacher layer each is compared with (4a, 4b), and every example's
     cosine distance to it (4c, 4d)."""
@@ -145,9 +145,9 @@ use rule kdflow_job as layer_outputs with:
             labels={"figure": "layer outputs: principal components, cosine distance", "task": "{task}"},
         ),
     log:
-        "logs/layer_outputs/{task}.log",
+        "logs/figure_layer_outputs/{task}.log",
     benchmark:
-        paths.benchmark("layer_outputs/{task}")
+        paths.benchmark("figure_layer_outputs/{task}")
     params:
-        **runs("layer_outputs.py"),
+        **runs("figure_layer_outputs.py"),
         spec=lambda w: canonical(config["layer_outputs"][w.task]),

@@ -1,6 +1,6 @@
 """Rule compute_layer_outputs: ALP-KD Fig. 4's numbers for one task's students (names in `models`): their layers'
 outputs beside the teacher's on the first two principal components, and each example's cosine distance to the
-teacher's layer, as JSON and CSV (rule layer_outputs draws the JSON)."""
+teacher's layer, as JSON and CSV (rule figure_layer_outputs draws the JSON)."""
 
 import json
 from pathlib import Path

@@ -530,7 +530,7 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # alp_kd_table3's, and ALP-KD Fig. 3 of its ALP student
         distill_student=1 + 2, select_students=2, experiment_table=2, figure_experiment_curves=2, glue_submission=2,
         paper_table=1,
-        compute_attention_maps=1, attention_maps=1, plan=1, all=1, status_page=1, plan_measured=1,
+        compute_attention_maps=1, figure_attention_maps=1, plan=1, all=1, status_page=1, plan_measured=1,
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM)
 
 

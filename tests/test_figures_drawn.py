@@ -269,14 +269,14 @@ def replayed_figure(tmp_path, rule, script, analysis, params, wildcards) -> byte
 
 def test_the_figures_of_recomputed_students_are_drawn_from_the_analysis_rules_json_alone(tmp_path):
     """Issue 54: rules compute_attention_maps and compute_layer_outputs (stage analysis) recompute the students and
-    write JSON; rules attention_maps and layer_outputs (reporting) read it and draw, loading no model. The PNG the
-    reporting script draws from the file is the one drawn from the computed data itself, byte for byte: the JSON
-    holds every number exactly (floats such as 1/3 included)."""
+    write JSON; rules figure_attention_maps and figure_layer_outputs (reporting) read it and draw, loading no model.
+    The PNG the reporting script draws from the file is the one drawn from the computed data itself, byte for byte:
+    the JSON holds every number exactly (floats such as 1/3 included)."""
     third = 1 / 3
     records = [attention_record("alp", [[third, third, third], [0.6, 0.3, 0.1]], model="alp_6"),
                attention_record("universal_kd_il", [[0.1, 0.1, 0.8], [0.1 + 0.2, 0.2, 0.5]], model="ukd_il")]
     spec = {"task": "rte", "gold_distance": True}
-    drawn = replayed_figure(tmp_path, "attention_maps", "attention_maps.py", records, {"spec": spec},
+    drawn = replayed_figure(tmp_path, "figure_attention_maps", "figure_attention_maps.py", records, {"spec": spec},
                             {"figure": "universal_kd_figure3"})
     direct = universal_kd.attention_figure(records, tmp_path / "attention.png",
                                            "Attention over the teacher's layers (rte, universal_kd_figure3)", True)
@@ -288,8 +288,8 @@ def test_the_figures_of_recomputed_students_are_drawn_from_the_analysis_rules_js
                           "pkd_s": student_outputs([[2.0, 0.0], [0.0, 2.0], [-2.0, -2.0]], [0.5, 0.4, 0.6])}}
     data = {"task": "rte", "split": "dev", "idx": [7, 3, 5], "panels": [panel],
             "models": {"alp_s": {"method": "alp"}, "pkd_s": {"method": "pkd"}}}
-    drawn = replayed_figure(tmp_path, "layer_outputs", "layer_outputs.py", data, {"spec": {"examples": 3}},
-                            {"task": "rte"})
+    drawn = replayed_figure(tmp_path, "figure_layer_outputs", "figure_layer_outputs.py", data,
+                            {"spec": {"examples": 3}}, {"task": "rte"})
     assert drawn == alp_kd.layer_outputs_figure(data, tmp_path / "layer_outputs.png").read_bytes()
 
 

@@ -161,7 +161,7 @@ def test_figure_jobs_hash_only_what_they_run():
                                             "kdflow/reporting/figures/style.py", "kdflow/reporting/figures/thesis.py"}
 
 
-@pytest.mark.parametrize("script", ["attention_maps.py", "layer_outputs.py"])
+@pytest.mark.parametrize("script", ["figure_attention_maps.py", "figure_layer_outputs.py"])
 def test_the_figures_of_recomputed_students_only_draw(script):
     """Issue 54: the analysis stage's rules (compute_attention_maps, compute_layer_outputs) recompute the students;
     the figure jobs read their JSON and draw, with no model, method or analysis code in what they run."""

@@ -125,7 +125,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         probing_thesis_table=1, figure_probing_thesis=1,
         analyse_predictions=3, figure_analysis=3, paper_table=9 + 3, measure_inference=9, figure_pseudo_heads=1,
         # Universal-KD Fig. 3 and ALP-KD Fig. 3; ALP-KD Fig. 4: computed (analysis), then drawn (reporting)
-        compute_attention_maps=2, attention_maps=2, compute_layer_outputs=1, layer_outputs=1,
+        compute_attention_maps=2, figure_attention_maps=2, compute_layer_outputs=1, figure_layer_outputs=1,
         classify_sentences=1,  # thesis Tables 6.3/C.1: the CoLA teacher and students
         figure_teacher_curves=3, runtime_table=1,  # thesis Fig. 4.2 per teacher, Table 4.5
         figure_class_distribution=1,  # thesis Fig. A.1: the 8 tasks with classes (STS-B has none)

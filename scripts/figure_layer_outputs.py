@@ -1,5 +1,5 @@
-"""Rule layer_outputs: ALP-KD Fig. 4 as one figure, drawn from the layer outputs rule compute_layer_outputs wrote
-(students' and teacher's principal components, students' cosine distances to the teacher's layer)."""
+"""Rule figure_layer_outputs: ALP-KD Fig. 4 as one figure, drawn from the layer outputs rule compute_layer_outputs
+wrote (students' and teacher's principal components, students' cosine distances to the teacher's layer)."""
 
 import json
 from pathlib import Path

@@ -1,5 +1,5 @@
-"""Rule attention_maps: Universal-KD Fig. 3 or ALP-KD Fig. 3 as one figure, drawn from the attention records rule
-compute_attention_maps wrote (one per student of the figure)."""
+"""Rule figure_attention_maps: Universal-KD Fig. 3 or ALP-KD Fig. 3 as one figure, drawn from the attention records
+rule compute_attention_maps wrote (one per student of the figure)."""
 
 import json
 from pathlib import Path
