@@ -2,15 +2,16 @@
 belong to that stage, or several (``<stage>_<part>.smk``) where one would be long; common.smk holds only what several
 rule files share (tests/test_package.py maps modules)."""
 
+import itertools
 import re
 from pathlib import Path
 
 import pytest
-from conftest import REPO, rule_scripts
+from conftest import REPO, rule_blocks, rule_scripts
 from test_package import STAGES
 
 from kdflow.workflow import results_paths as paths
-from kdflow.workflow.provenance import imported_modules
+from kdflow.workflow.provenance import RULE_HEADER, imported_modules
 
 RULES = REPO / "rules"
 SHARED = {"common", "config", "templates"}  # shared helpers, the config's reading, the rules' templates (no jobs)
@@ -38,7 +39,7 @@ def stage_of_script(script: str) -> str:
 def test_each_rule_lives_in_the_rule_file_of_its_scripts_stage():
     scripts = rule_scripts()
     rules = [(name, rule) for name, text in rule_files().items()
-             for rule in re.findall(r"^(?:rule|use rule \w+ as) (\w+)(?::| with:)", text, re.M) if rule in scripts]
+             for rule in RULE_HEADER.findall(text) if rule in scripts]
     assert {rule for _, rule in rules} == set(scripts)
     misplaced = [f"{rule} ({scripts[rule]}: {stage_of_script(scripts[rule])}) in {name}.smk"
                  for name, rule in rules if stage_of_script(scripts[rule]) != stage_of_file(name)]
@@ -62,18 +63,13 @@ BOILERPLATE_PARAMS = re.compile(r"\s+(device|precision)=config\[")
 
 
 def rule_lines() -> dict[str, list[str]]:
-    """rule -> its non-blank lines, from its ``rule`` (or ``use rule``) line to its last directive."""
+    """rule -> its non-blank lines, from its ``rule`` (or ``use rule``) line to its last directive: its block
+    without the comments and code that follow it."""
     found = {}
-    for text in rule_files().values():
-        rule = None
-        for line in text.splitlines():
-            if header := re.match(r"(?:rule|use rule \w+ as) (\w+)(?::| with:)$", line):
-                rule = header[1]
-                found[rule] = [line]
-            elif rule and line.startswith(" "):
-                found[rule].append(line)
-            elif line.strip():
-                rule = None
+    for rule, block in rule_blocks().items():
+        header, *rest = block.splitlines()
+        body = itertools.takewhile(lambda line: line.startswith(" ") or not line.strip(), rest)
+        found[rule] = [header, *(line for line in body if line.strip())]
     return found
 
 

@@ -233,13 +233,17 @@ def workflow_fingerprint(basedir: str | Path) -> str:
     return fingerprint([basedir / "Snakefile", *sorted((basedir / "rules").glob("*.smk"))])
 
 
+# A rule's first line: ``rule <name>:``, or ``use rule <template> as <name> with:`` for one made from a template.
+RULE_HEADER = re.compile(r"^(?:rule|use rule \w+ as) (\w+)(?::| with:)", re.M)
+
+
 def rule_blocks(rules_dir: str | Path) -> dict[str, str]:
     """rule -> its text in the rule files (``*.smk``) of ``rules_dir``: from its ``rule`` line (``use rule <template>
     as <rule> with:`` for one made from a template, rules/templates.smk) to the next rule's."""
     blocks = {}
     for smk in sorted(Path(rules_dir).glob("*.smk")):
         for block in re.split(r"(?m)^(?=rule |use rule )", smk.read_text()):
-            rule = re.match(r"(?:rule|use rule \w+ as) (\w+)(?::| with:)", block)
+            rule = RULE_HEADER.match(block)
             if rule:
                 blocks[rule[1]] = block
     return blocks
