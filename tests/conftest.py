@@ -281,8 +281,8 @@ def run_while_progressing(command, stall=STALL_SECONDS, **options) -> subprocess
         return subprocess.CompletedProcess(command, process.returncode, sink.read())
 
 
-def snakemake(*args, cwd=REPO, check=True, stall=STALL_SECONDS):
-    result = run_while_progressing([sys.executable, "-m", "snakemake", *args], stall, cwd=cwd)
+def snakemake(*args, cwd=REPO, check=True, stall=STALL_SECONDS, env=None):
+    result = run_while_progressing([sys.executable, "-m", "snakemake", *args], stall, cwd=cwd, env=env)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout}")
     return result

@@ -5,16 +5,19 @@ the registries again, the workflow plans the new jobs, the new method or student
 to change."""
 
 import filecmp
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
-from conftest import DEMO, REPO, copy_repo, planned_jobs
+from conftest import DEMO, REPO, copy_repo, planned_jobs, snakemake
 from markdown_it import MarkdownIt
 
+from kdflow.core.data import TaskData
 from kdflow.workflow import results_paths as paths
 
 PAGE = REPO / "docs" / "development.md"
@@ -40,19 +43,22 @@ def recipes() -> dict[str, list[tuple[str, str]]]:
 
 
 def follow(workdir: Path, blocks: list[tuple[str, str]]) -> None:
-    """Append each code block to its file; merge each config block into the demo config's section."""
-    config_path = workdir / DEMO_CONFIG
-    config = yaml.safe_load(config_path.read_text())
+    """Apply each block where its first line says: ``config`` or ``config: <section>`` merges it into the demo
+    config (at its top or into that section), ``<file>.yaml: <section>`` into that section of a YAML file; any other
+    file gets the block appended, or is created from it where it does not exist."""
     for where, code in blocks:
-        if where.startswith("config: "):
-            section = config
-            for key in where.removeprefix("config: ").split("."):
-                section = section[key]
-            section.update(yaml.safe_load(code))
+        name, _, section = where.partition(": ")
+        if name == "config" or name.endswith(".yaml"):
+            path = workdir / (DEMO_CONFIG if name == "config" else name)
+            document = yaml.safe_load(path.read_text())
+            merged = document
+            for key in filter(None, section.split(".")):
+                merged = merged[key]
+            merged.update(yaml.safe_load(code))
+            path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True))
         else:
             path = workdir / where
-            path.write_text(path.read_text() + "\n\n" + code)
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+            path.write_text(path.read_text() + "\n\n" + code if path.exists() else code)
 
 
 def list_in_docs(workdir: Path, name: str, kind: str) -> None:
@@ -70,12 +76,23 @@ def list_in_docs(workdir: Path, name: str, kind: str) -> None:
     page.write_text(text)
 
 
-def changed_files(workdir: Path) -> set[str]:
-    """The repository's files (tracked, or new and not ignored) that differ in the copy."""
+def repository_files() -> list[str]:
+    """The repository's files: tracked, or new and not ignored."""
     listed = ["git", "ls-files", "--cached", "--others", "--exclude-standard"]
-    tracked = subprocess.run(listed, cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
-    return {name for name in tracked if (REPO / name).is_file() and (workdir / name).is_file()
+    return subprocess.run(listed, cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+
+
+def changed_files(workdir: Path) -> set[str]:
+    """The repository's files that differ in the copy."""
+    return {name for name in repository_files() if (REPO / name).is_file() and (workdir / name).is_file()
             and not filecmp.cmp(REPO / name, workdir / name, shallow=False)}
+
+
+def new_files(workdir: Path, *folders: str) -> set[str]:
+    """The copy's files in ``folders`` that the repository does not have."""
+    known = set(repository_files())
+    return {str(path.relative_to(workdir)) for folder in folders for path in (workdir / folder).rglob("*")
+            if path.is_file() and str(path.relative_to(workdir)) not in known and "__pycache__" not in path.parts}
 
 
 def python_in(workdir: Path, code: str) -> str:
@@ -98,10 +115,10 @@ def scratch(tmp_path):
     return copy_repo(tmp_path / "kdflow")
 
 
-def test_the_page_has_a_recipe_for_each_kind_with_blocks_for_the_first_three():
+def test_the_page_has_a_recipe_with_blocks_for_each_kind():
     found = recipes()
     assert list(found) == ["A distillation method", "A student", "A paper table", "A figure"]
-    assert all(found[name] for name in list(found)[:3])
+    assert all(found.values())
 
 
 @pytest.mark.slow
@@ -161,3 +178,28 @@ def test_a_new_paper_table_of_reported_numbers_is_a_config_entry(scratch):
     assert changed_files(scratch) == {DEMO_CONFIG}
     planned = planned_jobs(*DEMO, cwd=scratch)
     assert planned["paper_table"] == 1 + len(yaml.safe_load((REPO / DEMO_CONFIG).read_text())["paper_tables"]["tables"])
+
+
+@pytest.mark.slow
+def test_a_new_figure_is_planned_for_its_config_section_and_drawn(scratch):
+    follow(scratch, recipes()["A figure"])
+    python_in(scratch, "from kdflow.workflow.config_reference import PAGE, reference_page\n"
+                       "from kdflow.workflow.config_files import SCHEMA, load_config_file\n"
+                       "PAGE.write_text(reference_page(load_config_file(SCHEMA)))")
+    assert changed_files(scratch) == {"kdflow/workflow/results_paths.py", "kdflow/reporting/figures/thesis.py",
+                                      "rules/reporting_figures.smk", "kdflow/workflow/targets.py",
+                                      "schemas/config.schema.yaml", "docs/config-reference.md", DEMO_CONFIG}
+    assert new_files(scratch, "scripts", "report") == {"scripts/figure_sentence_lengths.py",
+                                                       "report/figure_sentence_lengths.rst"}
+    figure, data_file = python_in(scratch, "from kdflow.workflow import results_paths as paths\n"
+                                           "print(paths.SENTENCE_LENGTHS_PNG.format(task='sst2'))\n"
+                                           "print(paths.SENTENCE_LENGTHS_CSV.format(task='sst2'))").split()
+    # the default target asks for it (one job, the task's entry), and it is drawn from the prepared task
+    assert planned_jobs(*DEMO, cwd=scratch)["figure_sentence_lengths"] == 1
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}  # the copy's kdflow
+    snakemake(*DEMO, "--cores", "1", figure, cwd=scratch, env=environment)
+    data = pd.read_csv(scratch / data_file)
+    prepared = TaskData.load(scratch / paths.DATA.format(task="sst2")).split("dev")
+    dev = data[data["split"] == "dev"]["words"]
+    assert len(dev) == len(prepared) and dev.iloc[0] == len(prepared["text_a"].iloc[0].split())
+    assert (scratch / figure).read_bytes().startswith(b"\x89PNG")

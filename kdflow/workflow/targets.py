@@ -11,7 +11,15 @@ from kdflow.workflow.job_settings import augmented_jobs, class_distribution_task
 
 GLUE_TASKS = {task for task, _ in GLUE_FILES}
 THESIS_PROBING_FIGURES = [paths.PROBING_THESIS_PNG.format(figure=name) for name in ("6_1", "6_2", "6_3", "C_1")]
-ANALYSIS_FIGURES = (paths.CONFIDENCE_CORRELATION_PNG, paths.MISTAKE_OVERLAP_PNG, paths.AVERAGE_CONFIDENCE_PNG)
+# A config section whose every entry asks for files of its own: section -> (the templates, the wildcard the entry's
+# name fills). A new figure of that kind is a line here (docs/development.md, "A figure").
+PER_ENTRY = {
+    "analysis": ((paths.ANALYSIS_JSON, paths.CONFIDENCE_CORRELATION_PNG, paths.MISTAKE_OVERLAP_PNG,
+                  paths.AVERAGE_CONFIDENCE_PNG), "task"),
+    "sentence_probes": ((paths.SENTENCE_PROBES_CSV,), "task"),
+    "attention_maps": ((paths.ATTENTION_PNG,), "figure"),
+    "layer_outputs": ((paths.LAYER_OUTPUTS_PNG,), "task"),
+}
 
 
 def default_targets(config: dict, exploration_experiments: set[str]) -> list[str]:
@@ -20,7 +28,6 @@ def default_targets(config: dict, exploration_experiments: set[str]) -> list[str
     experiments = config.get("experiments", {})
     exploration = config.get("exploration", {})
     paper_tables = config.get("paper_tables", {})
-    analysis = list(config.get("analysis", {}))
     own_table = [name for name in experiments if name not in exploration_experiments]
     return [
         paths.PLAN_CSV,
@@ -37,8 +44,6 @@ def default_targets(config: dict, exploration_experiments: set[str]) -> list[str
         *[paths.THESIS_FIGURE_PNG.format(figure=figure) for figure in exploration.get("figures", {})],
         *([paths.THESIS_TABLE51_MD] if exploration.get("table") else []),
         *([paths.PROBING_TABLE_CSV] if "probing" in config else []),
-        *[paths.ANALYSIS_JSON.format(task=task) for task in analysis],
-        *[paths.SENTENCE_PROBES_CSV.format(task=task) for task in config.get("sentence_probes", {})],
         paths.PSEUDO_HEADS_PNG,
         *([paths.CLASS_DISTRIBUTION_PNG] if class_distribution_tasks(config) else []),
         *[paths.TEACHER_CURVES_PNG.format(teacher=teacher) for teacher in config["teachers"]],
@@ -46,9 +51,8 @@ def default_targets(config: dict, exploration_experiments: set[str]) -> list[str
         *([paths.PROBING_PNG] if "probing" in config else []),
         *([paths.PROBING_THESIS_CSV, *THESIS_PROBING_FIGURES]
           if config.get("probing", {}).get("thesis") else []),
-        *[figure.format(task=task) for figure in ANALYSIS_FIGURES for task in analysis],
-        *[paths.ATTENTION_PNG.format(figure=figure) for figure in config.get("attention_maps", {})],
-        *[paths.LAYER_OUTPUTS_PNG.format(task=task) for task in config.get("layer_outputs", {})],
+        *[template.format(**{wildcard: entry}) for section, (templates, wildcard) in PER_ENTRY.items()
+          for entry in config.get(section, {}) for template in templates],
         *[paths.PAPER_TABLE_MD.format(paper_table=name) for name in paper_tables.get("tables", {})],
         *[paths.GLUE_SUBMISSION.format(experiment=name) for name in own_table
           if any(task in GLUE_TASKS for task in experiments[name]["tasks"])],
