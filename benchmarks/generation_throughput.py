@@ -120,7 +120,7 @@ def main() -> None:
         for precision in precisions:
             sync(device)
             started = time.perf_counter()
-            compute_signals(frame, "augmented", directory, directory / run_files.PSEUDO_HEADS, False, 128, 256, device,
+            compute_signals(frame, "augmented", directory, directory / run_files.PSEUDO_HEADS, [], 128, 256, device,
                             directory / "teacher_signals.safetensors", precision=precision)
             sync(device)
             labelled[precision.name] = rate = len(frame) / (time.perf_counter() - started)

@@ -135,5 +135,5 @@ use rule kdflow_device_job as compute_teacher_signals with:
         **configured_resources(config, "teachers.{teacher}", one_process=True),
     params:
         **runs("compute_teacher_signals.py"),
-        include_layers=lambda w: signals_include_layers(config, w.teacher, w.task),
+        needed_signals=lambda w: needed_signals(config, w.teacher, w.task),
         settings=teacher_params,

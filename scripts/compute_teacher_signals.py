@@ -19,7 +19,7 @@ with rule_job(snakemake):
         snakemake.wildcards.transfer,
         Path(snakemake.input.model).parent,
         snakemake.input.heads,
-        snakemake.params.include_layers,
+        snakemake.params.needed_signals,
         hyperparameters["max_seq_length"],
         hyperparameters["eval_batch_size"],
         device,

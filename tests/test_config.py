@@ -18,6 +18,7 @@ from kdflow.workflow.job_settings import (
     assistant_run,
     grid_points,
     hygiene_settings,
+    needed_signals,
     pseudo_head_job_settings,
     pseudo_head_settings,
     run_values,
@@ -208,6 +209,16 @@ def test_a_transfer_set_reads_its_sources_and_a_student_its_signals():
     assert kd["signals"] == paths.SIGNALS.format(teacher="tiny_bert", task="sst2", transfer="train")
     assert pseudo_head_job_settings(config, "tiny_bert", "sst2")["max_seq_length"] == teacher_settings(
         config, "tiny_bert", "sst2")["hyperparameters"]["max_seq_length"]
+
+
+def test_a_teachers_signals_are_those_its_experiments_methods_need_on_the_task():
+    config = {"experiments": {
+        "logits": {"teacher": "t", "tasks": ["sst2"], "methods": {"kd": None, "universal_kd_il": None}},
+        "hidden": {"teacher": "t", "tasks": ["cola"], "methods": {"pkd": None}},
+        "other": {"teacher": "u", "tasks": ["sst2"], "methods": {"alp": None}}}}
+    assert needed_signals(config, "t", "sst2") == ["head_logits", "logits"]
+    assert needed_signals(config, "t", "cola") == needed_signals(config, "u", "sst2") == ["layers", "logits"]
+    assert needed_signals(config, "t", "mrpc") == []
 
 
 def test_an_attention_figure_is_filed_under_its_paper():

@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.errors import UserError
 from kdflow.core.intermediates import DamagedFile
 from kdflow.distillation.assistant import compute_assistant_signals
 from kdflow.distillation.distill import distill
@@ -25,7 +26,7 @@ from kdflow.training.hf_models import load_classifier, model_inputs
 from kdflow.training.loop import EAGER, StepCompiler, subset_indices
 from kdflow.transfer.frames import transfer_frame
 from kdflow.transfer.labelling import compute_signals
-from kdflow.transfer.signals import SignalCache
+from kdflow.transfer.signals import SIGNALS, SignalCache, register_signal, stored_signals
 
 CPU = torch.device("cpu")
 HEADS = dict(learning_rate=1e-2, batch_size=32, epochs=2, warmup_ratio=0.0, weight_decay=0.0, seed=0, max_seq_length=32)
@@ -46,12 +47,13 @@ TEACHER_METHODS = [name for name in available_methods() if name != "takd"]
 
 @pytest.fixture(scope="module")
 def teacher(trained_teacher, separable, tmp_path_factory):
-    """The trained tiny teacher, its pseudo-heads and its signals on train (layers included)."""
+    """The trained tiny teacher, its pseudo-heads and its signals on train (every registered signal)."""
     teacher_dir, _ = trained_teacher
     heads_dir = tmp_path_factory.mktemp("heads")
     train_pseudo_heads(separable, teacher_dir, HEADS, heads_dir, CPU)
     signals = heads_dir / "signals.safetensors"
-    compute_signals(transfer_frame(separable), "train", teacher_dir, heads_dir / "heads.safetensors", True, 32, 64, CPU, signals)
+    compute_signals(transfer_frame(separable), "train", teacher_dir, heads_dir / "heads.safetensors", list(SIGNALS), 32,
+                    64, CPU, signals)
     return teacher_dir, heads_dir / "heads.safetensors", signals
 
 
@@ -79,6 +81,46 @@ def test_signals_match_a_direct_teacher_forward_pass(teacher, separable):
     torch.testing.assert_close(signals["logits"][:8], direct, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(signals["head_logits"][:8], heads(pooled), atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(signals["layers"][:8].float(), pooled, atol=1e-2, rtol=1e-2)  # stored in float16
+
+
+def test_a_file_holds_the_signals_every_method_needs_and_those_on_demand_that_its_methods_need():
+    assert stored_signals([]) == stored_signals(["logits", "head_logits"]) == ["logits", "head_logits"]
+    assert stored_signals(["layers", "logits"]) == ["logits", "head_logits", "layers"]
+    with pytest.raises(UserError, match=r"^unknown teacher signals \['layer'\]; registered: \["):
+        stored_signals(["layer"])
+
+
+def test_a_registered_signal_is_computed_from_the_teacher_pass_and_stored_in_its_dtype(teacher, separable, tmp_path):
+    """A signal of the teacher's tokens (docs/development.md's recipe kind): the mean of the top layer's token
+    vectors over each example's mask, against the model's own forward pass."""
+    teacher_dir, heads_path, _ = teacher
+
+    def token_mean(forward):
+        mask = forward.attention_mask[..., None].to(forward.hidden_states[-1].dtype)
+        return (forward.hidden_states[-1] * mask).sum(1) / mask.sum(1)
+
+    register_signal("test_token_mean", lambda layers, width, classes: (width,), torch.float16)(token_mean)
+    try:
+        compute_signals(transfer_frame(separable), "train", teacher_dir, heads_path, ["test_token_mean"], 32, 64, CPU,
+                        tmp_path / "signals.safetensors")
+        with pytest.raises(ValueError, match="teacher signal 'test_token_mean' is registered twice"):
+            register_signal("test_token_mean", lambda layers, width, classes: (width,))(token_mean)
+    finally:
+        del SIGNALS["test_token_mean"]
+    stored = load_file(str(tmp_path / "signals.safetensors"))
+    assert set(stored) == {"idx", "logits", "head_logits", "test_token_mean"}
+    assert stored["test_token_mean"].dtype == torch.float16 and stored["test_token_mean"].shape == (len(stored["idx"]), 32)
+    model = load_classifier(teacher_dir / "model").eval()
+    batch = next(batches(tokenize(separable.split("train"), AutoTokenizer.from_pretrained(teacher_dir / "model"), 32,
+                                  False), 4, False))
+    with torch.no_grad():
+        top = model(**model_inputs(model, batch), output_hidden_states=True).hidden_states[-1]
+    mask = batch["attention_mask"][..., None].float()
+    torch.testing.assert_close(stored["test_token_mean"][:4].float(), (top * mask).sum(1) / mask.sum(1), atol=1e-2,
+                               rtol=1e-2)
+    cache = SignalCache(tmp_path / "signals.safetensors", CPU, stored["idx"].numpy())
+    read = cache[torch.tensor([0, 1])]
+    assert read.layers is None and torch.equal(read["test_token_mean"], stored["test_token_mean"][:2].float())
 
 
 def test_signal_cache_refuses_signals_of_other_examples(teacher, separable):
@@ -188,7 +230,7 @@ def test_a_student_deeper_than_its_teacher_needs_an_explicit_mapping(teacher, se
 def test_a_hidden_space_method_without_cached_layers_is_a_clear_error(teacher, separable, tmp_path):
     teacher_dir, heads_path, _ = teacher
     signals = tmp_path / "signals.safetensors"
-    compute_signals(transfer_frame(separable), "train", teacher_dir, heads_path, False, 32, 64, CPU, signals)
+    compute_signals(transfer_frame(separable), "train", teacher_dir, heads_path, [], 32, 64, CPU, signals)
     assert "layers" not in load_file(str(signals))
     with pytest.raises(ValueError, match="needs the teacher's layers"):
         distill(separable, None, teacher_dir, signals, STUDENTS["bert_k"], "pkd", {}, [{"epochs": 1}],

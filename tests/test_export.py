@@ -99,7 +99,7 @@ def pipeline_run(task, teacher_dir, root, student: str, spec: dict, seeds: list[
 def teacher_signals(task, teacher_dir, root) -> None:
     heads_dir = root / f"heads_{task.meta['task']}"
     train_pseudo_heads(task, teacher_dir, HEADS, heads_dir, CPU)
-    compute_signals(transfer_frame(task), "train", teacher_dir, heads_dir / "heads.safetensors", False, 32, 64, CPU,
+    compute_signals(transfer_frame(task), "train", teacher_dir, heads_dir / "heads.safetensors", [], 32, 64, CPU,
                     root / f"signals_{task.meta['task']}.safetensors")
 
 

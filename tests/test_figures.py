@@ -240,7 +240,7 @@ def runs(trained_teacher, separable, tmp_path_factory):
     train_pseudo_heads(separable, teacher_dir, HEADS, root / "heads", CPU)
     heads = root / "heads" / "heads.safetensors"
     signals = root / "signals.safetensors"
-    compute_signals(transfer_frame(separable), "train", teacher_dir, heads, True, 32, 64, CPU, signals)
+    compute_signals(transfer_frame(separable), "train", teacher_dir, heads, ["layers"], 32, 64, CPU, signals)
     for method in METHODS:
         distill(separable, None, teacher_dir, signals, STUDENT, method, OPTIONS.get(method, {}), [{"epochs": 1}],
                 Hyperparameters(**STUDENT_HP), root / method, CPU)

@@ -17,7 +17,7 @@ from kdflow.distillation.methods.registry import (
 )
 from kdflow.students.registry import StudentOutput
 from kdflow.training.losses import kd_loss, layer_attention, soft_kl
-from kdflow.transfer.signals import TeacherSignals
+from kdflow.transfer.signals import OWN_FIELDS, SIGNALS, TeacherSignals
 
 
 def shapes(student_widths=(2, 2), teacher_layers=2, teacher_width=2, num_labels=2, regression=False):
@@ -324,7 +324,8 @@ def test_gradients_reach_the_student_and_its_heads_never_the_teacher(name):
     teacher_net = torch.nn.Linear(4, 5 * 2)  # stands in for the frozen teacher whose outputs are cached
     x = torch.randn(6, 4)
     with torch.no_grad():  # teacher signals are computed once, without gradients
-        signals = TeacherSignals(torch.randn(6, 2), head_logits=teacher_net(x).view(6, 5, 2), layers=torch.randn(6, 5, 4))
+        signals = random_teacher(6, 4, 5, 2)
+        signals.head_logits = teacher_net(x).view(6, 5, 2)
     method = build_method(name, Shapes((3, 3), 5, 4, 2, False), {"assistant": "ta"} if name == "takd" else {})
     method.set_weights(alpha=0.2, beta=0.3 * ("kd" in method.provides), gamma=0.5 * ("inter" in method.provides))
     terms = method(student(x), signals, torch.randint(0, 2, (6,)))
@@ -369,10 +370,14 @@ def random_signals(batch=1, student_layers=3, width=4, teacher_layers=5, classes
     generator = torch.Generator().manual_seed(seed)
     student = StudentOutput(torch.randn(batch, classes, generator=generator),
                             [torch.randn(batch, width, generator=generator) for _ in range(student_layers)])
-    teacher = TeacherSignals(torch.randn(batch, classes, generator=generator),
-                             head_logits=torch.randn(batch, teacher_layers, classes, generator=generator),
-                             layers=torch.randn(batch, teacher_layers, width, generator=generator))
-    return student, teacher
+    return student, random_teacher(batch, width, teacher_layers, classes, generator)
+
+
+def random_teacher(batch, width, teacher_layers, classes, generator=None):
+    """Every registered teacher signal, random, in its shape (kdflow.transfer.signals.SIGNALS)."""
+    drawn = {name: torch.randn(batch, *signal.example_shape(teacher_layers, width, classes), generator=generator)
+             for name, signal in SIGNALS.items()}
+    return TeacherSignals(*(drawn.pop(name) for name in OWN_FIELDS), others=drawn)
 
 
 def built(name, student_layers=3, width=4, teacher_layers=5, classes=2, regression=False, **options):
@@ -388,8 +393,8 @@ def test_every_term_is_a_batch_mean(name):
     method = built(name)
     student, teacher = random_signals()
     twice = StudentOutput(student.logits.repeat(2, 1), [h.repeat(2, 1) for h in student.layers])
-    teacher_twice = TeacherSignals(teacher.logits.repeat(2, 1), head_logits=teacher.head_logits.repeat(2, 1, 1),
-                                   layers=teacher.layers.repeat(2, 1, 1))
+    teacher_twice = TeacherSignals(*(torch.cat([teacher[name]] * 2) for name in OWN_FIELDS),
+                                   others={name: torch.cat([value] * 2) for name, value in teacher.others.items()})
     once, doubled = method(student, teacher, torch.tensor([1])), method(twice, teacher_twice, torch.tensor([1, 1]))
     for term in once:
         torch.testing.assert_close(doubled[term], once[term], msg=f"{name}: {term}")

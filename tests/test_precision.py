@@ -173,7 +173,7 @@ def heads(trained_teacher, separable, tmp_path_factory):
 def signals(trained_teacher, separable, heads, tmp_path_factory):
     out = tmp_path_factory.mktemp("signals")
     for precision in (FP32, BF16):
-        compute_signals(transfer_frame(separable), "train", trained_teacher[0], heads, True, 32, 64, CPU,
+        compute_signals(transfer_frame(separable), "train", trained_teacher[0], heads, ["layers"], 32, 64, CPU,
                         out / f"{precision.name}.safetensors", precision=precision)
     return {name: out / f"{name}.safetensors" for name in ("fp32", "bf16")}
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from safetensors import safe_open
 from conftest import DEMO, REPO, copy_repo, planned_jobs, snakemake
 from markdown_it import MarkdownIt
 
@@ -117,7 +118,8 @@ def scratch(tmp_path):
 
 def test_the_page_has_a_recipe_with_blocks_for_each_kind():
     found = recipes()
-    assert list(found) == ["A distillation method", "A student", "A paper table", "A figure"]
+    assert list(found) == ["A distillation method", "A method that needs a new teacher signal", "A student",
+                           "A paper table", "A figure"]
     assert all(found.values())
 
 
@@ -144,6 +146,27 @@ terms["loss"].backward()
 print(round(terms["kd"].item(), 6), logits.grad.abs().sum().item() > 0)
 """)
     assert output.split() == ["1.25", "True"]  # 0.5 * mean over examples of (1 + 4) = 1.25
+
+
+@pytest.mark.slow
+def test_a_method_with_a_new_teacher_signal_is_two_code_files_a_config_entry_and_two_doc_lines(scratch):
+    follow(scratch, recipes()["A method that needs a new teacher signal"])
+    list_in_docs(scratch, "recipe_mean", "method")
+    assert changed_files(scratch) == {"kdflow/transfer/signals.py", "kdflow/distillation/methods/hidden_methods.py",
+                                      DEMO_CONFIG, METHODS_PAGE, "README.md"}
+    docs_match_the_registries(scratch)
+    # the plan asks the teacher's signals for it, and the student trains from the file they are stored in
+    signals = paths.SIGNALS.format(teacher="tiny_bert", task="sst2", transfer="train")
+    selection = paths.SELECTION.format(experiment="recipe_signal")
+    planned = planned_jobs(*DEMO, selection, cwd=scratch)
+    assert (planned["compute_teacher_signals"], planned["distill_student"]) == (1, 1)
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}  # the copy's kdflow
+    snakemake(*DEMO, "--cores", "2", selection, cwd=scratch, env=environment)
+    with safe_open(scratch / signals, "pt") as stored:
+        assert {"mean_tokens", "logits", "head_logits"} <= set(stored.keys())
+        width = stored.get_slice("mean_tokens").get_shape()[1]
+    assert width == 64  # tiny_bert's width: the signal has the shape it registered
+    assert "recipe_mean" in (scratch / selection).read_text()  # its student trained, and was selected
 
 
 @pytest.mark.slow

@@ -346,7 +346,7 @@ def augmented_signals(separable, trained_teacher, augmented_set, tmp_path_factor
     train_pseudo_heads(separable, teacher_dir, dict(learning_rate=1e-2, batch_size=32, epochs=1, max_seq_length=32),
                        root, CPU)
     compute_signals(transfer_frame(separable, augmented_set), "augmented", teacher_dir, root / "heads.safetensors",
-                    False, 32, 64, CPU, root / "signals.safetensors")
+                    [], 32, 64, CPU, root / "signals.safetensors")
     return root / "signals.safetensors"
 
 

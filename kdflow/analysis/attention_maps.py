@@ -38,7 +38,7 @@ from kdflow.teachers.pseudo_heads import gold_distance
 from kdflow.training.batching import batches, to_device, tokenize
 from kdflow.training.loop import subset_indices
 from kdflow.transfer.labelling import compute_signals
-from kdflow.transfer.signals import SignalCache, TeacherSignals
+from kdflow.transfer.signals import SIGNALS, SignalCache, TeacherSignals
 
 def load_method(run_dir: Path, report: dict, shapes: Shapes) -> Method:
     """The run's method with its trained parts (student pseudo classifiers, projections), in eval mode."""
@@ -83,8 +83,8 @@ def recompute(run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path
     teacher_length = read_training_record(teacher_dir / "model", "teacher")["hyperparameters"]["max_seq_length"]
     with tempfile.TemporaryDirectory() as scratch:
         signals = Path(scratch) / "teacher_signals.safetensors"
-        compute_signals(examples, split, teacher_dir, heads_path, True, teacher_length, len(examples), device, signals,
-                        precision=precision)
+        compute_signals(examples, split, teacher_dir, heads_path, list(SIGNALS), teacher_length, len(examples), device,
+                        signals, precision=precision)
         cache = SignalCache(signals, device, examples["idx"].to_numpy())
     teacher = cache[torch.arange(len(examples), device=device)]
 
@@ -94,7 +94,7 @@ def recompute(run_dir: Path, teacher_dir: Path, heads_path: Path, data_dir: Path
                        labelled)
     batch = to_device(next(batches(encoded, len(examples), regression)), device)
     shapes = Shapes(layer_widths(student, batch), cache.teacher_layers, cache.teacher_width, task.num_labels,
-                    regression)
+                    regression, cache.example_shapes)
     method = load_method(run_dir, report, shapes).to(device)
     with precision.autocast():
         outputs = student(batch)

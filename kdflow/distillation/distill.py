@@ -95,11 +95,13 @@ def set_up_run(task: TaskData, transfer_set: Path | None, teacher_dir: Path, sig
                for name, f in frames.items()}
 
     widths = layer_widths(student, next(batches(encoded["train"], 2, regression)))
-    shapes = Shapes(widths, cache.teacher_layers, cache.teacher_width, task.num_labels, regression)
+    shapes = Shapes(widths, cache.teacher_layers, cache.teacher_width, task.num_labels, regression,
+                    cache.example_shapes)
     missing = sorted(method_class(method_name).needs - cache.available)
     if missing:
         raise ValueError(f"{method_name} needs the teacher's {', '.join(missing)}, which {signals_path} does not hold "
-                         "(hidden-space signals are cached only when the config gives the teacher a method that needs them)")
+                         "(a signal registered on demand is stored only when the config gives the teacher and task a "
+                         "method that needs it: kdflow.transfer.signals)")
     method = build_method(method_name, shapes, method_options)
     model = nn.ModuleDict({"student": student, "method": method}).to(device)
     log.info("student %s (%.2fM parameters, layers %s) with %s %s, seed %d", student_spec["type"],

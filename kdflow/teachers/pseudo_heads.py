@@ -121,11 +121,18 @@ def pool_layers(hidden_states, attention_mask: torch.Tensor, pooling: str) -> to
 
 
 @torch.no_grad()
-def teacher_outputs(model, batch: dict, pooling: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """One forward pass of a frozen sequence classifier: its logits [B, C] and pooled layers 1..N [B, N, H]
-    (the embedding output is dropped: pseudo-heads sit on transformer layers)."""
+def teacher_pass(model, batch: dict, pooling: str) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], torch.Tensor]:
+    """One forward pass of a frozen sequence classifier: its logits [B, C], its hidden states (the embeddings'
+    output, then layers 1..N, [B, T, H]) and pooled layers 1..N [B, N, H] (the embedding output is dropped:
+    pseudo-heads sit on transformer layers)."""
     out = model(**model_inputs(model, batch), output_hidden_states=True)
-    return out.logits, pool_layers(out.hidden_states[1:], batch["attention_mask"], pooling)
+    return out.logits, out.hidden_states, pool_layers(out.hidden_states[1:], batch["attention_mask"], pooling)
+
+
+def teacher_outputs(model, batch: dict, pooling: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`teacher_pass`'s logits [B, C] and pooled layers [B, N, H]."""
+    logits, _, pooled = teacher_pass(model, batch, pooling)
+    return logits, pooled
 
 
 def layer_features(model, split: EncodedSplit, pooling: str, batch_size: int, device, out: np.ndarray,

@@ -301,15 +301,17 @@ def augmented_jobs(config: dict) -> list[tuple[str, str]]:
     return list(dict.fromkeys(pairs))
 
 
-def signals_include_layers(config: dict, teacher: str, task: str) -> bool:
-    """Whether any experiment distilling ``teacher`` on ``task`` uses hidden-space methods (teacher layers)."""
+def needed_signals(config: dict, teacher: str, task: str) -> list[str]:
+    """The teacher signals the methods of every experiment distilling ``teacher`` on ``task`` need, sorted: those
+    registered on demand are stored for these alone (kdflow.transfer.signals)."""
     methods = load_catalog()["methods"]
-    return any(
-        "layers" in methods[method_entry(spec, entry)[0]]["needs"]
+    return sorted({
+        signal
         for spec in config.get("experiments", {}).values()
         if spec["teacher"] == teacher and task in spec["tasks"]
         for entry in spec["methods"]
-    )
+        for signal in methods[method_entry(spec, entry)[0]]["needs"]
+    })
 
 
 # Named models: probing and prediction analysis.

@@ -14,7 +14,7 @@ intermediate-layer (or pseudo-classifier) term. Weights can change between the s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -23,7 +23,7 @@ from torch import nn
 from kdflow.core.errors import UserError
 from kdflow.students.registry import StudentOutput
 from kdflow.training.losses import task_loss
-from kdflow.transfer.signals import TeacherSignals
+from kdflow.transfer.signals import SIGNALS, TeacherSignals
 
 WEIGHTS = ("alpha", "beta", "gamma")
 TERMS = ("ce", "kd", "inter")  # the term each weight multiplies
@@ -38,6 +38,14 @@ class Shapes:
     teacher_width: int
     num_labels: int
     regression: bool
+    signals: dict[str, tuple[int, ...]] = field(default_factory=dict, hash=False)  # one example's, as stored
+
+    def signal_shape(self, name: str) -> tuple[int, ...]:
+        """One example's shape of the teacher signal ``name``: as the signals file stores it, or, for shapes not
+        read from one, as the signal's registration gives it from the teacher's sizes."""
+        if name in self.signals:
+            return self.signals[name]
+        return SIGNALS[name].example_shape(self.teacher_layers, self.teacher_width, self.num_labels)
 
     @property
     def student_layers(self) -> int:
@@ -47,7 +55,7 @@ class Shapes:
 class Method(nn.Module):
     """Base class: subclasses set ``needs`` and ``defaults`` and implement :meth:`terms`."""
 
-    needs: frozenset[str] = frozenset({"logits"})  # teacher signals used: logits, head_logits, layers
+    needs: frozenset[str] = frozenset({"logits"})  # teacher signals used (kdflow.transfer.signals.SIGNALS)
     provides: tuple[str, ...] = ("ce", "kd")  # the terms :meth:`terms` adds to "ce"
     defaults: dict = {"alpha": 1.0, "beta": 0.0, "gamma": 0.0}
     # A weight left at None is the complement of another, e.g. Universal-KD §4.2's gamma = 1 - beta and
