@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import TEACHER_HP, TINY_BERT, finetuned
+from conftest import REPO, TEACHER_HP, TINY_BERT, finetuned
 
 from kdflow.core import run_files
 from kdflow.core.errors import UserError
@@ -195,11 +195,13 @@ def test_the_folder_holds_code_only_for_students_transformers_has_no_class_for(e
     for name, (_, _, folder, record, *_) in exported.items():
         config = json.loads((folder / "config.json").read_text())
         has_code = (folder / "modeling_kdflow_student.py").exists()
-        assert has_code == record["trust_remote_code"] == ("auto_map" in config), name
-        assert record["trust_remote_code"] == needs_remote_code(STUDENTS[record["student"]]["type"])
-        if has_code:  # the class's code imports nothing of kdflow's
+        assert has_code == (folder / "layers.py").exists() == record["trust_remote_code"] == ("auto_map" in config)
+        assert record["trust_remote_code"] == (STUDENTS[record["student"]]["type"] in ("bilstm", "gated_cnn",
+                                                                                     "bilstm_s")), name
+        if has_code:  # the class's code imports nothing of kdflow's, and the layers are those kdflow trained with
             code = (folder / "modeling_kdflow_student.py").read_text()
             assert "import kdflow" not in code and "from kdflow" not in code
+            assert (folder / "layers.py").read_bytes() == (REPO / "kdflow/students/layers.py").read_bytes()
 
 
 def test_the_tokenizer_returns_only_what_the_model_takes(exported):
@@ -247,8 +249,8 @@ def test_a_student_the_selection_does_not_have_is_a_clear_error(exported, tmp_pa
                                         "it has sst2/bert_k/kd"):
         export_student(request, selection, tmp_path, task.directory, teacher_dir / "model", tmp_path / "out")
     assert not (tmp_path / "out").exists()
-    with pytest.raises(UserError, match="cannot export a student of type 'transformer_xl'"):
-        needs_remote_code("transformer_xl")
+    with pytest.raises(UserError, match="cannot export a student of class Linear"):
+        needs_remote_code(torch.nn.Linear(2, 2))
 
 
 def test_the_rule_asks_only_for_students_the_experiment_trains():

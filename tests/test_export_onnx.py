@@ -50,8 +50,7 @@ def test_onnxruntime_computes_the_pytorch_models_logits(teacher, tmp_path, name,
     outputs = 1 if regression else 2
     student = build_student(STUDENTS[name], StudentContext(outputs, teacher_tokenizer, str(directory), words=WORDS))
     tokenizer = exported_tokenizer(student.eval(), directory / "model", MAX_LENGTH)
-    model = exported_model(student, STUDENTS[name]["type"], None if regression else ["negative", "positive"],
-                           regression, tokenizer)
+    model = exported_model(student, None if regression else ["negative", "positive"], regression, tokenizer)
     accepted_inputs(tokenizer, model)
     path = export_onnx(model, tokenizer, tmp_path)
     assert path == tmp_path / run_files.ONNX_MODEL

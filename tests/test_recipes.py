@@ -5,6 +5,7 @@ the registries again, the workflow plans the new jobs, the new method or student
 to change."""
 
 import filecmp
+import json
 import os
 import re
 import subprocess
@@ -19,6 +20,7 @@ from conftest import DEMO, REPO, copy_repo, planned_jobs, snakemake
 from markdown_it import MarkdownIt
 
 from kdflow.core.data import TaskData
+from kdflow.export.onnx_export import onnx_available
 from kdflow.workflow import results_paths as paths
 
 PAGE = REPO / "docs" / "development.md"
@@ -169,12 +171,22 @@ def test_a_method_with_a_new_teacher_signal_is_two_code_files_a_config_entry_and
     assert "recipe_mean" in (scratch / selection).read_text()  # its student trained, and was selected
 
 
+LOADED_WITHOUT_KDFLOW = """
+import json, sys
+sys.modules["kdflow"] = None  # kdflow cannot be imported: the folder's own code builds the model
+from transformers import pipeline
+classify = pipeline("text-classification", model=sys.argv[1], trust_remote_code=True)
+print(json.dumps({"label": classify("a gripping, funny film")[0]["label"],
+                  "kdflow": any(name.startswith("kdflow.") for name in sys.modules)}))
+"""
+
+
 @pytest.mark.slow
-def test_a_new_student_is_two_code_files_config_entries_and_a_doc_line(scratch):
+def test_a_new_student_architecture_is_three_code_files_config_entries_and_a_doc_line_and_exports(scratch):
     follow(scratch, recipes()["A student"])
-    list_in_docs(scratch, "recipe_cnn", "student")
-    assert changed_files(scratch) == {"kdflow/students/convolutional.py", "kdflow/workflow/model_sizes.py",
-                                      DEMO_CONFIG, METHODS_PAGE}
+    list_in_docs(scratch, "recipe_ffn", "student")
+    assert changed_files(scratch) == {"kdflow/students/layers.py", "kdflow/students/convolutional.py",
+                                      "kdflow/workflow/model_sizes.py", DEMO_CONFIG, METHODS_PAGE}
     docs_match_the_registries(scratch)
     assert planned_jobs(*DEMO, paths.SELECTION.format(experiment="recipe_student"), cwd=scratch)["distill_student"] == 1
     # the plan prices it, and the student builds and forwards a batch
@@ -183,16 +195,34 @@ import torch
 from kdflow.students.registry import StudentContext, build_student
 from kdflow.workflow import model_sizes
 from kdflow.workflow.catalog_cache import load_catalog
-print(model_sizes.student_model({"type": "recipe_cnn"}, model_sizes.transformer(2, 32, 64), load_catalog())["layers"])
+print(model_sizes.student_model({"type": "recipe_ffn"}, model_sizes.transformer(2, 32, 64), load_catalog())["layers"])
 class Vocabulary:
     pad_token_id = 0
     def __len__(self):
         return 50
-student = build_student({"type": "recipe_cnn"}, StudentContext(2, Vocabulary()))
+student = build_student({"type": "recipe_ffn"}, StudentContext(2, Vocabulary()))
 batch = {"input_ids": torch.tensor([[1, 2, 3]]), "attention_mask": torch.ones(1, 3, dtype=torch.long)}
 print(tuple(student(batch).logits.shape))
 """)
     assert output.split("\n")[:2] == ["2", "(1, 2)"]
+    # trained, selected and exported by path: the export checks the folder against kdflow on every dev example
+    # before writing it, and the folder loads and classifies with its own copy of the layers, without kdflow
+    folder = scratch / paths.EXPORT.format(experiment="recipe_student", task="sst2", student="recipe_ffn", method="kd")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}  # the copy's kdflow
+    snakemake(*DEMO, "--cores", "2", str(folder.relative_to(scratch)), cwd=scratch, env=environment)
+    record = json.loads((folder / "kdflow.json").read_text())
+    assert record["trust_remote_code"] and record["agreement"]["kdflow_student"]["prediction_disagreements"] == 0
+    assert "recipe_feed_forward" in (folder / "layers.py").read_text()
+    assert json.loads((folder / "config.json").read_text())["layers"][0] == {"kind": "recipe_feed_forward",
+                                                                             "width": 64}
+    if onnx_available():  # traced as it is: no traceable form was written for the new layer
+        assert (folder / "model.onnx").exists() and record["onnx"]["dev"]["prediction_disagreements"] == 0
+    loaded = subprocess.run([sys.executable, "-c", LOADED_WITHOUT_KDFLOW, str(folder)], cwd=scratch.parent,
+                            capture_output=True, text=True, env={**environment, "HF_MODULES_CACHE": str(scratch.parent
+                                                                                                 / "modules")})
+    assert loaded.returncode == 0, loaded.stderr
+    result = json.loads(loaded.stdout.splitlines()[-1])
+    assert result["label"] in record["labels"] and not result["kdflow"]
 
 
 @pytest.mark.slow

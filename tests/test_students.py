@@ -13,7 +13,7 @@ from torch import nn
 from transformers import AutoModel, AutoModelForSequenceClassification, BertTokenizer
 
 from kdflow.students.embeddings import read_word_vectors
-from kdflow.students.recurrent import packed_lstm, unrolled_lstm
+from kdflow.students.layers import packed_lstm, unrolled_lstm
 from kdflow.students.registry import StudentContext, build_student
 from kdflow.students.tokens import WordTokenizer, student_tokenizer, transfer_words
 from kdflow.teachers.finetune import build_teacher

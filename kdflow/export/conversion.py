@@ -13,8 +13,10 @@ Which class a student becomes (docs/export.md says the same for users):
   the token id alone, so it is folded, exactly, into one embedding table (:func:`folded_embeddings`), and the
   student becomes a plain ``BertForSequenceClassification`` too.
 - ``bilstm``, ``gated_cnn`` and ``bilstm_s`` have no ``transformers`` class: they become
-  :class:`kdflow.export.modeling_kdflow_student.KdflowStudentForSequenceClassification`, whose code travels in the
-  folder (``trust_remote_code``; that module says why this route and not a loader of kdflow's own).
+  :class:`kdflow.students.modeling_kdflow_student.KdflowStudentForSequenceClassification`, built of the classes of
+  :mod:`kdflow.students.layers` that trained them, whose code travels in the folder (``trust_remote_code``; that
+  module says why this route and not a loader of kdflow's own). A student of another registered type whose model is
+  one of those classes over registered sequence layers is exported the same way, with no code of this module's.
 
 The tokenizer is the teacher's (what every wordpiece student reads), saved with the student's ``max_seq_length`` as
 its ``model_max_length`` so that ``truncation=True`` cuts where kdflow cut; LSTM_S's copy adds no [CLS]/[SEP] and
@@ -38,18 +40,15 @@ from transformers import AutoTokenizer, PreTrainedModel
 from transformers.tokenization_utils_tokenizers import TokenizersBackend
 
 from kdflow.core.errors import UserError
-from kdflow.export.modeling_kdflow_student import KdflowStudentConfig, KdflowStudentForSequenceClassification
-from kdflow.students.convolutional import GatedConvLayer
-from kdflow.students.embeddings import AttentionPooledStudent, TokenEmbedding
-from kdflow.students.recurrent import BiLSTMLayer, ThesisBiLSTM
+from kdflow.students.embeddings import TokenEmbedding
+from kdflow.students.layers import LSTMS, SEQUENCE_LAYERS, AttentionPooled
+from kdflow.students.modeling_kdflow_student import KdflowStudentConfig, KdflowStudentForSequenceClassification
 from kdflow.students.tokens import MARKERS, SPECIALS, WholeSentences, WordTokenizer, student_tokenizer
 from kdflow.students.transformer import HFStudent
 from kdflow.training.batching import batches, tokenize
 from kdflow.training.hf_models import model_inputs
 from kdflow.training.loop import predict
 
-TRANSFORMERS_CLASS = ("bert_k", "hf", "bert_s")  # a transformers sequence classifier inside kdflow's wrapper
-CUSTOM_CLASS = ("bilstm", "gated_cnn", "bilstm_s")  # KdflowStudentForSequenceClassification, code in the folder
 REGRESSION_LABEL = "score"  # id2label of a regression task's single output
 NO_LENGTH_LIMIT = int(1e30)  # transformers' own "no limit" (its VERY_LARGE_INTEGER)
 INPUT_NAMES = ("input_ids", "token_type_ids", "attention_mask")
@@ -62,15 +61,17 @@ FOLD_ROWS = 1 << 16  # vocabulary rows folded at once (a word-level vocabulary m
 TOLERANCE = 1e-4
 
 
-def needs_remote_code(kind: str) -> bool:
-    """Whether a student of registered type ``kind`` loads with ``trust_remote_code=True``; a clear error for a
-    type this module cannot export."""
-    if kind in TRANSFORMERS_CLASS:
+def needs_remote_code(student: nn.Module) -> bool:
+    """Whether ``student`` is exported with its code (``trust_remote_code=True``): it is built of
+    :mod:`kdflow.students.layers`' models rather than wrapping a ``transformers`` one; a clear error for a model
+    this module cannot export."""
+    if isinstance(student, HFStudent):
         return False
-    if kind in CUSTOM_CLASS:
+    if isinstance(student, (AttentionPooled, LSTMS)):
         return True
-    raise UserError(f"kdflow cannot export a student of type {kind!r} yet: export knows "
-                    f"{', '.join(TRANSFORMERS_CLASS + CUSTOM_CLASS)} (kdflow/export/conversion.py)")
+    raise UserError(f"kdflow cannot export a student of class {type(student).__name__}: export knows students that "
+                    "wrap a transformers model and those built of kdflow/students/layers.py's AttentionPooled or "
+                    "LSTMS (kdflow/export/conversion.py)")
 
 
 def folded_embeddings(embed: TokenEmbedding) -> torch.Tensor:
@@ -90,14 +91,11 @@ def with_labels(config, labels: list[str] | None, regression: bool) -> None:
     config.label2id = {name: index for index, name in enumerate(names)}
 
 
-def exported_model(student: nn.Module, kind: str, labels: list[str] | None, regression: bool,
-                   tokenizer) -> PreTrainedModel:
+def exported_model(student: nn.Module, labels: list[str] | None, regression: bool, tokenizer) -> PreTrainedModel:
     """The ``transformers`` model that computes ``student``'s logits (see the module docstring), in eval mode."""
-    if needs_remote_code(kind):
+    if needs_remote_code(student):
         model = custom_model(student, tokenizer)
     else:
-        if not isinstance(student, HFStudent):
-            raise UserError(f"a {kind} student should wrap a transformers model; got {type(student).__name__}")
         model = copy.deepcopy(student.model)
         embed = model.get_input_embeddings()
         if isinstance(embed, TokenEmbedding):  # bert_s
@@ -110,36 +108,30 @@ def exported_model(student: nn.Module, kind: str, labels: list[str] | None, regr
 
 
 def custom_model(student: nn.Module, tokenizer) -> KdflowStudentForSequenceClassification:
-    """A BiLSTM, Gated CNN or LSTM_S student as :class:`KdflowStudentForSequenceClassification`, its sizes read off
-    the student's own modules and its weights copied module by module (strictly: every weight, none left over)."""
+    """A student built of :mod:`kdflow.students.layers`' models as :class:`KdflowStudentForSequenceClassification`:
+    the same classes, configured from the student's own modules (each sequence layer's ``kind`` and ``options``),
+    with the student's weights (strictly: every weight, none left over) and its folded embedding table."""
     table = folded_embeddings(student.embed)
     common = {"vocab_size": table.shape[0], "embedding_size": table.shape[1], "dropout": student.dropout.p,
               "num_labels": student.classifier.out_features, "unk_token_id": tokenizer.unk_token_id,
               "pad_token_id": tokenizer.pad_token_id}
-    if isinstance(student, ThesisBiLSTM):
-        config = KdflowStudentConfig(architecture="bilstm_s", hidden_size=student.lstm.hidden_size,
+    if isinstance(student, LSTMS):
+        config = KdflowStudentConfig(architecture="lstm_s", hidden_size=student.lstm.hidden_size,
                                      num_layers=student.lstm.num_layers, fc_size=student.fc.out_features, **common)
-        model = KdflowStudentForSequenceClassification(config)
-        model.lstm.load_state_dict(student.lstm.state_dict())
-        model.fc.load_state_dict(student.fc.state_dict())
-    elif isinstance(student, AttentionPooledStudent) and isinstance(student.layers[0], (BiLSTMLayer, GatedConvLayer)):
-        first = student.layers[0]
-        if isinstance(first, BiLSTMLayer):
-            config = KdflowStudentConfig(architecture="bilstm", hidden_size=2 * first.lstm.hidden_size,
-                                         num_layers=len(student.layers), **common)
-        else:
-            config = KdflowStudentConfig(architecture="gated_cnn", hidden_size=first.conv.in_channels,
-                                         num_layers=len(student.layers), kernel_width=first.conv.kernel_size[0],
-                                         **common)
-        model = KdflowStudentForSequenceClassification(config)
-        for mine, theirs in zip(model.layers, student.layers, strict=True):
-            mine.load_state_dict(theirs.state_dict())
-        model.pool.load_state_dict(student.pools[-1].state_dict())  # the top layer's pool makes the logits
+    elif isinstance(student, AttentionPooled):
+        unregistered = [type(layer).__name__ for layer in student.layers if SEQUENCE_LAYERS.get(
+            getattr(layer, "kind", None)) is not type(layer)]
+        if unregistered:
+            raise UserError(f"the student's layers {unregistered} are not sequence layers of kdflow/students/"
+                            "layers.py (sequence_layer), which the exported folder builds its model from")
+        config = KdflowStudentConfig(architecture="attention_pooled", hidden_size=student.classifier.in_features,
+                                     layers=[{"kind": layer.kind, **layer.options} for layer in student.layers],
+                                     **common)
     else:
         raise UserError(f"no exported class for a student of class {type(student).__name__}")
-    model.classifier.load_state_dict(student.classifier.state_dict())
-    with torch.no_grad():
-        model.embeddings.weight.copy_(table)
+    model = KdflowStudentForSequenceClassification(config)
+    weights = {name: value for name, value in student.state_dict().items() if not name.startswith("embed.")}
+    model.student.load_state_dict(weights | {"embed.weight": table})
     return model
 
 

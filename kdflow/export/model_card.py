@@ -89,8 +89,8 @@ def usage(record: dict) -> str:
                           "library's longest-first truncation breaks ties on the other sentence).")
     if record["trust_remote_code"]:
         lines[-1] += (" `transformers` has no class for this architecture: the folder holds its code, "
-                      "`modeling_kdflow_student.py` (torch and transformers only), which `trust_remote_code=True` "
-                      "runs; read it first.")
+                      "`modeling_kdflow_student.py` and the `layers.py` it builds the model of (torch and transformers "
+                      "only), which `trust_remote_code=True` runs; read them first.")
     if record["regression"]:
         lines.append("")
         lines.append(f"The task is a regression: the pipeline returns the output itself as the score of the label "

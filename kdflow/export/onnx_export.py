@@ -14,9 +14,9 @@ sequences or the data-dependent branch of the custom students' code. The dynamo 
 
 - a ``transformers`` class (BERT-k, BERT_S, an ``hf`` encoder) is exported as it is, through a wrapper that returns
   its ``logits``;
-- a :class:`~kdflow.export.modeling_kdflow_student.KdflowStudentForSequenceClassification` (BiLSTM, Gated CNN,
+- a :class:`~kdflow.students.modeling_kdflow_student.KdflowStudentForSequenceClassification` (BiLSTM, Gated CNN,
   LSTM_S) is exported through :class:`TraceableStudent`, the same computation with the same weights written
-  without packing: each bidirectional LSTM layer becomes two one-directional LSTMs, the backward one run over each
+  without packing: each bidirectional LSTM becomes two one-directional LSTMs, the backward one run over each
   row's real tokens reversed in place (a gather), which is what ``pack_padded_sequence`` computes; a row without a
   real token reads one unknown token through ``torch.where``, not an ``if``. Attention masks are taken to be
   right-padded, as the folder's tokenizer pads and as the PyTorch class assumes (it packs by ``mask.sum(1)``).
@@ -39,7 +39,8 @@ from transformers import PreTrainedModel
 from kdflow.core import run_files
 from kdflow.core.errors import UserError
 from kdflow.export.conversion import agreement, agrees, exported_logits
-from kdflow.export.modeling_kdflow_student import KdflowStudentForSequenceClassification
+from kdflow.students.layers import BiLSTMLayer
+from kdflow.students.modeling_kdflow_student import KdflowStudentForSequenceClassification
 
 ONNX_PACKAGES = ("onnx", "onnxruntime", "onnxscript")  # the `onnx` extra of pyproject.toml
 OUTPUT_NAME = "logits"
@@ -121,39 +122,50 @@ def gathered(states: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
 
 class TraceableStudent(nn.Module):
     """:class:`KdflowStudentForSequenceClassification`'s logits (in eval mode) as a forward pass ``torch.export``
-    traces: the same modules and weights, the LSTMs through :class:`SplitBiLSTM`. One pad column is appended to
-    every input, so that an input of length 0 has a position for its unknown token; pads change no logit (the
-    LSTMs never see them, the convolutions see pads as zeros, the pooling gives them no weight)."""
+    traces: the same modules and weights, its LSTMs through :class:`SplitBiLSTM` and every other sequence layer as it
+    is (a layer that ``torch.export`` cannot trace needs its traceable form here, as the BiLSTM layer has). One pad
+    column is appended to every input, so that an input of length 0 has a position for its unknown token; pads change
+    no logit (the LSTMs never see them, the convolutions see pads as zeros, the pooling gives them no weight)."""
 
     def __init__(self, model: KdflowStudentForSequenceClassification):
         super().__init__()
         self.model = model
-        self.architecture = model.config.architecture
-        if self.architecture == "bilstm_s":
-            self.lstm = SplitBiLSTM(model.lstm)
-        elif self.architecture == "bilstm":
-            self.lstms = nn.ModuleList(SplitBiLSTM(layer.lstm) for layer in model.layers)
+        self.student = model.student
+        # by name, not class: a model loaded from a folder has the folder's copy of kdflow.students.layers
+        self.lstm_s = model.config.architecture == "lstm_s"
+        if self.lstm_s:
+            self.lstm = SplitBiLSTM(self.student.lstm)
+        else:
+            self.layers = nn.ModuleList(SplitBiLSTMLayer(layer) if layer.kind == BiLSTMLayer.kind else layer
+                                        for layer in self.student.layers)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        config, model = self.model.config, self.model
+        config, student = self.model.config, self.student
         column = torch.zeros_like(input_ids[:, :1])
         input_ids = torch.cat([input_ids, column + config.pad_token_id], dim=1)
         mask = torch.cat([attention_mask, column], dim=1).bool()
         empty = ~mask.any(dim=1, keepdim=True)  # such a row reads one unknown token
         input_ids = torch.cat([torch.where(empty, config.unk_token_id, input_ids[:, :1]), input_ids[:, 1:]], dim=1)
         mask = torch.cat([mask[:, :1] | empty, mask[:, 1:]], dim=1)
-        states = model.embeddings(input_ids)
-        if self.architecture == "bilstm_s":
+        states = student.embed(input_ids)
+        if self.lstm_s:
             final = self.lstm(states, mask)[1]
-            return model.classifier(torch.relu(model.fc(final)))
-        if self.architecture == "bilstm":
-            for lstm in self.lstms:
-                states = lstm(states, mask)[0]
-        else:
-            for layer in model.layers:
-                states = layer(states, mask)
-        return model.classifier(model.pool(states, mask))
+            return student.classifier(torch.relu(student.fc(final)))
+        for layer in self.layers:
+            states = layer(states, mask, None)
+        return student.classifier(student.pools[-1](states, mask))
+
+
+class SplitBiLSTMLayer(nn.Module):
+    """A :class:`~kdflow.students.layers.BiLSTMLayer` as a sequence layer through :class:`SplitBiLSTM`."""
+
+    def __init__(self, layer: nn.Module):
+        super().__init__()
+        self.lstm = SplitBiLSTM(layer.lstm)
+
+    def forward(self, states: torch.Tensor, mask: torch.Tensor, lengths: None) -> torch.Tensor:
+        return self.lstm(states, mask)[0]
 
 
 def traceable(model: PreTrainedModel) -> nn.Module:

@@ -32,8 +32,7 @@ from kdflow.analysis.inference import Batch, time_inference
 from kdflow.core.errors import UserError
 from kdflow.export.conversion import INPUT_NAMES, TOLERANCE, agreement, agrees, custom_model, exported_model
 from kdflow.export.onnx_export import OUTPUT_NAME, export_onnx, require_onnx
-from kdflow.students.embeddings import AttentionPooledStudent
-from kdflow.students.recurrent import ThesisBiLSTM
+from kdflow.students.layers import LSTMS, AttentionPooled
 from kdflow.students.tokens import WholeSentences
 from kdflow.students.transformer import HFStudent
 from kdflow.training.hf_models import model_inputs
@@ -67,14 +66,14 @@ def onnx_exportable(module: nn.Module, tokenizer, num_labels: int) -> PreTrained
     """The ``transformers`` model that :func:`~kdflow.export.onnx_export.export_onnx` traces for a measured module:
     a teacher (or any ``transformers`` classifier) itself; a ``bert_k``/``hf``/``bert_s`` student the model it wraps
     (BERT_S's token embedding folded into one table); a BiLSTM, Gated CNN or LSTM_S its
-    :class:`~kdflow.export.modeling_kdflow_student.KdflowStudentForSequenceClassification`. Anything else is a
+    :class:`~kdflow.students.modeling_kdflow_student.KdflowStudentForSequenceClassification`. Anything else is a
     :class:`~kdflow.core.errors.UserError`. The labels are placeholders: only the logits are compared."""
     labels, regression = [str(label) for label in range(num_labels)], num_labels == 1
     if isinstance(module, PreTrainedModel):
         return module
     if isinstance(module, HFStudent):
-        return exported_model(module, "hf", labels, regression, tokenizer)  # every transformers student: one route
-    if isinstance(module, (ThesisBiLSTM, AttentionPooledStudent)):
+        return exported_model(module, labels, regression, tokenizer)  # every transformers student: one route
+    if isinstance(module, (LSTMS, AttentionPooled)):
         return custom_model(module, token_ids(tokenizer))  # a UserError for an attention-pooled student of other layers
     raise UserError(f"no ONNX export for a model of class {type(module).__name__}: kdflow.export knows transformers "
                     "classifiers and the BiLSTM, Gated CNN and LSTM_S students")

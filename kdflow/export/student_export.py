@@ -35,7 +35,6 @@ from kdflow.core.errors import UserError
 from kdflow.core.intermediates import read_json, read_parquet
 from kdflow.core.io import atomic_output, write_json
 from kdflow.distillation.selection import selected_run
-from kdflow.export import modeling_kdflow_student as remote
 from kdflow.export.conversion import (
     NO_LENGTH_LIMIT,
     accepted_inputs,
@@ -50,6 +49,7 @@ from kdflow.export.conversion import (
 )
 from kdflow.export.model_card import model_card
 from kdflow.export.onnx_export import check_onnx, export_onnx
+from kdflow.students import modeling_kdflow_student as remote
 from kdflow.students.loading import load_distilled
 from kdflow.workflow.provenance import PACKAGE_ROOT
 
@@ -83,16 +83,15 @@ def export_student(request: dict, selection_path, runs_dir, data_dir, teacher_mo
     point, seed = selected_run(selection, task_name, student_name, method)
     run_dir = Path(runs_dir) / point / f"seed{seed}"
     run = read_json(run_dir / run_files.METRICS)
-    kind = run["student"]["type"]
-    remote_code = needs_remote_code(kind)  # a type export does not know fails here, before any loading
     task = TaskData.load(data_dir)
     regression, labels = task.meta["regression"], task.meta["labels"]
     max_length = run["hyperparameters"]["max_seq_length"]
     teacher_model_dir = Path(teacher_model_dir)
 
     student = load_distilled(run_dir, teacher_model_dir.parent, task.num_labels)
+    remote_code = needs_remote_code(student)  # a model export does not know fails here, before any conversion
     tokenizer = exported_tokenizer(student, teacher_model_dir, max_length)
-    model = exported_model(student, kind, labels, regression, tokenizer)
+    model = exported_model(student, labels, regression, tokenizer)
     accepted_inputs(tokenizer, model)
     log.info("exporting %s/%s/%s/%s (point %s, seed %s) as %s", request["experiment"], task_name, student_name, method,
              point, seed, type(model).__name__)

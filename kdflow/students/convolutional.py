@@ -5,28 +5,12 @@ A sentence pair is one sequence, as the batch gives it (Universal-KD A.2).
 
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
 from torch import nn
 
-from kdflow.students.embeddings import AttentionPooledStudent, token_embedding
+from kdflow.students.embeddings import token_embedding
+from kdflow.students.layers import GatedConvLayer
+from kdflow.students.pooled import AttentionPooledStudent
 from kdflow.students.registry import StudentContext, register
-
-
-class GatedConvLayer(nn.Module):
-    """A residual gated convolution: ``X + (X * W + b) ⊗ σ(X * V + c)`` (Dauphin et al. 2017 Eq. 1, wrapped in a
-    residual block as in their §3). Convolutions are centred ("same" padding), not causal as in Dauphin's language
-    model: a classifier sees the whole sentence. Pads are zeroed before the convolution, so a real token's window
-    sees exactly the zeros that pad an unpadded sequence's ends and padding cannot change any real token's output."""
-
-    def __init__(self, width: int, kernel_width: int):
-        super().__init__()
-        self.conv = nn.Conv1d(width, 2 * width, kernel_width, padding=kernel_width // 2)  # W and V as one conv
-
-    def forward(self, states: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
-        states = states.masked_fill(~mask.unsqueeze(-1), 0.0)  # (``lengths``: only recurrent layers pack by them)
-        gated = F.glu(self.conv(states.transpose(1, 2)), dim=1)  # first half ⊗ sigmoid(second half)
-        return states + gated.transpose(1, 2)
 
 
 @register("gated_cnn", {"layers": 4, "hidden_size": 768, "kernel_width": 3, "dropout": 0.1, "embeddings": None})

@@ -1,5 +1,4 @@
-"""Pieces shared by the students: option checking, the thesis's token-embedding options, and attention-sum
-pooling with the embed -> layers -> pool -> classify skeleton of the Universal-KD BiLSTM and Gated-CNN.
+"""Pieces shared by the students: option checking and the thesis's token-embedding options.
 
 Token embeddings (Sučík 2020 §4.3.3, §5.1 footnote 1, Appendix B.2.1), the ``embeddings`` option of bilstm,
 bilstm_s, gated_cnn and bert_s: ``{source: random | teacher | file, mode: non_static | static | multichannel,
@@ -44,9 +43,8 @@ from torch import nn
 from transformers import AutoModel
 
 from kdflow.core.errors import UserError
-from kdflow.students.registry import StudentContext, StudentOutput, with_defaults
+from kdflow.students.registry import StudentContext, with_defaults
 from kdflow.students.tokens import WordTokenizer
-from kdflow.training.batching import host_lengths
 
 log = logging.getLogger("kdflow")
 
@@ -243,42 +241,3 @@ def binary_entries(stream, dim: int, path: str | Path) -> Entries:
 
 def parse_binary(values: bytes) -> torch.Tensor:
     return torch.from_numpy(np.frombuffer(values, dtype="<f4").copy())
-
-
-class AttentionSum(nn.Module):
-    """Universal-KD §5.5's "attention sum" (Bahdanau et al. 2015): a learned vector scores every position, a
-    softmax over the real (non-pad) tokens turns the scores into weights, and the weighted sum of the states is the
-    sequence's vector. [B, T, H], mask [B, T] -> [B, H]. The paper gives no scoring function; a single vector
-    (rather than Bahdanau's one-hidden-layer MLP) is the simplest one and adds only H parameters per layer."""
-
-    def __init__(self, width: int):
-        super().__init__()
-        self.score = nn.Linear(width, 1, bias=False)  # a bias would cancel in the softmax
-
-    def forward(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        scores = self.score(states).squeeze(-1).masked_fill(~mask, float("-inf"))
-        return torch.einsum("bt,bth->bh", scores.softmax(dim=-1), states)
-
-
-class AttentionPooledStudent(nn.Module):
-    """Universal-KD §5.5: embeddings, a stack of sequence layers (each ``(states [B, T, H_in], mask, lengths on the
-    host) -> [B, T, H]``, pads must not affect real tokens), every layer's output reduced by its own attention sum (the per-layer vectors
-    the pseudo classifiers of Eq. 3 need), and a linear classifier on the top layer's vector. Dropout (A.2 tunes it
-    in [0.1, 0.8]) is applied to every layer's input and to the classifier's input."""
-
-    def __init__(self, embed: nn.Module, layers: list[nn.Module], width: int, num_labels: int, dropout: float):
-        super().__init__()
-        self.embed = embed
-        self.layers = nn.ModuleList(layers)
-        self.pools = nn.ModuleList(AttentionSum(width) for _ in layers)
-        self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(width, num_labels)
-
-    def forward(self, batch: dict[str, torch.Tensor]) -> StudentOutput:
-        mask, lengths = batch["attention_mask"].bool(), host_lengths(batch)
-        states = self.embed(batch["input_ids"])
-        pooled = []
-        for layer, pool in zip(self.layers, self.pools):
-            states = layer(self.dropout(states), mask, lengths)
-            pooled.append(pool(states, mask))
-        return StudentOutput(self.classifier(self.dropout(pooled[-1])), pooled)

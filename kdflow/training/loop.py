@@ -479,7 +479,7 @@ class StepCompiler:
     :mod:`kdflow.training.batching`); AOTAutograd compiles the backward pass alike. ``mode="reduce-overhead"``
     replays each graph as a CUDA graph, whose outputs the next replay overwrites: the compiled function returns
     copies of them, as the loop keeps a step's loss until its next read-back. Recurrent students are traced through
-    :func:`kdflow.students.recurrent.unrolled_lstm`, which reads ``nn.LSTM``'s weights without calling it: dynamo
+    :func:`kdflow.students.layers.unrolled_lstm`, which reads ``nn.LSTM``'s weights without calling it: dynamo
     refuses to touch an LSTM module unless ``allow_rnn`` is set."""
 
     mode: str | None = None
