@@ -21,6 +21,7 @@ from kdflow.reporting.exploration_curves import (
     load_run,
     size_cells,
     table51,
+    table51_document,
     warmup_stretch,
 )
 from kdflow.reporting.figures import thesis
@@ -307,6 +308,9 @@ def test_table_51_sets_kdflows_best_value_beside_the_thesis_choice():
             lstm.repeats, lstm.kdflow_best_single, lstm.kdflow_best_single_dev) == (
         "B=32", "B=32; B=50", "B=32", 45.0, pytest.approx(5 * math.sqrt(2)), 2, "B=50", 60.0)  # sample std of 40, 50
     assert table.iloc[1].student == "bert_s" and pd.isna(table.iloc[1].kdflow_best)  # no kdflow study of it
+    one_repeat = table51(reference, studies, runs[runs.seed == 1])  # one run a point: no spread to print
+    page = table51_document(one_repeat).markdown()
+    assert "B=50 (60.0, n=1)" in page and "nan" not in page
 
 
 def test_exploration_figures_draw(tmp_path):

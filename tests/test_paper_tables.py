@@ -7,6 +7,7 @@ import pytest
 from conftest import REPO
 
 from kdflow.reporting.paper_tables import (
+    SPREAD_LEGEND,
     deviations_of,
     hyperparameter_document,
     hyperparameter_runs,
@@ -423,3 +424,19 @@ def test_the_headline_is_shown_and_the_spread_check_uses_only_the_held_out_seeds
     experiments["universal_kd_table2"]["mean"] = 80.0  # held-out seeds far below the paper: outside the spread
     table = paper_table(REFERENCE, SPECS["universal_kd_table2"], TEACHER, experiments, INFERENCE)
     assert not cell(table, "bert-4", "kd", "sst2").within_spread
+
+
+@pytest.mark.parametrize("seeds, std", [(2, 0.5), (3, 0.0)], ids=["two-seeds", "zero-spread"])
+def test_seeds_that_cannot_decide_mark_no_cell(seeds, std):
+    """A 2-seed interval (t = 12.7) or seeds that all scored the same (a student predicting the majority class: a
+    point interval that any paper number misses) give no ✓/✗, and the legend says why."""
+    experiments = {**EXPERIMENTS, "universal_kd_table2": pd.DataFrame([dict(
+        task="sst2", student="bert_4", method="kd", split="dev", metric="accuracy", headline=60.0, mean=60.0, std=std,
+        seeds=seeds, selected="beta0.5")])}
+    table = paper_table(REFERENCE, SPECS["universal_kd_table2"], TEACHER, experiments, INFERENCE)
+    assert pd.isna(cell(table, "bert-4", "kd", "sst2").within_spread)
+    differences = paper_document(table, "Table 2").markdown().split("## kdflow − paper")[1]
+    difference = f"{cell(table, 'bert-4', 'kd', 'sst2').difference:+.1f}"
+    rows = [line for line in differences.splitlines() if line.startswith("| bert-4 | kd |") and difference in line]
+    assert rows and f"| {difference} |" in rows[0]  # the number, with no mark
+    assert "a zero spread" in SPREAD_LEGEND

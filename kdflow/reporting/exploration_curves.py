@@ -193,7 +193,7 @@ def table51_document(table: pd.DataFrame, deviations: list[dict] = ()) -> Docume
     """Table 5.1 as people read it: the thesis's choice beside kdflow's best, then what each explored, then the
     ledger's differences between what kdflow ran and what the thesis did."""
     cells = table.assign(
-        kdflow=[("—" if pd.isna(best) else f"{best} ({mean:.1f} ± {std:.1f}, n={int(n)})")
+        kdflow=[("—" if pd.isna(best) else f"{best} ({mean:.1f}{'' if pd.isna(std) else f' ± {std:.1f}'}, n={int(n)})")
                 for best, mean, std, n in zip(table["kdflow_best"], table["kdflow_best_dev"],
                                               table["kdflow_best_std"], table["repeats"].fillna(0))],
         best_single=[("—" if pd.isna(best) else f"{best} ({value:.1f})")

@@ -261,8 +261,10 @@ def paper_table(
 
 def within_spread(paper: float, mean: float, std: float, seeds) -> bool | None:
     """Whether the paper's (single-run) score lies where one more kdflow run would fall (the 95% seed interval of
-    :func:`kdflow.core.statistics.seed_interval`); None below two seeds or without both scores."""
-    if pd.isna(seeds) or pd.isna(paper):
+    :func:`kdflow.core.statistics.seed_interval`); None where kdflow's seeds cannot decide - fewer than
+    :data:`DECIDING_SEEDS`, or a zero spread (seeds that all scored the same, as a student predicting one class
+    does: its interval is a point, which any paper number misses) - or without both scores."""
+    if pd.isna(seeds) or pd.isna(paper) or int(seeds) < DECIDING_SEEDS or not std > 0:
         return None
     low, high = statistics.seed_interval(mean, std, int(seeds))
     return bool(low <= paper <= high) if np.isfinite(low) else None
@@ -403,11 +405,13 @@ def deviation_blocks(deviations: list[dict]) -> list:
                      for entry in deviations])]
 
 
+DECIDING_SEEDS = 3  # held-out seeds below which a seed interval is too wide (t at 1 df: 12.7) to mark a cell
 SPREAD_MARKS = {True: " ✓", False: " ✗", pd.NA: ""}
 SPREAD_LEGEND = (f"✓: the paper's number lies within kdflow's {statistics.CONFIDENCE:.0%} seed interval, where one more "
                  "kdflow run would fall (mean ± t s √(1 + 1/n), s the sample std over the n held-out seeds, which "
                  "took no part in choosing the grid point): the difference is within kdflow's seed spread. ✗: outside "
-                 "it. No mark: kdflow has fewer than 2 held-out seeds.")
+                 f"it. No mark: kdflow's seeds cannot decide - fewer than {DECIDING_SEEDS} held-out seeds, or a zero spread "
+                 "(every seed scored the same, as a student that predicts one class does).")
 
 
 def paper_caption(artifacts_path, spec: dict) -> Paragraph | None:
