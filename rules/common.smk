@@ -45,6 +45,7 @@ from kdflow.workflow.job_settings import (
     probing_settings,
     pseudo_head_job_settings,
     sampling_settings,
+    scale_note,
     selection_params,
     student_code_members,
     student_settings,

@@ -143,6 +143,11 @@ use rule kdflow_job as paper_table with:
         spec=lambda w: canonical(PAPER_TABLES["tables"][w.paper_table]),
         title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
         values=lambda w: selected_values(config, w.paper_table, SELECTED),
+        scale_note=lambda w: scale_note(
+            config,
+            PAPER_TABLES["tables"][w.paper_table].get("experiments", []),
+            PAPER_TABLES["tables"][w.paper_table].get("teacher"),
+        ),
 
 
 use rule kdflow_job as runtime_table with:

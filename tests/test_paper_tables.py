@@ -4,6 +4,7 @@ import json
 
 import pandas as pd
 import pytest
+import yaml
 from conftest import REPO
 
 from kdflow.reporting.paper_tables import (
@@ -27,6 +28,7 @@ from kdflow.reporting.paper_tables import (
     write_paper_table,
 )
 from kdflow.workflow import results_paths as paths
+from kdflow.workflow.job_settings import scale_note
 
 REFERENCE = read_reference(REPO / "reference" / "paper_results.csv")
 
@@ -440,3 +442,15 @@ def test_seeds_that_cannot_decide_mark_no_cell(seeds, std):
     rows = [line for line in differences.splitlines() if line.startswith("| bert-4 | kd |") and difference in line]
     assert rows and f"| {difference} |" in rows[0]  # the number, with no mark
     assert "a zero spread" in SPREAD_LEGEND
+
+
+def test_a_page_of_a_randomly_initialised_teachers_run_says_it_is_a_demonstration():
+    demo, full = (yaml.safe_load((REPO / name).read_text()) for name in ("demo/config.yaml", "config.yaml"))
+    for config, expected in ((demo, True), (full, False)):
+        for spec in config["paper_tables"]["tables"].values():
+            assert bool(scale_note(config, spec.get("experiments", []), spec.get("teacher"))) == expected
+    note = scale_note(demo, [], "tiny_bert")
+    assert "teacher tiny_bert is randomly initialised" in note
+    page = paper_document(table_of("universal_kd_table2"), "Table 2", scale_note=note).markdown()
+    assert page.split("\n\n")[1] == f"*{note}*"  # first, under the title
+    assert note not in paper_document(table_of("universal_kd_table2"), "Table 2").markdown()

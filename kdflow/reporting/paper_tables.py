@@ -438,15 +438,21 @@ def provenance(table: pd.DataFrame) -> pd.DataFrame:
                         columns=["student", "method", "kdflow", "from"])
 
 
+def _opening(scale_note: str, caption: Paragraph | None) -> list:
+    """A page's first blocks: the scale note, emphasised, where there is one, then the paper's caption."""
+    return [Paragraph([Emphasis(scale_note)])] * bool(scale_note) + [caption] * (caption is not None)
+
+
 def paper_document(table: pd.DataFrame, title: str, digits: int | None = None, deviations: list[dict] = (),
-                   caption: Paragraph | None = None) -> Document:
+                   caption: Paragraph | None = None, scale_note: str = "") -> Document:
     """The table as people read it: the paper's caption, "kdflow (paper)" per cell, where kdflow's numbers come
     from, then kdflow − paper of the scores, the notes, and the ledger's differences between what kdflow ran and
-    what the paper did. Numbers have the paper's decimals per metric, or ``digits``."""
+    what the paper did. Numbers have the paper's decimals per metric, or ``digits``. ``scale_note``
+    (:func:`kdflow.workflow.job_settings.scale_note`) opens the page where the run cannot stand beside the paper."""
     of = _digits(digits, paper_digits(table))
     differences = _wide(table, lambda r: _number(r.difference, of(r), "—", signed=True) + SPREAD_MARKS[r.within_spread],
                         only=is_score(table))
-    document = Document(title, [caption] * (caption is not None) + [
+    document = Document(title, _opening(scale_note, caption) + [
         Paragraph("Each cell: kdflow (paper). kdflow: the headline of the configuration selected on dev, the mean "
                   "of the seeds that chose it, as a paper's best dev score (teachers: the fine-tuned model); — : "
                   "kdflow has no value (see the notes)."),
@@ -495,9 +501,10 @@ def _latex(cells: pd.DataFrame, title: str) -> str:
 
 
 def write_paper_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path, html_path=None,
-                      deviations: list[dict] = (), caption: Paragraph | None = None) -> None:
+                      deviations: list[dict] = (), caption: Paragraph | None = None, scale_note: str = "") -> None:
     table.to_csv(csv_path, index=False, float_format="%.4f")
-    paper_document(table, title, deviations=deviations, caption=caption).write(markdown_path, html_path)
+    paper_document(table, title, deviations=deviations, caption=caption, scale_note=scale_note).write(markdown_path,
+                                                                                                     html_path)
     Path(latex_path).write_text(paper_latex(table, title))
 
 
@@ -590,11 +597,11 @@ def _hyperparameter_cells(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def hyperparameter_document(table: pd.DataFrame, title: str, deviations: list[dict] = (),
-                            caption: Paragraph | None = None) -> Document:
+                            caption: Paragraph | None = None, scale_note: str = "") -> Document:
     """The table as people read it: the paper's caption, "kdflow (paper)" per task and hyperparameter, how many
     agree, the notes and the ledger's entries."""
     known = table[table.kdflow.notna()]
-    document = Document(title, [caption] * (caption is not None) + [
+    document = Document(title, _opening(scale_note, caption) + [
         Paragraph("Each cell: kdflow (paper). kdflow: the value of the grid point selected on dev (mean over seeds); "
                   "— : kdflow has no selection for it (see the notes)."),
         Table(_hyperparameter_cells(table)),
@@ -611,7 +618,8 @@ def hyperparameter_document(table: pd.DataFrame, title: str, deviations: list[di
 
 
 def write_hyperparameter_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path,
-                               html_path=None, deviations: list[dict] = (), caption: Paragraph | None = None) -> None:
+                               html_path=None, deviations: list[dict] = (), caption: Paragraph | None = None,
+                               scale_note: str = "") -> None:
     table.to_csv(csv_path, index=False)
-    hyperparameter_document(table, title, deviations, caption).write(markdown_path, html_path)
+    hyperparameter_document(table, title, deviations, caption, scale_note).write(markdown_path, html_path)
     Path(latex_path).write_text(_latex(_hyperparameter_cells(table), title))

@@ -351,3 +351,16 @@ def probing_settings(config: dict) -> dict:
     probing = config["probing"]
     return canonical({"pooling": probing.get("pooling", "mean"), "max_seq_length": probing.get("max_seq_length", 128),
                       "encode_batch_size": probing.get("encode_batch_size", 128), "probe": probing.get("probe", {})})
+
+
+def scale_note(config: dict, experiments: list[str], teacher: str | None = None) -> str:
+    """The line a results page carries when what it shows cannot stand beside a paper: the teachers of these
+    experiments (and ``teacher``) that the config builds from an ``architecture`` instead of a pretrained
+    ``model``, randomly initialised before fine-tuning (the demo's); empty where every teacher is pretrained."""
+    named = [config["experiments"][name]["teacher"] for name in experiments if name in config["experiments"]]
+    random = sorted({name for name in [teacher, *named] if name and "model" not in config["teachers"].get(name, {})})
+    if not random:
+        return ""
+    return (f"A demonstration, not a result: teacher {', '.join(random)} is randomly initialised (built from an "
+            "architecture, with no pretrained weights) and trained at this config's small scale, so these numbers test "
+            "the workflow and say nothing about the paper's.")
