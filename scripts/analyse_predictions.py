@@ -5,7 +5,7 @@ from pathlib import Path
 
 from kdflow.analysis.prediction_analysis import analyse, analysis_document, load_predictions
 from kdflow.core.data import TaskData
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.distillation.selection import predictions_path
 
 with rule_job(snakemake):

@@ -1,7 +1,7 @@
 """Rule build_transfer_set: train + the set's sources (generated shards, unlabelled text), with hygiene."""
 
 from kdflow.core.data import TaskData
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.transfer.augmentation import build_transfer_set
 from kdflow.transfer.unlabelled import read_unlabelled
 

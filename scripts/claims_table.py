@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.claims import claims_document, read_margins, read_runs, searched_points
 from kdflow.workflow.config_files import load_config_file
 

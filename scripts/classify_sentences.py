@@ -4,8 +4,8 @@
 from kdflow.analysis.sentences import classify, read_sentences, sentence_document, sentence_summary, sentence_table
 from kdflow.core.data import TaskData
 from kdflow.core.devices import select_device
+from kdflow.core.job_setup import rule_job
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job
 from kdflow.distillation.named_models import load_model
 
 with rule_job(snakemake):

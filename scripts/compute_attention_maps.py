@@ -7,8 +7,8 @@ from pathlib import Path
 
 from kdflow.analysis.attention_maps import attention_weights
 from kdflow.core.devices import select_device
+from kdflow.core.job_setup import rule_job
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job
 from kdflow.distillation.selection import selected_run_dir
 
 with rule_job(snakemake):

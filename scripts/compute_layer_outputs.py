@@ -7,8 +7,8 @@ from pathlib import Path
 
 from kdflow.analysis.layer_outputs import layer_outputs, layer_outputs_table
 from kdflow.core.devices import select_device
+from kdflow.core.job_setup import rule_job
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job
 from kdflow.distillation.selection import selected_run_dir
 
 with rule_job(snakemake):

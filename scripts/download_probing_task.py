@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.probing.senteval import download_probing_file
 
 with rule_job(snakemake):

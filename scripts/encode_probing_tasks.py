@@ -5,8 +5,8 @@ import logging
 
 from kdflow.core.data import TaskData
 from kdflow.core.devices import select_device
+from kdflow.core.job_setup import rule_job
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job
 from kdflow.distillation.named_models import load_model
 from kdflow.probing.encodings import write_encodings
 from kdflow.probing.senteval import read_probing_file

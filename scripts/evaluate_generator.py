@@ -4,8 +4,8 @@ from pathlib import Path
 
 from kdflow.core.data import TaskData
 from kdflow.core.devices import select_device
+from kdflow.core.job_setup import rule_job
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job
 from kdflow.transfer.generation import evaluate_generator
 
 with rule_job(snakemake):

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from kdflow.core.data import TaskData
 from kdflow.core.devices import select_device
+from kdflow.core.job_setup import rule_job
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job
 from kdflow.teachers.finetune import evaluate_teacher
 
 with rule_job(snakemake):

@@ -4,7 +4,7 @@ experiment's baseline, of its whole grid, and its exported students."""
 import json
 from pathlib import Path
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.tables import experiment_document, experiment_table, exports_table, grid_table
 from kdflow.workflow.results_paths import EXPORT
 

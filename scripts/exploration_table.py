@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.exploration_curves import load_runs, table51, table51_document
 from kdflow.reporting.paper_tables import deviations_of
 

@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 from kdflow.core import run_files
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.export.onnx_export import onnx_available
 from kdflow.export.student_export import applicable_deviations, export_student, rebuild_command
 

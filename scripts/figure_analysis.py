@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from kdflow.analysis.prediction_analysis import average_confidence_table
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.figures.thesis import average_confidence_figure, confidence_heatmap, mistake_overlap_heatmap
 
 with rule_job(snakemake):

@@ -4,7 +4,7 @@ rule compute_attention_maps wrote (one per student of the figure)."""
 import json
 from pathlib import Path
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.figures.universal_kd import attention_figure
 
 with rule_job(snakemake):

@@ -6,7 +6,7 @@ import pandas as pd
 
 from kdflow.core.data import TaskData
 from kdflow.core.intermediates import read_parquet
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.figures.thesis import class_distribution, class_distribution_figure
 
 with rule_job(snakemake):

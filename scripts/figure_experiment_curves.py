@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.experiment_curves import experiment_curves, experiment_curves_figure
 
 with rule_job(snakemake):

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.exploration_curves import curve_lines, load_runs
 from kdflow.reporting.figures.thesis import exploration_curves_figure
 

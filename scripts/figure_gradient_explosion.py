@@ -1,7 +1,7 @@
 """Rule figure_gradient_explosion: thesis Fig. B.8 (a run's gradient explosion) or Fig. B.9 (the learning rate at
 the point where its learning slows during warm-up), from the run's learning curves."""
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.exploration_curves import explosion_curve, knee, load_runs, warmup_stretch
 from kdflow.reporting.figures.thesis import explosion_figure, learning_rate_figure
 

@@ -4,7 +4,7 @@ wrote (students' and teacher's principal components, students' cosine distances 
 import json
 from pathlib import Path
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.figures.alp_kd import layer_outputs_figure
 
 with rule_job(snakemake):

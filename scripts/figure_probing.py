@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.figures.thesis import probing_figure
 
 with rule_job(snakemake):

@@ -4,7 +4,7 @@ names them (probing.thesis.baselines)."""
 
 import pandas as pd
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.figures.thesis import thesis_probing_figure
 from kdflow.reporting.probing_reference import read_reference_lines
 

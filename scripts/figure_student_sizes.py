@@ -1,6 +1,6 @@
 """Rule figure_student_sizes: one of thesis Figs. B.10-B.12, the best dev score of every student size."""
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.exploration_curves import load_runs, size_cells
 from kdflow.reporting.figures.thesis import size_heatmaps
 

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.core.tasks import TASKS
 from kdflow.reporting.figures.thesis import teacher_curves, teacher_curves_figure
 

@@ -5,8 +5,8 @@ from pathlib import Path
 from kdflow.core.data import TaskData
 from kdflow.core.devices import select_device
 from kdflow.core.hyperparameters import Hyperparameters
+from kdflow.core.job_setup import rule_job
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job
 from kdflow.training.checkpoint import job_checkpoint
 from kdflow.training.curves import tensorboard_for_job
 from kdflow.transfer.generation import finetune_generator

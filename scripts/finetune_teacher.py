@@ -6,8 +6,8 @@ from kdflow.core.data import TaskData
 from kdflow.core.devices import select_device
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.core.intermediates import read_training_record
+from kdflow.core.job_setup import rule_job
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job
 from kdflow.teachers.finetune import check_divergence, finetune
 from kdflow.training.checkpoint import job_checkpoint
 from kdflow.training.curves import tensorboard_for_job

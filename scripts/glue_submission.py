@@ -2,7 +2,7 @@
 
 import logging
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.submission import write_submissions
 
 with rule_job(snakemake):

@@ -2,7 +2,7 @@
 targets (params.targets) and the files that make the works' items (params.paper_files) say which of the results it
 names this config makes."""
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.ledger import ledger_document, ledger_frame, read_ledger
 
 with rule_job(snakemake):

@@ -9,7 +9,7 @@ import torch
 
 from kdflow.analysis.inference import measure
 from kdflow.core.data import TaskData
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.distillation.named_models import load_model
 from kdflow.export.onnx_inference import ONNXRUNTIME_MS, measure_onnxruntime
 from kdflow.training.batching import batches, tokenize

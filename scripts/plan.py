@@ -6,7 +6,7 @@ import logging
 
 import pandas as pd
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.pilot import pilot_jobs, pilot_summary
 from kdflow.reporting.plan_pages import plan_jobs, write_plan
 from kdflow.workflow.catalog_cache import load_catalog

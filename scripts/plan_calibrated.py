@@ -5,7 +5,7 @@ import logging
 
 import pandas as pd
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.calibration import calibrate, measured_seconds
 from kdflow.reporting.plan_pages import calibrated_document
 

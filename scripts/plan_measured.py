@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.plan_pages import measured_against_plan, measured_document
 
 with rule_job(snakemake):

@@ -1,7 +1,7 @@
 """Rule prepare_task: raw task files (or the hub) -> results/data/{task}/{split}.parquet + meta.json."""
 
 from kdflow.core.data import prepare_task
-from kdflow.core.runtime import log, rule_job
+from kdflow.core.job_setup import log, rule_job
 from kdflow.core.tasks import get_task
 
 with rule_job(snakemake):

@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 
 from kdflow.core.devices import select_device
+from kdflow.core.job_setup import rule_job
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job
 from kdflow.probing.probe import ProbeSettings, probe_encodings
 from kdflow.probing.senteval import read_probing_file
 

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.paper_tables import deviations_of
 from kdflow.reporting.probing_reference import comparison_document, read_thesis_scores, thesis_comparison
 

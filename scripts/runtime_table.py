@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.runtime_table import read_benchmark, runtime_table, write_runtime_table
 
 with rule_job(snakemake):

@@ -2,8 +2,8 @@
 
 from kdflow.core.data import TaskData
 from kdflow.core.devices import select_device
+from kdflow.core.job_setup import rule_job
 from kdflow.core.precision import resolve_precision
-from kdflow.core.runtime import rule_job
 from kdflow.training.checkpoint import job_checkpoint
 from kdflow.transfer.generation import SamplingSettings
 from kdflow.transfer.sampling import sample_shard

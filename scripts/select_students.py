@@ -4,7 +4,7 @@ recorded with the whole grid."""
 import json
 from pathlib import Path
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.distillation.selection import select_experiment
 
 with rule_job(snakemake):

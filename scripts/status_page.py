@@ -1,6 +1,6 @@
 """Rule status_page: every table and figure of the three works and what this run has of it -> CSV, Markdown, HTML."""
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.status import artifact_status, paper_table_cells, status_document
 from kdflow.reporting.works import read_artifacts, with_files
 

@@ -1,6 +1,6 @@
 """Rule teacher_table: teachers and per-layer pseudo-heads per task -> CSV and Markdown."""
 
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.reporting.tables import teacher_table, write_table
 
 with rule_job(snakemake):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from kdflow.core.data import TaskData
 from kdflow.core.intermediates import read_json
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.core.tensor_files import load_tensors
 from kdflow.transfer.augmentation import statistics_document, transfer_statistics
 from kdflow.transfer.frames import transfer_frame

@@ -393,7 +393,7 @@ UNMODELLED = {"figure_probing_thesis": "draws four multi-panel figures of the th
 
 def unsampled_cpu_seconds(benchmarks: Path) -> float:
     """At most how many CPU seconds the benchmark files under ``benchmarks`` miss, where no job's own CPU time
-    stands beside them (a job whose script does not end through kdflow.core.runtime.rule_job). Snakemake 9.27 samples a job's
+    stands beside them (a job whose script does not end through kdflow.core.job_setup.rule_job). Snakemake 9.27 samples a job's
     processes at 0, 0.5, ..., 15 s and then every 30 s (snakemake/benchmark.py) and cannot sample them once they have
     ended, so a job's cpu_time lacks what it spent after its last sample: on a loaded machine, where a 10-s job takes
     28 s of wall clock, up to 13 s of each of its cores (0.5 s of slack for the sampler's own delays)."""

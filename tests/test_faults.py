@@ -26,7 +26,7 @@ from conftest import DEMO_VOCAB, REPO, copy_repo, demo_task_dir, planned_jobs, s
 from kdflow.core.data import TaskData, prepare_task
 from kdflow.core.devices import select_device
 from kdflow.core.errors import UserError
-from kdflow.core.runtime import rule_job
+from kdflow.core.job_setup import rule_job
 from kdflow.core.tasks import get_task
 from kdflow.core.tensor_files import save_tensors
 from kdflow.probing.senteval import read_probing_file

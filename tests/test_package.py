@@ -156,7 +156,7 @@ def test_figure_jobs_hash_only_what_they_run():
     assert closure("figure_probing.py") == {"scripts/figure_probing.py", "kdflow/__init__.py", "kdflow/core/__init__.py",
                                             "kdflow/core/errors.py", "kdflow/core/intermediates.py",
                                             "kdflow/core/io.py", "kdflow/core/run_files.py",
-                                            "kdflow/core/runtime.py", "kdflow/probing/__init__.py", "kdflow/probing/senteval.py",
+                                            "kdflow/core/job_setup.py", "kdflow/probing/__init__.py", "kdflow/probing/senteval.py",
                                             "kdflow/reporting/__init__.py", "kdflow/reporting/figures/__init__.py",
                                             "kdflow/reporting/figures/style.py", "kdflow/reporting/figures/thesis.py"}
 

@@ -137,7 +137,7 @@ def test_a_job_measures_its_own_cpu_time_and_the_tables_read_it_over_snakemakes_
     a rule script's own getrusage at its end misses nothing, and read_benchmark takes it where it exists."""
     from types import SimpleNamespace
 
-    from kdflow.core.runtime import rule_job
+    from kdflow.core.job_setup import rule_job
 
     monkeypatch.chdir(tmp_path)
     job = "distill_student/e/sst2/bilstm/kd/default/seed0"

@@ -2,7 +2,7 @@
 clear message when damaged.
 
 A file written by one job and read by another can be damaged in between: a node that crashed before the file
-reached its disk, a full disk, a copy cut short. Before a rule job runs (:func:`kdflow.core.runtime.rule_job`),
+reached its disk, a full disk, a copy cut short. Before a rule job runs (:func:`kdflow.core.job_setup.rule_job`),
 its inputs under ``results/`` are checked by structure, reading a few bytes of the large ones: a JSON file must
 parse, a Parquet file must end in its footer, a safetensors file must be as long as its header says. Deeper
 damage (a run of zeros inside a file of the right length) is caught where a checksum is cheap: kdflow's safetensors

@@ -56,7 +56,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
 
 from kdflow.core.errors import UserError
-from kdflow.core.runtime import set_threads, setup_logging
+from kdflow.core.job_setup import set_threads, setup_logging
 from kdflow.training.batching import batch_rows, to_device
 from kdflow.training.loop import Backward, Batch, LossFn
 

@@ -190,7 +190,7 @@ def benchmark(job: str) -> str:
 
 
 def job_usage(benchmark_file: str | Path) -> Path:
-    """Beside a job's benchmark file, the CPU time its script measured of itself (kdflow.core.runtime.rule_job):
+    """Beside a job's benchmark file, the CPU time its script measured of itself (kdflow.core.job_setup.rule_job):
     exact where Snakemake's benchmark samples, and misses what a short or delayed job spent between samples."""
     return Path(benchmark_file).with_suffix(".usage.json")
 
