@@ -48,6 +48,7 @@ SIGNALS = f"{RESULTS}/signals/{{teacher}}/{{task}}/{{transfer}}.safetensors"  # 
 
 # Stage distillation: one directory per student run, and each experiment's dev selection
 STUDENTS = f"{RESULTS}/students"
+# {method}: the experiment's entry under `methods` (a registered method's name, or its own: pkd_6 for pkd, mapping [6])
 STUDENT_METHOD_DIR = f"{STUDENTS}/{{experiment}}/{{task}}/{{student}}/{{method}}"  # what a named model selects among
 STUDENT_RUN_DIR = f"{STUDENT_METHOD_DIR}/{{point}}/seed{{seed}}"  # one grid point and seed
 RUN_KEYS = ("task", "student", "method", "point", "seed")  # what names a run's folder below its experiment's
