@@ -258,27 +258,27 @@ def process_tree_cpu(pid: int) -> int:
     return total
 
 
-def run_while_progressing(command, stall=STALL_SECONDS, **options) -> subprocess.CompletedProcess:
-    """``command`` to its end, its output (stdout and stderr, as one stream) in the result, as long as it moves:
-    it prints, or it or a process it started uses the CPU. One that does neither for ``stall`` seconds is killed
-    (its process group) and the test fails, naming the stall and showing the output so far."""
-    with tempfile.TemporaryFile("w+") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                                   **options)
+def run_while_progressing(command, stall=STALL_SECONDS, merged=True, **options) -> subprocess.CompletedProcess:
+    """``command`` to its end, as long as it moves: it prints, or it or a process it started uses the CPU. One that
+    does neither for ``stall`` seconds is killed (its process group) and the test fails, naming the stall and showing
+    the output so far. Its output is the result's stdout, stderr included unless ``merged`` is false."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT if merged else err, text=True,
+                                   start_new_session=True, **options)
         last, since = None, time.monotonic()
         while process.poll() is None:
-            moved = (sink.tell(), process_tree_cpu(process.pid))
+            moved = (out.tell(), err.tell(), process_tree_cpu(process.pid))
             if moved != last:
                 last, since = moved, time.monotonic()
             elif time.monotonic() - since > stall:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-                sink.seek(0)
+                out.seek(0), err.seek(0)
                 raise AssertionError(f"{' '.join(map(str, command))} neither printed nor computed for {stall} s:\n"
-                                     f"{sink.read()[-5000:]}")
+                                     f"{out.read()[-5000:]}{err.read()[-5000:]}")
             time.sleep(1)
-        sink.seek(0)
-        return subprocess.CompletedProcess(command, process.returncode, sink.read())
+        out.seek(0), err.seek(0)
+        return subprocess.CompletedProcess(command, process.returncode, out.read(), None if merged else err.read())
 
 
 def snakemake(*args, cwd=REPO, check=True, stall=STALL_SECONDS, env=None):

@@ -25,7 +25,6 @@ from conftest import REPO, STALL_SECONDS, copy_repo, process_tree_cpu, snakemake
 
 from kdflow.workflow import results_paths as paths
 
-RUN_TIMEOUT = 420  # seconds of a command that ends by itself (a dry run, sacct), where no progress can be seen
 # A run on the cluster fails when it stops moving for STALL_SECONDS (the plugin can hang, e.g. when sacct fails):
 # no new log line, SLURM log or output, and no CPU used by snakemake. A job stopped by a test (SIGSTOP) until its
 # one-minute limit moves nothing meanwhile, well within that.

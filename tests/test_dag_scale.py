@@ -4,14 +4,13 @@ and a figure per experiment and a paper table that read every student) is planne
 benchmarks/dag_scale.py measures the real workflow."""
 
 import resource
-import subprocess
 import sys
 from string import Template
 
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, run_while_progressing
 
 from kdflow.workflow import results_paths as paths
 
@@ -59,8 +58,8 @@ SCHEDULING_KEYS = ("default-resources", "resources", "set-resource-scopes", "gro
 
 def dry_run_cpu_seconds(workdir, students: int, *profile: str) -> tuple[float, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", *profile, "--config",
-                             f"students={students}"], cwd=workdir, capture_output=True, text=True, timeout=300)
+    result = run_while_progressing([sys.executable, "-m", "snakemake", "-n", "--cores", "1", *profile, "--config",
+                                    f"students={students}"], merged=False, cwd=workdir)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, result.stdout

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -15,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import DEMO, REPO, copy_repo, job_stats, planned_jobs, rule_scripts, snakemake
+from conftest import DEMO, REPO, copy_repo, job_stats, planned_jobs, rule_scripts, run_while_progressing, snakemake
 from report_browser import VIEWPORTS, chromium, visit_report
 from safetensors import safe_open
 
@@ -768,8 +767,10 @@ def test_a_demo_student_exported_by_its_rule_predicts_in_a_pipeline_what_kdflow_
     dev.reset_index().to_parquet(tmp_path / "dev.parquet")
     (tmp_path / "check.py").write_text(EXPORT_CHECK)
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}
-    subprocess.run([sys.executable, str(tmp_path / "check.py"), str(folder), str(tmp_path / "dev.parquet"), "",
-                    str(tmp_path / "loaded.json")], cwd=tmp_path, env=environment, check=True, timeout=300)
+    checked = run_while_progressing([sys.executable, str(tmp_path / "check.py"), str(folder),
+                                     str(tmp_path / "dev.parquet"), "", str(tmp_path / "loaded.json")],
+                                    cwd=tmp_path, env=environment)
+    assert checked.returncode == 0, checked.stdout[-3000:]
     loaded = json.loads((tmp_path / "loaded.json").read_text())
     names = json.loads((folder / "config.json").read_text())["id2label"]
     assert loaded["kdflow_imported"] is False

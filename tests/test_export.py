@@ -4,7 +4,6 @@ transformers alone (from_pretrained, AutoTokenizer, pipeline), must predict what
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -12,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import REPO, TEACHER_HP, TINY_BERT, finetuned
+from conftest import REPO, TEACHER_HP, TINY_BERT, finetuned, run_while_progressing
 
 from kdflow.core import run_files
 from kdflow.core.errors import UserError
@@ -143,8 +142,9 @@ def exported(trained_teacher, separable, prepared, tmp_path_factory):
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     environment |= {"HF_MODULES_CACHE": str(root / "modules"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     (root / "load.py").write_text(LOADER)
-    subprocess.run([sys.executable, str(root / "load.py"), str(root / "jobs.json"), str(root / "loaded.json")],
-                   cwd=root, env=environment, check=True, capture_output=True, timeout=300)
+    loading = run_while_progressing([sys.executable, str(root / "load.py"), str(root / "jobs.json"),
+                                     str(root / "loaded.json")], cwd=root, env=environment)
+    assert loading.returncode == 0, loading.stdout[-3000:]
     loaded = json.loads((root / "loaded.json").read_text())
     assert loaded.pop("kdflow_imported") is False
     return {name: (*done[name], loaded[name]) for name in done}

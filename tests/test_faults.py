@@ -10,7 +10,6 @@ of the repository in which RTE's teacher and pseudo-heads are built once.
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import DEMO_VOCAB, REPO, copy_repo, demo_task_dir, planned_jobs, snakemake
+from conftest import DEMO_VOCAB, REPO, copy_repo, demo_task_dir, planned_jobs, run_while_progressing, snakemake
 
 from kdflow.core.data import TaskData, prepare_task
 from kdflow.core.devices import select_device
@@ -250,8 +249,7 @@ def offline(code: str, fixed: str, expected: list[str]) -> Callable[[Path], Faul
         script = {"code": code}
 
         def attempt() -> str | None:
-            run = subprocess.run([sys.executable, "-c", script["code"]], env=env, capture_output=True, text=True,
-                                 timeout=600)
+            run = run_while_progressing([sys.executable, "-c", script["code"]], merged=False, env=env)
             return run.stderr.strip() or None
 
         return Fault(attempt, expected, lambda: script.update(code=fixed))

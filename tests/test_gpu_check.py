@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import REPO
+from conftest import REPO, run_while_progressing
 from kdflow.distillation.methods.registry import available_methods
 from kdflow.workflow import results_paths as paths
 from kdflow.workflow.replay import NamedList, export, run
@@ -182,10 +182,10 @@ def test_a_second_check_of_the_same_day_and_gpu_is_kept_beside_the_first_not_ove
 @pytest.mark.slow
 def test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile(tmp_path):
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--device", "cpu", "--tiny", "--out", str(out),
-                             "--carry", str(tmp_path / "carry"), "--work", str(tmp_path / "work"), "--jobs", "2"],
-                            cwd=REPO, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    result = run_while_progressing([sys.executable, "benchmarks/gpu_check.py", "--device", "cpu", "--tiny", "--out",
+                                    str(out), "--carry", str(tmp_path / "carry"), "--work", str(tmp_path / "work"),
+                                    "--jobs", "2"], cwd=REPO)
+    assert result.returncode == 0, result.stdout[-6000:]
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary["parts"]) == list(gpu_check.PARTS)
     assert not [part for part, found in summary["parts"].items() if "error" in found], summary
@@ -220,11 +220,10 @@ def test_the_gpu_check_runs_every_part_on_cpu_in_its_tiny_profile(tmp_path):
     [weights] = [path for path in (tmp_path / "work").rglob("model.safetensors") if path.as_posix().endswith(teacher)]
     assert record["teacher_digest"] == hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
     # a second call on the same work directory (a still-warm GPU) trains nothing again and reads the run back
-    again = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--device", "cpu", "--tiny", "--parts",
-                            "environment", "evidence", "--out", str(tmp_path / "again"), "--carry",
-                            str(tmp_path / "carry"), "--work", str(tmp_path / "work")],
-                           cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    again = run_while_progressing([sys.executable, "benchmarks/gpu_check.py", "--device", "cpu", "--tiny", "--parts",
+                                   "environment", "evidence", "--out", str(tmp_path / "again"), "--carry",
+                                   str(tmp_path / "carry"), "--work", str(tmp_path / "work")], cwd=REPO)
+    assert again.returncode == 0, again.stdout[-6000:]
     [read_back] = [json.loads(line) for line in (tmp_path / "again/evidence_runs.jsonl").read_text().splitlines()]
     kept = ("dev", "wall_seconds", "teacher_dev", "teacher_digest", "dev_predictions")
     assert {key: read_back[key] for key in kept} == {key: record[key] for key in kept}

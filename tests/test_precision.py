@@ -4,13 +4,12 @@ encodings against float32 ones, bf16 and fp16 training end to end on CPU, and th
 
 import math
 import re
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, TEACHER_HP, TINY_BERT, finetuned, rule_blocks, rule_scripts
+from conftest import REPO, TEACHER_HP, TINY_BERT, finetuned, rule_blocks, rule_scripts, run_while_progressing
 from safetensors import safe_open
 from safetensors.torch import load_file
 from torch import nn
@@ -290,7 +289,6 @@ def test_every_job_on_a_device_runs_in_the_configs_precision_which_is_a_param_of
 @pytest.mark.parametrize("benchmark", ["distill_throughput.py", "generation_throughput.py"])
 def test_the_throughput_benchmarks_load_and_measure_precisions_side_by_side(benchmark):
     """They run for minutes (and measure on a GPU): here only their imports and arguments."""
-    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / benchmark), "--help"], capture_output=True,
-                            text=True, timeout=300)
+    result = run_while_progressing([sys.executable, str(REPO / "benchmarks" / benchmark), "--help"], merged=False)
     assert result.returncode == 0, result.stderr
     assert re.search(r"--precision \{auto,bf16,fp16,fp32\} \[\{auto,bf16,fp16,fp32\} \.\.\.\]", result.stdout)
