@@ -68,6 +68,7 @@ from kdflow.workflow.exploration import (
     figure_labels,
     figure_sizes,
     figure_title,
+    protocol_config,
     run_files,
     run_records,
     table_runs,

@@ -120,6 +120,7 @@ use rule kdflow_job as paper_table with:
     input:
         unpack(lambda w: table_inputs(PAPER_TABLES, w.paper_table, REFERENCE)),
         deviations=PAPER_TABLES.get("deviations", []),
+        protocols="reference/protocols.yaml",
         artifacts="reference/paper_artifacts.csv",
     output:
         **page_and_csv(
@@ -144,6 +145,11 @@ use rule kdflow_job as paper_table with:
         title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
         values=lambda w: selected_values(config, w.paper_table, SELECTED),
         scale_note=lambda w: scale_note(
+            config,
+            PAPER_TABLES["tables"][w.paper_table].get("experiments", []),
+            PAPER_TABLES["tables"][w.paper_table].get("teacher"),
+        ),
+        run_config=lambda w: protocol_config(
             config,
             PAPER_TABLES["tables"][w.paper_table].get("experiments", []),
             PAPER_TABLES["tables"][w.paper_table].get("teacher"),

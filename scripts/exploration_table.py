@@ -11,5 +11,6 @@ with rule_job(snakemake):
     runs = load_runs(params.runs, snakemake.input.curves, snakemake.input.metrics)
     table = table51(pd.read_csv(snakemake.input.reference), params.studies, runs)
     table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")
-    deviations = deviations_of(snakemake.input.get("deviations"), "hyperparameter_exploration")
+    deviations = deviations_of(snakemake.input.get("deviations"), "hyperparameter_exploration", params.run_config,
+                               snakemake.input.protocols)
     table51_document(table, deviations).write(snakemake.output.markdown, snakemake.output.html)

@@ -8,14 +8,17 @@ from kdflow.core import run_files
 from kdflow.core.job_setup import rule_job
 from kdflow.export.onnx_export import onnx_available
 from kdflow.export.student_export import applicable_deviations, export_student, rebuild_command
+from kdflow.reporting.paper_tables import deviations_of
 
 with rule_job(snakemake):
     export = snakemake.params.export
     request = export["request"]
-    deviations = applicable_deviations(snakemake.input.get("deviations"), export["paper_tables"],
-                                       **request, teacher=export["teacher"]["name"])
-    context = {"teacher": export["teacher"], "paper": export["paper"], "license": export.get("license"),
-               "deviations": deviations,
+    checked = {table: deviations_of(snakemake.input.get("deviations"), table, export["run_config"],
+                                    snakemake.input.get("protocols"), spec)
+               for table, spec in export["paper_tables"].items()}
+    deviations = applicable_deviations(checked, **request, teacher=export["teacher"]["name"])
+    context = {"teacher": export["teacher"], "paper": export["paper"], "scale_note": export["scale_note"],
+               "license": export.get("license"), "deviations": deviations,
                "config_files": snakemake.params.config_files, "config_overrides": snakemake.params.config_overrides,
                "rebuild": rebuild_command(snakemake.output.folder, snakemake.params.config_files,
                                           snakemake.params.replace_config, snakemake.params.config_overrides)}

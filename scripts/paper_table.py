@@ -20,7 +20,8 @@ with rule_job(snakemake):
     spec, reference = snakemake.params.spec, read_reference(snakemake.input.reference)
     outputs = (snakemake.params.title, snakemake.output.csv, snakemake.output.markdown, snakemake.output.latex,
                snakemake.output.html)
-    deviations = deviations_of(snakemake.input.get("deviations"), snakemake.wildcards.paper_table)
+    deviations = deviations_of(snakemake.input.get("deviations"), snakemake.wildcards.paper_table,
+                               snakemake.params.run_config, snakemake.input.protocols, spec)
     caption = paper_caption(snakemake.input.artifacts, spec)
     if is_hyperparameter_table(spec):
         selections = {experiment: json.loads(Path(path).read_text())

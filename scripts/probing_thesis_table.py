@@ -11,5 +11,6 @@ with rule_job(snakemake):
     table = thesis_comparison(pd.read_csv(snakemake.input.probing), read_thesis_scores(snakemake.input.scores),
                               params.models, params.missing, params.pooling)
     table.to_csv(snakemake.output.csv, index=False, float_format="%.4f")
-    comparison_document(table, deviations_of(snakemake.input.get("deviations"), "probing")).write(
-        snakemake.output.markdown, snakemake.output.html)
+    deviations = deviations_of(snakemake.input.get("deviations"), "probing", params.run_config,
+                               snakemake.input.protocols)
+    comparison_document(table, deviations).write(snakemake.output.markdown, snakemake.output.html)

@@ -132,6 +132,31 @@ def test_demo_runs_the_whole_dag(demo_run):
     assert planned_jobs(*DEMO, cwd=workdir) == Counter()  # a second run has nothing to do
 
 
+@pytest.mark.slow
+def test_the_demos_pages_and_cards_describe_the_demo_and_print_no_nan(demo_run):
+    """Issue 69: every paper-table page of the demo says it is a demonstration; no page or model card prints "nan";
+    where a deviation section or card speaks in kdflow's words, it names no epoch count the demo did not run (the
+    ledger's "Students train for 5 epochs." is config.yaml's); the cards claim to reproduce nothing and name the
+    paper's models their students stand for."""
+    workdir, _ = demo_run
+    ran = {int(value) for value in re.findall(r"\bepochs: (\d+)", (workdir / "demo/config.yaml").read_text())}
+    pages = sorted((workdir / paths.PAPER_TABLES).glob("*.md"))
+    cards = sorted((workdir / paths.RESULTS / "model_cards").rglob("*.md"))
+    assert pages and cards
+    for path in [*pages, *cards, workdir / paths.THESIS_TABLE51_MD, workdir / paths.PROBING_THESIS_MD]:
+        text = path.read_text()
+        assert not re.search(r"\bnan\b", text), f"{path}: nan"
+        kdflows_words = re.findall(r"kdflow: (.*?) Paper: ", text) + re.findall(r"\): ([^*]*?) \*Why:\*", text)
+        said = {int(number) for words in kdflows_words for number in re.findall(r"(\d+) epochs", words)}
+        assert said <= ran, f"{path} states {sorted(said - ran)} epochs; the demo ran {sorted(ran)}"
+    for path in pages:
+        assert "A demonstration, not a result" in path.read_text(), path
+    for path in cards:
+        text = path.read_text()
+        assert "at a demonstration's scale, and reproduces nothing of it." in text and "stands for" in text, path
+        assert "It reproduces" not in text, path
+
+
 def check_demo_evidence(workdir, config):
     """Probing, prediction analysis, paper tables, figures: every artifact of the demo's evidence stage."""
     probing = pd.read_csv(workdir / paths.PROBING_TABLE_CSV)

@@ -8,7 +8,9 @@ import yaml
 from conftest import REPO
 
 from kdflow.reporting.paper_tables import (
+    RUN_ONLY,
     SPREAD_LEGEND,
+    STAND_IN,
     deviations_of,
     hyperparameter_document,
     hyperparameter_runs,
@@ -28,6 +30,7 @@ from kdflow.reporting.paper_tables import (
     write_paper_table,
 )
 from kdflow.workflow import results_paths as paths
+from kdflow.workflow.exploration import protocol_config
 from kdflow.workflow.job_settings import scale_note
 
 REFERENCE = read_reference(REPO / "reference" / "paper_results.csv")
@@ -304,6 +307,33 @@ def test_the_ledgers_entries_of_a_table_are_listed_under_it():
     assert "## Differences from the paper's protocol" in page.markdown()
     assert f"- *{entries[0]['kind']}*: kdflow: {' '.join(entries[0]['kdflow'].split())[:30]}" in page.markdown()
     assert f"<li><em>{entries[0]['kind']}</em>: " in page.html()
+
+
+def run_deviations_page(config_path, table):
+    config = yaml.safe_load((REPO / config_path).read_text())
+    spec = config["paper_tables"]["tables"][table]
+    entries = deviations_of(REPO / "reference/deviations.yaml", table,
+                            protocol_config(config, spec.get("experiments", []), spec.get("teacher")),
+                            REPO / "reference/protocols.yaml", spec)
+    return entries, paper_document(table_of(table), "Table", deviations=entries).markdown()
+
+
+def test_a_runs_deviation_section_states_its_own_settings_and_stand_ins_not_config_yamls():
+    entries, text = run_deviations_page("demo/config.yaml", "alp_kd_table2")
+    section = text.split("## Differences from the paper's protocol")[1]
+    assert "Students train for 5 epochs." not in section  # the ledger's prose, for config.yaml's 5 epochs
+    assert 'This run: stages [{"epochs": 2}].' in section.replace("\\[", "[").replace("\\]", "]")
+    assert "In this run bert_3 stands for bert_6, tiny_bert stands for bert_base" in section
+    assert "- *this run only*: student.bert_3.layers: paper 6, this run 3." in section  # a 3-layer student, 6-layer table
+    assert "- *this run only*: teacher spec.model: paper bert-base-uncased, this run none." in section
+    assert {entry["kind"] for entry in entries} >= {STAND_IN, RUN_ONLY}
+
+
+def test_config_yamls_own_deviation_sections_are_the_ledgers_words():
+    for table, words in (("alp_kd_table2", "Students train for 5 epochs."), ("thesis_table52", "LSTM_S")):
+        entries, text = run_deviations_page("config.yaml", table)
+        assert entries and not [entry for entry in entries if "this_run" in entry or entry["kind"] in (STAND_IN, RUN_ONLY)]
+        assert "config.yaml's full reproduction) ran" in text and "stands for" not in text and words in text
 
 
 def test_thesis_markdown_names_each_score_of_a_task():

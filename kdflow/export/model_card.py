@@ -174,11 +174,27 @@ def agreement(record: dict) -> str:
 
 def deviations(record: dict) -> str:
     entries = record.get("deviations") or []
-    if not entries:
+    stand_ins = [entry for entry in entries if entry["kind"] == "stand-in"]
+    listed = [entry for entry in entries if entry["kind"] != "stand-in"]
+    if not listed:
         return ("None listed: the paper tables made from this experiment have no entry in the deviation ledger, "
                 "or the config names no ledger.")
-    return "\n".join(f"- **{entry.get('kind', '')}** ({', '.join(entry['tables'])}): {_line(entry.get('kdflow'))} "
-                     f"*Why:* {_line(entry.get('why'))} *Effect:* {_line(entry.get('effect'))}" for entry in entries)
+    named = ", ".join(f"`{entry['run_name']}` stands for `{entry['ledger_name']}`" for entry in stand_ins)
+    lines = [f"In this run {named} (the ledger's names of the paper's models).", ""] if stand_ins else []
+    return "\n".join(lines + [f"- **{entry['kind']}** ({', '.join(entry['tables'])}): {_deviation(entry)}"
+                               for entry in listed])
+
+
+def _deviation(entry: dict) -> str:
+    """One entry: the ledger's words, or this run's values where it ran others than the ledger explains."""
+    if entry["kind"] == "this run only":
+        [(setting, values)] = entry["this_run"].items()
+        return f"`{setting}`: paper {_json(entry['paper'])}, this run {', '.join(map(_json, values))}."
+    if "this_run" in entry:
+        ran = "; ".join(f"`{setting}` {', '.join(map(_json, values))}" for setting, values in entry["this_run"].items())
+        return (f"*Paper:* {_line(entry.get('paper'))} *This run:* {ran} (the ledger explains the values config.yaml "
+                "runs, not these).")
+    return f"{_line(entry.get('kdflow'))} *Why:* {_line(entry.get('why'))} *Effect:* {_line(entry.get('effect'))}"
 
 
 def _line(text) -> str:
@@ -214,7 +230,10 @@ def model_card(record: dict) -> str:
     front = yaml.safe_dump(metadata(record), sort_keys=False, allow_unicode=True)
     dev = record["run"]["scores"].get("dev", {})
     scores = ", ".join(f"{name} {_score(value)}" for name, value in dev.items())
-    paper = f" It reproduces {record['paper']}." if record.get("paper") else ""
+    paper = (f" It was trained for {record['paper']}" + (
+        f" at a demonstration's scale, and reproduces nothing of it. {record['scale_note']}"
+        if record.get("scale_note") else "; its differences from the paper's protocol are listed below.")
+             if record.get("paper") else "")
     kind = record["student_spec"]["type"]
     student = record["student"] if record["student"] == kind else f"{record['student']} ({kind})"
     title = f"{student} distilled with {record['method']} on {record['task']}"

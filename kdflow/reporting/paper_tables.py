@@ -34,11 +34,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from kdflow.core import statistics
 from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Paragraph, Table
 from kdflow.core.tasks import GLUE_FILES
 from kdflow.reporting.ledger import read_ledger
+from kdflow.reporting.protocols import run_deviations
 from kdflow.reporting.works import SHORT_NAMES
 from kdflow.workflow.job_settings import canonical, run_values
 from kdflow.workflow.results_paths import EXPERIMENT_TABLE_CSV, GLUE_SUBMISSION, INFERENCE, SELECTION, TEACHER_METRICS
@@ -386,23 +388,69 @@ def _notes(table: pd.DataFrame) -> list[str]:
     return notes
 
 
-def deviations_of(ledger_path, paper_table: str) -> list[dict]:
-    """The ledger entries (reference/deviations.yaml) of one paper table; none without a ledger."""
+# Kinds of the entries deviations_of adds for a run: a name of the ledger's that a model of the run stands for, and a
+# setting where the run departs from the paper that the ledger (written for config.yaml) has no entry for.
+STAND_IN, RUN_ONLY = "stand-in", "this run only"
+
+
+def deviations_of(ledger_path, paper_table: str, config: dict | None = None, protocols_path=None,
+                  spec: dict | None = None) -> list[dict]:
+    """The ledger entries (reference/deviations.yaml) of one paper table; none without a ledger. With the run's
+    ``config`` and ``protocols_path`` (reference/protocols.yaml), checked against what the run ran
+    (:func:`kdflow.reporting.protocols.run_deviations`): an entry whose settings the run runs otherwise carries
+    ``this_run``, one the run does not differ at is left out, and entries of kind :data:`STAND_IN` and
+    :data:`RUN_ONLY` are added."""
     if not ledger_path:
         return []
-    return [entry for entry in read_ledger(ledger_path) if paper_table in entry["tables"]]
+    ledger = read_ledger(ledger_path)
+    if config is None or protocols_path is None:
+        return [entry for entry in ledger if paper_table in entry["tables"]]
+    found = run_deviations(ledger, yaml.safe_load(Path(protocols_path).read_text()), config, paper_table, spec)
+    stand_ins = [{"kind": STAND_IN, "tables": [paper_table], "ledger_name": name, "run_name": run_name}
+                 for name, run_name in found["stand_ins"].items()]
+    run_only = [{"kind": RUN_ONLY, "tables": [paper_table], "setting": setting, "paper": paper,
+                 "this_run": {setting: values}} for setting, paper, values in found["unexplained"]]
+    return stand_ins + found["entries"] + run_only
 
 
 def deviation_blocks(deviations: list[dict]) -> list:
-    """The ledger's entries of a table, as the last section of its page (none without entries)."""
-    if not deviations:
+    """The ledger's entries of a table, as the last section of its page (none without entries): as the ledger
+    words them, or, where :func:`deviations_of` checked them against a run that ran other values, the run's."""
+    stand_ins = [entry for entry in deviations if entry["kind"] == STAND_IN]
+    listed = [entry for entry in deviations if entry["kind"] != STAND_IN]
+    if not listed:
         return []
-    return [Heading("Differences from the paper's protocol"),
-            Paragraph("From the ledger (reference/deviations.yaml): every known difference between what config.yaml, "
-                      "the full reproduction, runs and what the paper did."),
-            Bullets([[Emphasis(entry["kind"]), (f": kdflow: {entry['kdflow']} Paper: {entry['paper']} "
-                                                f"Why: {entry['why']} Effect: {entry['effect']}")]
-                     for entry in deviations])]
+    checked = bool(stand_ins) or any("this_run" in entry for entry in listed)
+    intro = ("From the ledger (reference/deviations.yaml), which is written for config.yaml's full reproduction, "
+             "checked against the settings this run used: where this run ran other values than an entry explains, "
+             "the entry gives this run's values instead of its explanation, and the settings where this run departs "
+             "from the paper with no entry in the ledger close the list." if checked else
+             "From the ledger (reference/deviations.yaml): every known difference between what this run (config.yaml's "
+             "full reproduction) ran and what the paper did.")
+    blocks = [Heading("Differences from the paper's protocol"), Paragraph(intro)]
+    if stand_ins:
+        blocks.append(Paragraph("In this run " + ", ".join(f"{entry['run_name']} stands for {entry['ledger_name']}"
+                                                           for entry in stand_ins)
+                                + " (the ledger's and config.yaml's names of the paper's models): the settings below "
+                                "compare this run's models with the paper's."))
+    blocks.append(Bullets([[Emphasis(entry["kind"]), _deviation_text(entry)] for entry in listed]))
+    return blocks
+
+
+def _deviation_text(entry: dict) -> str:
+    if entry["kind"] == RUN_ONLY:
+        [(setting, values)] = entry["this_run"].items()
+        return f": {setting}: paper {_value(entry['paper'])}, this run {', '.join(map(_value, values))}."
+    if "this_run" in entry:
+        ran = "; ".join(f"{setting} {', '.join(map(_value, values))}" for setting, values in entry["this_run"].items())
+        return (f": Paper: {entry['paper']} This run: {ran}. (The ledger's explanation is written for the values "
+                "config.yaml runs, not this run's.)")
+    return f": kdflow: {entry['kdflow']} Paper: {entry['paper']} Why: {entry['why']} Effect: {entry['effect']}"
+
+
+def _value(value) -> str:
+    """A setting's value as a page prints it: none for a setting the run leaves unset, lists and mappings as JSON."""
+    return "none" if value is None else json.dumps(value) if isinstance(value, (list, dict)) else str(value)
 
 
 DECIDING_SEEDS = 3  # held-out seeds below which a seed interval is too wide (t at 1 df: 12.7) to mark a cell

@@ -91,10 +91,109 @@ def account(config: dict, protocols: dict) -> dict[str, list[tuple[str, str, obj
     found = {}
     for table, protocol in protocols["tables"].items():
         rows = list(_table_rows(config, protocol, catalog)) + list(_convention_rows(conventions, values, table))
-        unique = {path: (path, status, paper, actual) for path, status, paper, actual in rows
-                  if path.rsplit(".", 1)[-1] not in inert}
-        found[table] = list(unique.values())
+        found[table] = _unique(rows, inert)
     return found
+
+
+def _unique(rows, inert: set[str]) -> list[tuple]:
+    return list({path: (path, status, paper, actual) for path, status, paper, actual in rows
+                 if path.rsplit(".", 1)[-1] not in inert}.values())
+
+
+def account_of_run(config: dict, protocols: dict, table: str, spec: dict | None = None) -> tuple[list[tuple], dict]:
+    """:func:`account`'s rows for one paper result of any run's config (the demo's, a user's), whose teachers,
+    experiments and students need not carry the names protocols.yaml gives them (config.yaml's): the rows of
+    :func:`in_protocol_names`'s view (of what the run has of the protocol), and what each renamed protocol name
+    stands for in the run."""
+    view, names = in_protocol_names(with_exploration(config), protocols["tables"][table], spec or {})
+    protocol = {key: ({name: value for name, value in stated.items() if name in view[key]}
+                      if key in ("teachers", "experiments") else stated)
+                for key, stated in protocols["tables"][table].items()}
+    conventions = protocols.get("conventions", {})
+    values = convention_values(conventions, {**code_conventions(), **derived_conventions()}) if conventions else {}
+    rows = list(_table_rows(view, protocol, load_catalog())) + list(_convention_rows(conventions, values, table))
+    return _unique(rows, set(protocols.get("without_effect", {}))), names
+
+
+def run_deviations(ledger: list[dict], protocols: dict, config: dict, table: str, spec: dict | None = None) -> dict:
+    """The ledger's entries of one paper result, checked against the run of ``config``: ``entries`` are the entries
+    that name the result, each with ``this_run`` (setting -> the run's values) where the run runs a value at its
+    settings that the entry does not pin (its prose explains config.yaml's values, not the run's), and without the
+    entries whose settings the run does not differ at; ``unexplained`` are the run's differences from the paper and
+    the settings it leaves silent that no entry names, as ``(setting, the paper's value, the run's values)``;
+    ``stand_ins`` maps the protocol's (config.yaml's) teacher, experiment and student names to the run's."""
+    rows, names = account_of_run(config, protocols, table, spec)
+    found = {table: rows}
+    entries = []
+    for entry in (entry for entry in ledger if table in entry.get("tables", [])):
+        if "setting" not in entry:
+            entries.append(entry)
+            continue
+        running = entry_values({**entry, "tables": [table]}, found)
+        pinned = {name: {_canonical(value) for value in values} for name, values in entry.get("values", {}).items()}
+        other = {name: values for name, values in running.items()
+                 if not {_canonical(value) for value in values} <= pinned.get(name, set())}
+        if running:
+            entries.append({**entry, "this_run": other} if other else entry)
+    unexplained = defaultdict(set)
+    for path, status, paper, actual in rows:
+        if status in (DIFFERS, SILENT_SETTING) and not any(_names(entry, table, path, status) for entry in ledger):
+            unexplained[(_run_setting(path, names), _canonical(paper))].add(_canonical(actual))
+    return {"entries": entries, "stand_ins": names,
+            "unexplained": [(setting, json.loads(paper), [json.loads(value) for value in sorted(values)])
+                            for (setting, paper), values in sorted(unexplained.items())]}
+
+
+def _run_setting(path: str, names: dict[str, str]) -> str:
+    """A setting path as a run's page names it: less its experiment and task, in the run's names, a teacher's
+    prefixed ``teacher``."""
+    setting = ".".join(names.get(part, part) for part in _setting_name(path).split("."))
+    return f"teacher {setting}" if path.startswith("teachers.") else setting
+
+
+def in_protocol_names(config: dict, protocol: dict, spec: dict) -> tuple[dict, dict[str, str]]:
+    """``config`` as ``protocol`` names it, and what each renamed name stands for in the run. Each of the
+    protocol's experiments is the run's experiment of that name, else the first of the paper table's (``spec``'s)
+    experiments that holds one of its students, else the next unused one; one the run lacks is left out. Its
+    students are the protocol's ones the run has, or the run's one student standing for the protocol's one; the
+    table's teacher (or its experiments') stands for the protocol's. So a demo's 3-layer student in a 6-layer
+    table is compared with the paper's 6-layer student, and the difference shows."""
+    run_experiments = _experiments_of(config, spec)
+    unused, experiments, students, names = dict(run_experiments), {}, dict(config["students"]), {}
+    for name, expected in protocol.get("experiments", {}).items():
+        wanted = list(expected["student"]) if isinstance(expected.get("student"), dict) else []
+        holding = [run for run, experiment in run_experiments.items() if set(wanted) & set(experiment["students"])]
+        chosen = name if name in run_experiments else (holding or list(unused) or [None])[0] if spec else None
+        if chosen is None:
+            continue
+        unused.pop(chosen, None)
+        experiment = dict(run_experiments[chosen])
+        kept = [student for student in experiment["students"] if student in wanted]
+        if not kept and len(wanted) == 1 and len(experiment["students"]) == 1:
+            [standing], [stand_in] = wanted, experiment["students"]
+            names[standing], students[standing] = stand_in, config["students"][stand_in]
+            experiment["task_students"] = {task: {standing: overrides[stand_in]}
+                                           for task, overrides in experiment.get("task_students", {}).items()
+                                           if stand_in in overrides}
+            kept = wanted
+        experiments[name] = {**experiment, "students": kept or experiment["students"]}
+        if chosen != name:
+            names[name] = chosen
+    teachers = dict(config["teachers"])
+    run_teacher = spec.get("teacher") or next((experiment["teacher"] for experiment in experiments.values()), None)
+    for teacher in protocol.get("teachers", {}):
+        if run_teacher is not None and teacher != run_teacher:
+            teachers[teacher], names[teacher] = config["teachers"][run_teacher], run_teacher
+            for experiment in experiments.values():
+                if experiment["teacher"] == run_teacher:
+                    experiment["teacher"] = teacher
+    return {**config, "experiments": experiments, "students": students, "teachers": teachers}, names
+
+
+def _experiments_of(config: dict, spec: dict) -> dict[str, dict]:
+    """The run's experiments a paper result reads: its spec's, in order, or (a thesis result with no spec) all."""
+    return {name: config["experiments"][name] for name in spec.get("experiments", config["experiments"])
+            if name in config["experiments"]}
 
 
 def _table_rows(config: dict, protocol: dict, catalog: dict):

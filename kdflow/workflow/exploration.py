@@ -340,3 +340,19 @@ def figure_sizes(config: dict, figure: str) -> dict[str, dict]:
 def figure_constraint(config: dict, *kinds: str) -> str:
     """The wildcard constraint of a rule drawing the figures of ``kinds``."""
     return "|".join(re.escape(figure) for figure in figures_of_kind(config, *kinds)) or "no-figures"
+
+
+def protocol_config(config: dict, experiments: list[str] | None = None, teacher: str | None = None) -> dict:
+    """What of a run's config a page checks against the papers' protocols (a rule's param, so that the page reruns
+    when it changes; :func:`kdflow.reporting.protocols.account_of_run`): the exploration expanded, and of the
+    experiments and teachers only ``experiments`` (the exploration's when None) and their teachers, so that an
+    edit to another experiment reruns no page."""
+    generated = exploration_experiments(config)  # the workflow's config may hold them already
+    expanded = {**config, "experiments": {**config.get("experiments", {}), **generated}}
+    names = list(generated) if experiments is None else experiments
+    kept = {name: expanded["experiments"][name] for name in names if name in expanded["experiments"]}
+    teachers = {name for name in (teacher, *(experiment["teacher"] for experiment in kept.values())) if name}
+    others = {key: value for key, value in expanded.items()
+              if key not in ("experiments", "teachers", "exploration", "paper_tables")}
+    return canonical({**others, "experiments": kept,
+                      "teachers": {name: expanded["teachers"][name] for name in sorted(teachers)}})

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from kdflow.core import run_files
 from kdflow.core.errors import UserError
-from kdflow.workflow.cost_plan import paper_table_experiments
+from kdflow.workflow.exploration import protocol_config
 from kdflow.workflow.job_inputs import student_run_file
-from kdflow.workflow.job_settings import canonical, experiment_runs, teacher_settings
+from kdflow.workflow.job_settings import canonical, experiment_runs, scale_note, teacher_settings
 from kdflow.workflow.results_paths import DATA, EXPORT_CARD, SELECTION, STUDENT_METHOD_DIR, TEACHER_MODEL
 
 RUN_FILES = {"metrics": run_files.METRICS, "model": run_files.STUDENT_WEIGHTS, "predictions": run_files.PREDICTIONS}
@@ -38,7 +38,7 @@ def export_inputs(config: dict, experiment: str, task: str, student: str, method
         inputs[key] = [student_run_file(name, experiment=experiment, **run) for run in runs]
     ledger = config.get("paper_tables", {}).get("deviations")
     if ledger:
-        inputs["deviations"] = ledger
+        inputs |= {"deviations": ledger, "protocols": "reference/protocols.yaml"}
     return inputs
 
 
@@ -47,11 +47,17 @@ def export_params(config: dict, experiment: str, task: str, student: str, method
     settings, the experiment's paper, and the paper tables made from the experiment (whose ledger entries apply)."""
     teacher = config["experiments"][experiment]["teacher"]
     request = {"experiment": experiment, "task": task, "student": student, "method": method}
-    tables = sorted(name for name, experiments in paper_table_experiments(config).items() if experiment in experiments)
+    specs = config.get("paper_tables", {}).get("tables", {})
+    tables = sorted(name for name, spec in specs.items() if experiment in spec.get("experiments", []))
     return canonical({"request": request, "runs_dir": STUDENT_METHOD_DIR.format(**request),
                       **({"license": config["export"]["license"]} if config.get("export", {}).get("license") else {}),
                       "teacher": {"name": teacher, **teacher_settings(config, teacher, task)},
-                      "paper": config["experiments"][experiment].get("paper"), "paper_tables": tables})
+                      "paper": config["experiments"][experiment].get("paper"),
+                      "scale_note": scale_note(config, [experiment]),
+                      "paper_tables": {table: specs[table] for table in tables},
+                      # what the card's differences are checked against (kdflow.reporting.paper_tables.deviations_of)
+                      "run_config": protocol_config(config, sorted({name for table in tables
+                                                                    for name in specs[table]["experiments"]}))})
 
 
 def exported_students(config: dict, experiment: str | None = None) -> list[dict]:
