@@ -142,6 +142,8 @@ def probing_file(task):
 
 # The papers' tables (reference/paper_results.csv), whose reference and deviation ledger several reporting rules read.
 PAPER_TABLES = config.get("paper_tables", {})
+# What every figure caption opens with: a run of randomly initialised teachers (the demo) says it is not a result.
+RUN_SCALE_NOTE = scale_note(config, list(config.get("experiments", {})))
 
 
 # The default target: what `snakemake` with no target asks for, and what the status page accounts for.

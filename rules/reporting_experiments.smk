@@ -74,6 +74,7 @@ use rule kdflow_job as figure_experiment_curves with:
         paths.benchmark("figure_experiment_curves/{experiment}")
     params:
         **runs("figure_experiment_curves.py"),
+        scale_note=RUN_SCALE_NOTE,
         runs=lambda w: selection_params(config, w.experiment)["runs"],
 
 

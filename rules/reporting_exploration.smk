@@ -35,6 +35,7 @@ use rule kdflow_job as figure_exploration_curves with:
         runtime=10,
     params:
         **runs("figure_exploration_curves.py"),
+        scale_note=RUN_SCALE_NOTE,
         runs=lambda w: run_records(drawn_runs(config, w.figure)),
         labels=lambda w: figure_labels(config, w.figure),
         spec=lambda w: canonical(EXPLORATION["figures"][w.figure]),
@@ -66,6 +67,7 @@ use rule kdflow_job as figure_gradient_explosion with:
         figure=figure_constraint(config, "explosion", "learning_rate"),
     params:
         **runs("figure_gradient_explosion.py"),
+        scale_note=RUN_SCALE_NOTE,
         runs=lambda w: run_records(drawn_runs(config, w.figure)),
         kind=lambda w: figure_kind(config, w.figure),
         title=lambda w: figure_title(config, w.figure),
@@ -98,6 +100,7 @@ use rule kdflow_job as figure_student_sizes with:
         runtime=10,
     params:
         **runs("figure_student_sizes.py"),
+        scale_note=RUN_SCALE_NOTE,
         runs=lambda w: run_records(drawn_runs(config, w.figure)),
         sizes=lambda w: figure_sizes(config, w.figure),
         title=lambda w: figure_title(config, w.figure),

@@ -28,6 +28,7 @@ use rule kdflow_job as figure_teacher_curves with:
         paths.benchmark("figure_teacher_curves/{teacher}")
     params:
         **runs("figure_teacher_curves.py"),
+        scale_note=RUN_SCALE_NOTE,
         tasks=lambda w: config["teachers"][w.teacher]["tasks"],
 
 
@@ -50,6 +51,7 @@ use rule kdflow_job as figure_class_distribution with:
         paths.benchmark("figure_class_distribution")
     params:
         **runs("figure_class_distribution.py"),
+        scale_note=RUN_SCALE_NOTE,
         tasks=class_distribution_tasks(config),
 
 
@@ -70,6 +72,7 @@ use rule kdflow_job as figure_pseudo_heads with:
         paths.benchmark("figure_pseudo_heads")
     params:
         **runs("figure_pseudo_heads.py"),
+        scale_note=RUN_SCALE_NOTE,
 
 
 use rule kdflow_job as figure_analysis with:
@@ -103,6 +106,7 @@ use rule kdflow_job as figure_analysis with:
         paths.benchmark("figure_analysis/{task}")
     params:
         **runs("figure_analysis.py"),
+        scale_note=RUN_SCALE_NOTE,
 
 
 use rule kdflow_job as figure_attention_maps with:
@@ -128,6 +132,7 @@ use rule kdflow_job as figure_attention_maps with:
         figure="|".join(config.get("attention_maps", {})) or "no-figures",
     params:
         **runs("figure_attention_maps.py"),
+        scale_note=RUN_SCALE_NOTE,
         spec=lambda w: canonical(config["attention_maps"][w.figure]),
 
 
@@ -150,4 +155,5 @@ use rule kdflow_job as figure_layer_outputs with:
         paths.benchmark("figure_layer_outputs/{task}")
     params:
         **runs("figure_layer_outputs.py"),
+        scale_note=RUN_SCALE_NOTE,
         spec=lambda w: canonical(config["layer_outputs"][w.task]),

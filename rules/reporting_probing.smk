@@ -83,6 +83,7 @@ use rule kdflow_job as figure_probing with:
         paths.benchmark("figure_probing")
     params:
         **runs("figure_probing.py"),
+        scale_note=RUN_SCALE_NOTE,
 
 
 use rule kdflow_job as figure_probing_thesis with:
@@ -123,4 +124,5 @@ use rule kdflow_job as figure_probing_thesis with:
         paths.benchmark("figure_probing_thesis")
     params:
         **runs("figure_probing_thesis.py"),
+        scale_note=RUN_SCALE_NOTE,
         figures={"fig6_1": "6.1", "fig6_2": "6.2", "fig6_3": "6.3", "figC_1": "C.1"},

@@ -288,6 +288,7 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
             assert entry["overflow"] <= 1, f"{path}: {entry['overflow']} px wider than its room"
         else:
             assert entry["natural_width"] > 0 and entry["shown_width"] > 0, f"{path}: a broken image"
+            assert "A demonstration, not a result" in entry["info"], f"{path}: no demo line in its caption"
             if viewport["width"] >= 1400:
                 scale = entry["shown_width"] / entry["natural_width"]
                 assert scale >= 0.7, f"{path}: shown at {scale:.2f}x"

@@ -158,3 +158,14 @@ def test_data_flows_one_way_between_the_stages_rule_files():
     assert backwards == []
     assert set(rule_scripts()) - planned == {"download_probing_task"}
     assert len(edges) > 100
+
+
+def test_every_figures_caption_opens_with_the_runs_scale_note():
+    """Issue 69: a figure of a demonstration says so where the report shows it, in its caption (Snakemake renders
+    captions with the job's params): every figure rule passes the run's scale note, and its captions open with it."""
+    figures = {rule: block for rule, block in rule_blocks().items() if rule.startswith("figure_")}
+    assert len(figures) >= 12
+    for rule, block in figures.items():
+        assert "scale_note=RUN_SCALE_NOTE," in block, rule
+        for caption in re.findall(r'caption="\.\./(report/[\w.]+)"', block):
+            assert (REPO / caption).read_text().startswith("{{ snakemake.params.scale_note }}\n"), (rule, caption)
