@@ -134,7 +134,8 @@ def run_deviations(ledger: list[dict], protocols: dict, config: dict, table: str
         other = {name: values for name, values in running.items()
                  if not {_canonical(value) for value in values} <= pinned.get(name, set())}
         if running:
-            entries.append({**entry, "this_run": other} if other else entry)
+            entries.append({**entry, "this_run": {_in_run_names(name, names): values for name, values in other.items()}}
+                           if other else entry)
     unexplained = defaultdict(set)
     for path, status, paper, actual in rows:
         if status in (DIFFERS, SILENT_SETTING) and not any(_names(entry, table, path, status) for entry in ledger):
@@ -147,8 +148,12 @@ def run_deviations(ledger: list[dict], protocols: dict, config: dict, table: str
 def _run_setting(path: str, names: dict[str, str]) -> str:
     """A setting path as a run's page names it: less its experiment and task, in the run's names, a teacher's
     prefixed ``teacher``."""
-    setting = ".".join(names.get(part, part) for part in _setting_name(path).split("."))
+    setting = _in_run_names(_setting_name(path), names)
     return f"teacher {setting}" if path.startswith("teachers.") else setting
+
+
+def _in_run_names(setting: str, names: dict[str, str]) -> str:
+    return ".".join(names.get(part, part) for part in setting.split("."))
 
 
 def in_protocol_names(config: dict, protocol: dict, spec: dict) -> tuple[dict, dict[str, str]]:
