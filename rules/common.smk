@@ -42,6 +42,7 @@ from kdflow.workflow.job_settings import (
     generator_settings,
     hygiene_settings,
     needed_signals,
+    paper_table_models,
     probing_settings,
     pseudo_head_job_settings,
     sampling_settings,
@@ -68,7 +69,7 @@ from kdflow.workflow.exploration import (
     figure_labels,
     figure_sizes,
     figure_title,
-    protocol_config,
+    result_config,
     run_files,
     run_records,
     table_runs,
@@ -142,6 +143,14 @@ def probing_file(task):
 
 # The papers' tables (reference/paper_results.csv), whose reference and deviation ledger several reporting rules read.
 PAPER_TABLES = config.get("paper_tables", {})
+
+
+def deviations_file(result):
+    """The ledger's entries of a paper result (a paper table, the thesis's probing or hyperparameter_exploration) as
+    they hold for this run (rule run_deviations), where the config names a ledger."""
+    return paths.RUN_DEVIATIONS.format(result=result) if PAPER_TABLES.get("deviations") else []
+
+
 # What every figure caption opens with: a run of randomly initialised teachers (the demo) says it is not a result.
 RUN_SCALE_NOTE = scale_note(config, list(config.get("experiments", {})))
 

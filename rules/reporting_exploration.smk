@@ -112,8 +112,7 @@ use rule kdflow_job as exploration_table with:
     input:
         unpack(lambda w: run_files(table_runs(config))),
         reference=EXPLORATION.get("table", []),
-        deviations=PAPER_TABLES.get("deviations", []),
-        protocols="reference/protocols.yaml",
+        deviations=deviations_file("hyperparameter_exploration"),
     output:
         **page_and_csv(
             caption="../report/exploration_table.rst",
@@ -134,4 +133,3 @@ use rule kdflow_job as exploration_table with:
         **runs("exploration_table.py"),
         runs=lambda w: run_records(table_runs(config)),
         studies=lambda w: table_studies(config),
-        run_config=lambda w: protocol_config(config),

@@ -119,8 +119,7 @@ use rule kdflow_job as paper_table with:
     the paper's selected hyperparameters beside kdflow's (CSV, Markdown, LaTeX)."""
     input:
         unpack(lambda w: table_inputs(PAPER_TABLES, w.paper_table, REFERENCE)),
-        deviations=PAPER_TABLES.get("deviations", []),
-        protocols="reference/protocols.yaml",
+        deviations=lambda w: deviations_file(w.paper_table),
         artifacts="reference/paper_artifacts.csv",
     output:
         **page_and_csv(
@@ -144,16 +143,28 @@ use rule kdflow_job as paper_table with:
         spec=lambda w: canonical(PAPER_TABLES["tables"][w.paper_table]),
         title=lambda w: title_of(PAPER_TABLES["tables"][w.paper_table]),
         values=lambda w: selected_values(config, w.paper_table, SELECTED),
-        scale_note=lambda w: scale_note(
-            config,
-            PAPER_TABLES["tables"][w.paper_table].get("experiments", []),
-            PAPER_TABLES["tables"][w.paper_table].get("teacher"),
-        ),
-        run_config=lambda w: protocol_config(
-            config,
-            PAPER_TABLES["tables"][w.paper_table].get("experiments", []),
-            PAPER_TABLES["tables"][w.paper_table].get("teacher"),
-        ),
+        scale_note=lambda w: scale_note(config, **paper_table_models(config, w.paper_table)),
+
+
+use rule kdflow_job as run_deviations with:
+    """The ledger's entries of one paper result (a paper table, or the thesis's probing or hyperparameter
+    exploration) as they hold for this run's own config (kdflow.reporting.protocols.run_deviations): its page and
+    the model cards of its students list them (JSON)."""
+    input:
+        ledger=PAPER_TABLES.get("deviations", []),
+        protocols="reference/protocols.yaml",
+    output:
+        paths.RUN_DEVIATIONS,
+    log:
+        "logs/run_deviations/{result}.log",
+    benchmark:
+        paths.benchmark("run_deviations/{result}")
+    wildcard_constraints:
+        result="|".join([*PAPER_TABLES.get("tables", {}), "probing", "hyperparameter_exploration"]),
+    params:
+        **runs("run_deviations.py"),
+        spec=lambda w: canonical(PAPER_TABLES.get("tables", {}).get(w.result)),
+        run_config=lambda w: result_config(config, w.result),
 
 
 use rule kdflow_job as runtime_table with:

@@ -37,8 +37,7 @@ use rule kdflow_job as probing_thesis_table with:
     input:
         probing=paths.PROBING_TABLE_CSV,
         scores=THESIS_PROBING.get("scores", []),
-        deviations=PAPER_TABLES.get("deviations", []),
-        protocols="reference/protocols.yaml",
+        deviations=deviations_file("probing"),
     output:
         **page_and_csv(
             caption="../report/probing_thesis.rst",
@@ -57,7 +56,6 @@ use rule kdflow_job as probing_thesis_table with:
         models=canonical(THESIS_PROBING.get("models", {})),
         missing=canonical(THESIS_PROBING.get("missing", {})),
         pooling=probing_settings(config)["pooling"] if PROBING_CONFIG else None,
-        run_config=lambda w: protocol_config(config, []),
 
 
 use rule kdflow_job as figure_probing with:

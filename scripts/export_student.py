@@ -1,5 +1,6 @@
 """Rule export_student: an experiment's selected student as a folder that transformers loads without kdflow."""
 
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -8,14 +9,13 @@ from kdflow.core import run_files
 from kdflow.core.job_setup import rule_job
 from kdflow.export.onnx_export import onnx_available
 from kdflow.export.student_export import applicable_deviations, export_student, rebuild_command
-from kdflow.reporting.paper_tables import deviations_of
 
 with rule_job(snakemake):
     export = snakemake.params.export
     request = export["request"]
-    checked = {table: deviations_of(snakemake.input.get("deviations"), table, export["run_config"],
-                                    snakemake.input.get("protocols"), spec)
-               for table, spec in export["paper_tables"].items()}
+    files = snakemake.input.get("deviations")  # rule run_deviations' entries of each paper table (with a ledger)
+    checked = {table: json.loads(Path(path).read_text())
+               for table, path in zip(export["paper_tables"], files, strict=True)} if files is not None else {}
     deviations = applicable_deviations(checked, **request, teacher=export["teacher"]["name"])
     context = {"teacher": export["teacher"], "paper": export["paper"], "scale_note": export["scale_note"],
                "license": export.get("license"), "deviations": deviations,

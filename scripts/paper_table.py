@@ -5,12 +5,12 @@ from pathlib import Path
 
 from kdflow.core.job_setup import rule_job
 from kdflow.reporting.paper_tables import (
-    deviations_of,
     hyperparameter_table,
     is_hyperparameter_table,
     load_inputs,
     paper_caption,
     paper_table,
+    read_deviations,
     read_reference,
     write_hyperparameter_table,
     write_paper_table,
@@ -20,8 +20,7 @@ with rule_job(snakemake):
     spec, reference = snakemake.params.spec, read_reference(snakemake.input.reference)
     outputs = (snakemake.params.title, snakemake.output.csv, snakemake.output.markdown, snakemake.output.latex,
                snakemake.output.html)
-    deviations = deviations_of(snakemake.input.get("deviations"), snakemake.wildcards.paper_table,
-                               snakemake.params.run_config, snakemake.input.protocols, spec)
+    deviations = read_deviations(snakemake.input.get("deviations"))
     caption = paper_caption(snakemake.input.artifacts, spec)
     if is_hyperparameter_table(spec):
         selections = {experiment: json.loads(Path(path).read_text())

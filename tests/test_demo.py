@@ -540,6 +540,9 @@ def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, d
     assert job_stats(result) == Counter(  # and the cost plan, which every config edit changes
         finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1,
         figure_teacher_curves=1, plan=1, all=1, status_page=1, plan_measured=1,
+        # the pages that compare the teacher's settings with the papers' (all but probing's) and the exported
+        # student's card (its experiment's page shows it)
+        run_deviations=11, paper_table=10, exploration_table=1, export_student=1, experiment_table=1,
     )
     assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
     assert "Params have changed since last execution" in result
@@ -554,7 +557,8 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
     save(config)
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # alp_kd_table3's, and ALP-KD Fig. 3 of its ALP student
         distill_student=1 + 2, select_students=2, experiment_table=2, figure_experiment_curves=2, glue_submission=2,
-        paper_table=1,
+        paper_table=1, run_deviations=2,  # ALP-KD Table 3's and thesis Table 5.2's settings against the papers'
+
         compute_attention_maps=1, figure_attention_maps=1, plan=1, all=1, status_page=1, plan_measured=1,
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM)
 
@@ -623,8 +627,9 @@ def test_editing_code_reruns_exactly_the_jobs_that_run_it(demo_run, demo_config,
 @pytest.mark.slow
 def test_changing_the_precision_reruns_every_job_that_runs_a_model_and_what_follows(demo_run, demo_config):
     """Everything downstream of the prepared data runs a model or reads what one computed; only the data and its
-    class distribution (thesis Fig. A.1) stay, and the demo's Universal-KD Table 3, which runs no experiment (the
-    paper's numbers alone), the claims' page, which reads the committed real-data runs, and the ledger's page."""
+    class distribution (thesis Fig. A.1) stay, the claims' page, which reads the committed real-data runs, and the
+    ledger's page. Every paper table's page reruns, Universal-KD Table 3's too (it runs no experiment): its
+    differences from the paper's protocol name the precision."""
     workdir, _ = demo_run
     config, save = demo_config
     everything = planned_jobs(*DEMO, "--forceall", cwd=workdir)
@@ -632,7 +637,7 @@ def test_changing_the_precision_reruns_every_job_that_runs_a_model_and_what_foll
     save(config)
     result = snakemake("-n", *DEMO, cwd=workdir).stdout
     assert job_stats(result) == everything - Counter(prepare_task=everything["prepare_task"],
-                                                     figure_class_distribution=1, paper_table=1, claims_table=1,
+                                                     figure_class_distribution=1, claims_table=1,
                                                      ledger_table=1)
     assert "Params have changed since last execution" in result
 

@@ -7,11 +7,9 @@ import pytest
 import yaml
 from conftest import REPO
 
+from kdflow.reporting.ledger import RUN_ONLY, STAND_IN
 from kdflow.reporting.paper_tables import (
-    RUN_ONLY,
     SPREAD_LEGEND,
-    STAND_IN,
-    deviations_of,
     hyperparameter_document,
     hyperparameter_runs,
     hyperparameter_table,
@@ -29,6 +27,7 @@ from kdflow.reporting.paper_tables import (
     table_inputs,
     write_paper_table,
 )
+from kdflow.reporting.protocols import deviations_of
 from kdflow.workflow import results_paths as paths
 from kdflow.workflow.exploration import protocol_config
 from kdflow.workflow.job_settings import scale_note

@@ -265,14 +265,14 @@ def test_make_plan_writes_the_demo_plan_without_running_anything_else(tmp_path):
                              f"PLAN_ARGS={options}"], cwd=workdir, capture_output=True, text=True)
     assert result.returncode == 0 and "2 of 2 steps (100%) done" in result.stderr, result.stdout + result.stderr
     table = pd.read_csv(workdir / paths.PLAN_CSV)
-    assert table.jobs.sum() == 183 - 1  # every job of the demo's DAG but `all`
+    assert table.jobs.sum() == 195 - 1  # every job of the demo's DAG but `all`
     assert set(table.device) == {"cpu"} and (table.hours > 0).all()  # the demo runs on the CPU
     students = table[table.rule == "distill_student"]
     assert set(students.section) == set(snakemake_config("demo/config.yaml")["experiments"])
     page = (workdir / paths.PLAN_MD).read_text()
     assert "GPU-hours" in page and "measured-cpu" in page and "# Cost plan" in page
     # Nothing has run: the calibrated page, which make prints, is the plan's figures and says so.
-    assert "No job of the plan has run yet: the 182 jobs are priced by the plan's figures" in result.stdout
+    assert "No job of the plan has run yet: the 194 jobs are priced by the plan's figures" in result.stdout
     assert (pd.read_csv(workdir / paths.PLAN_FIGURES_CSV).figures == "plan").all()
 
 

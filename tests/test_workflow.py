@@ -130,6 +130,7 @@ def test_full_dry_run_plans_every_teacher_pseudo_head_and_student_of_every_grid(
         figure_teacher_curves=3, runtime_table=1,  # thesis Fig. 4.2 per teacher, Table 4.5
         figure_class_distribution=1,  # thesis Fig. A.1: the 8 tasks with classes (STS-B has none)
         ledger_table=1,  # the deviation ledger's page
+        run_deviations=12 + 2,  # its entries as they hold for this config: per paper table, probing, exploration
         status_page=1,  # the report's status page: every table and figure of the three works
         # thesis Table 5.1 and Figs. B.1-B.7 (curves), B.8-B.9 (the exploding BERT_S), B.10-B.12 (student sizes)
         exploration_table=1, figure_exploration_curves=7, figure_gradient_explosion=2, figure_student_sizes=3,

@@ -212,7 +212,7 @@ def source_commit(repository: Path = PACKAGE_ROOT.parent) -> dict:
 def applicable_deviations(checked: dict[str, list[dict]], experiment: str, task: str, student: str, method: str,
                           teacher: str) -> list[dict]:
     """What the card lists as this student's differences from its paper: the entries of the paper tables made from
-    ``experiment`` (``checked``: table -> its entries, as kdflow.reporting.paper_tables.deviations_of checks them
+    ``experiment`` (``checked``: table -> its entries, as kdflow.reporting.protocols.deviations_of checks them
     against the run), each once with the tables it is about, less the ledger entries whose settings all name another
     experiment, task, student, method entry or teacher (in the ledger's names, which a run's models may stand in
     for) and the run's own differences that name another student."""

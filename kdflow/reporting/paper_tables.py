@@ -34,13 +34,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from kdflow.core import statistics
 from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Paragraph, Table
 from kdflow.core.tasks import GLUE_FILES
-from kdflow.reporting.ledger import read_ledger
-from kdflow.reporting.protocols import run_deviations
+from kdflow.reporting.ledger import RUN_ONLY, STAND_IN
 from kdflow.reporting.works import SHORT_NAMES
 from kdflow.workflow.job_settings import canonical, run_values
 from kdflow.workflow.results_paths import EXPERIMENT_TABLE_CSV, GLUE_SUBMISSION, INFERENCE, SELECTION, TEACHER_METRICS
@@ -388,34 +386,15 @@ def _notes(table: pd.DataFrame) -> list[str]:
     return notes
 
 
-# Kinds of the entries deviations_of adds for a run: a name of the ledger's that a model of the run stands for, and a
-# setting where the run departs from the paper that the ledger (written for config.yaml) has no entry for.
-STAND_IN, RUN_ONLY = "stand-in", "this run only"
-
-
-def deviations_of(ledger_path, paper_table: str, config: dict | None = None, protocols_path=None,
-                  spec: dict | None = None) -> list[dict]:
-    """The ledger entries (reference/deviations.yaml) of one paper table; none without a ledger. With the run's
-    ``config`` and ``protocols_path`` (reference/protocols.yaml), checked against what the run ran
-    (:func:`kdflow.reporting.protocols.run_deviations`): an entry whose settings the run runs otherwise carries
-    ``this_run``, one the run does not differ at is left out, and entries of kind :data:`STAND_IN` and
-    :data:`RUN_ONLY` are added."""
-    if not ledger_path:
-        return []
-    ledger = read_ledger(ledger_path)
-    if config is None or protocols_path is None:
-        return [entry for entry in ledger if paper_table in entry["tables"]]
-    found = run_deviations(ledger, yaml.safe_load(Path(protocols_path).read_text()), config, paper_table, spec)
-    stand_ins = [{"kind": STAND_IN, "tables": [paper_table], "ledger_name": name, "run_name": run_name}
-                 for name, run_name in found["stand_ins"].items()]
-    run_only = [{"kind": RUN_ONLY, "tables": [paper_table], "setting": setting, "paper": paper,
-                 "this_run": {setting: values}} for setting, paper, values in found["unexplained"]]
-    return stand_ins + found["entries"] + run_only
+def read_deviations(path) -> list[dict]:
+    """Rule run_deviations' entries of a paper result (kdflow.reporting.protocols.deviations_of); none without the
+    file (no ledger)."""
+    return json.loads(Path(path).read_text()) if path else []
 
 
 def deviation_blocks(deviations: list[dict]) -> list:
     """The ledger's entries of a table, as the last section of its page (none without entries): as the ledger
-    words them, or, where :func:`deviations_of` checked them against a run that ran other values, the run's."""
+    words them, or, where protocols.deviations_of checked them against a run that ran other values, the run's."""
     stand_ins = [entry for entry in deviations if entry["kind"] == STAND_IN]
     listed = [entry for entry in deviations if entry["kind"] != STAND_IN]
     if not listed:

@@ -37,11 +37,15 @@ import re
 from collections import defaultdict
 from dataclasses import MISSING, fields
 from fnmatch import fnmatchcase
+from pathlib import Path
+
+import yaml
 
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.distillation.selection import SELECTION_RULE
 from kdflow.probing.probe import ProbeSettings
 from kdflow.reporting.conventions import code_conventions, convention_values, derived_conventions
+from kdflow.reporting.ledger import RUN_ONLY, STAND_IN, read_ledger
 from kdflow.workflow.catalog_cache import load_catalog
 from kdflow.workflow.exploration import with_exploration
 from kdflow.workflow.job_settings import (
@@ -113,6 +117,26 @@ def account_of_run(config: dict, protocols: dict, table: str, spec: dict | None 
     values = convention_values(conventions, {**code_conventions(), **derived_conventions()}) if conventions else {}
     rows = list(_table_rows(view, protocol, load_catalog())) + list(_convention_rows(conventions, values, table))
     return _unique(rows, set(protocols.get("without_effect", {}))), names
+
+
+def deviations_of(ledger_path, paper_table: str, config: dict | None = None, protocols_path=None,
+                  spec: dict | None = None) -> list[dict]:
+    """The ledger entries (reference/deviations.yaml) of one paper table; none without a ledger. With the run's
+    ``config`` and ``protocols_path`` (reference/protocols.yaml), checked against what the run ran
+    (:func:`run_deviations`): an entry whose settings the run runs otherwise carries
+    ``this_run``, one the run does not differ at is left out, and entries of kind :data:`STAND_IN` and
+    :data:`RUN_ONLY` are added."""
+    if not ledger_path:
+        return []
+    ledger = read_ledger(ledger_path)
+    if config is None or protocols_path is None:
+        return [entry for entry in ledger if paper_table in entry["tables"]]
+    found = run_deviations(ledger, yaml.safe_load(Path(protocols_path).read_text()), config, paper_table, spec)
+    stand_ins = [{"kind": STAND_IN, "tables": [paper_table], "ledger_name": name, "run_name": run_name}
+                 for name, run_name in found["stand_ins"].items()]
+    run_only = [{"kind": RUN_ONLY, "tables": [paper_table], "setting": setting, "paper": paper,
+                 "this_run": {setting: values}} for setting, paper, values in found["unexplained"]]
+    return stand_ins + found["entries"] + run_only
 
 
 def run_deviations(ledger: list[dict], protocols: dict, config: dict, table: str, spec: dict | None = None) -> dict:

@@ -36,7 +36,7 @@ import itertools
 import re
 
 from kdflow.workflow.job_inputs import student_run_file
-from kdflow.workflow.job_settings import canonical, grid_point, student_settings
+from kdflow.workflow.job_settings import canonical, grid_point, paper_table_models, student_settings
 
 PREFIX = "exploration_"
 SIZE_AXES = ("width", "depth")
@@ -356,3 +356,11 @@ def protocol_config(config: dict, experiments: list[str] | None = None, teacher:
               if key not in ("experiments", "teachers", "exploration", "paper_tables")}
     return canonical({**others, "experiments": kept,
                       "teachers": {name: expanded["teachers"][name] for name in sorted(teachers)}})
+
+
+def result_config(config: dict, result: str) -> dict:
+    """:func:`protocol_config` of a paper result: a paper table's experiments and teacher, the thesis's probing
+    (no experiment) or its hyperparameter exploration (the exploration's experiments)."""
+    if result in config.get("paper_tables", {}).get("tables", {}):
+        return protocol_config(config, **paper_table_models(config, result))
+    return protocol_config(config, [] if result == "probing" else None)

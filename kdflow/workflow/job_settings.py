@@ -353,6 +353,13 @@ def probing_settings(config: dict) -> dict:
                       "encode_batch_size": probing.get("encode_batch_size", 128), "probe": probing.get("probe", {})})
 
 
+def paper_table_models(config: dict, table: str) -> dict:
+    """What a paper table (config ``paper_tables.tables``) is made of: its experiments and teacher, in the terms
+    of :func:`scale_note` and exploration.protocol_config."""
+    spec = config["paper_tables"]["tables"][table]
+    return {"experiments": spec.get("experiments", []), "teacher": spec.get("teacher")}
+
+
 def scale_note(config: dict, experiments: list[str], teacher: str | None = None) -> str:
     """The line a results page carries when what it shows cannot stand beside a paper: the teachers of these
     experiments (and ``teacher``) that the config builds from an ``architecture`` instead of a pretrained

@@ -100,6 +100,7 @@ STATUS_CSV = f"{TABLES}/status.csv"  # the works' tables and figures, and what t
 STATUS_MD = f"{TABLES}/status.md"
 LEDGER_CSV = f"{TABLES}/ledger.csv"  # the deviations from the papers' protocols
 LEDGER_MD = f"{TABLES}/ledger.md"
+RUN_DEVIATIONS = f"{TABLES}/deviations/{{result}}.json"  # a paper result's ledger entries as they hold for this run
 PAPER_TABLES = f"{TABLES}/papers"  # the papers' tables with kdflow's numbers beside them
 PAPER_TABLE_CSV = f"{PAPER_TABLES}/{{paper_table}}.csv"
 PAPER_TABLE_MD = f"{PAPER_TABLES}/{{paper_table}}.md"
