@@ -326,5 +326,6 @@ def test_the_card_lists_the_entries_of_its_experiments_tables_that_concern_its_s
     card = deviations({"deviations": kept})
     assert card.startswith("In this run `s` stands for `paper_s`")
     assert "- **this run only** (t1): `student.s.layers`: paper 6, this run 3." in card
-    assert "*This run:* `student.s.layers` 3 (the ledger explains the values config.yaml runs" in card
+    assert "*This run:* `student.s.layers` 3. (The ledger's explanation is written for the values config.yaml" in card
+    assert "- **cost** (t1, t2): *kdflow:* everywhere *Paper:*" in card
     assert applicable_deviations({}, "e", "sst2", "s", "kd", "small") == []

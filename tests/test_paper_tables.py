@@ -7,7 +7,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from kdflow.reporting.ledger import RUN_ONLY, STAND_IN
+from kdflow.core.deviation_entries import RUN_ONLY, STAND_IN
 from kdflow.reporting.paper_tables import (
     SPREAD_LEGEND,
     hyperparameter_document,

@@ -11,6 +11,7 @@ import math
 
 import yaml
 
+from kdflow.core.deviation_entries import STAND_IN, statement
 from kdflow.core.tasks import get_task
 from kdflow.export.conversion import REGRESSION_LABEL
 
@@ -174,31 +175,16 @@ def agreement(record: dict) -> str:
 
 def deviations(record: dict) -> str:
     entries = record.get("deviations") or []
-    stand_ins = [entry for entry in entries if entry["kind"] == "stand-in"]
-    listed = [entry for entry in entries if entry["kind"] != "stand-in"]
+    stand_ins = [entry for entry in entries if entry["kind"] == STAND_IN]
+    listed = [entry for entry in entries if entry["kind"] != STAND_IN]
     if not listed:
         return ("None listed: the paper tables made from this experiment have no entry in the deviation ledger, "
                 "or the config names no ledger.")
     named = ", ".join(f"`{entry['run_name']}` stands for `{entry['ledger_name']}`" for entry in stand_ins)
     lines = [f"In this run {named} (the ledger's names of the paper's models).", ""] if stand_ins else []
-    return "\n".join(lines + [f"- **{entry['kind']}** ({', '.join(entry['tables'])}): {_deviation(entry)}"
+    return "\n".join(lines + [f"- **{entry['kind']}** ({', '.join(entry['tables'])}): "
+                               f"{statement(entry, label=lambda name: f'*{name}*', code=lambda name: f'`{name}`')}"
                                for entry in listed])
-
-
-def _deviation(entry: dict) -> str:
-    """One entry: the ledger's words, or this run's values where it ran others than the ledger explains."""
-    if entry["kind"] == "this run only":
-        [(setting, values)] = entry["this_run"].items()
-        return f"`{setting}`: paper {_json(entry['paper'])}, this run {', '.join(map(_json, values))}."
-    if "this_run" in entry:
-        ran = "; ".join(f"`{setting}` {', '.join(map(_json, values))}" for setting, values in entry["this_run"].items())
-        return (f"*Paper:* {_line(entry.get('paper'))} *This run:* {ran} (the ledger explains the values config.yaml "
-                "runs, not these).")
-    return f"{_line(entry.get('kdflow'))} *Why:* {_line(entry.get('why'))} *Effect:* {_line(entry.get('effect'))}"
-
-
-def _line(text) -> str:
-    return " ".join(str(text or "").split())
 
 
 def provenance(record: dict) -> str:

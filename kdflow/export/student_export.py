@@ -32,6 +32,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from kdflow.core import run_files
 from kdflow.core.data import TaskData
+from kdflow.core.deviation_entries import RUN_ONLY, STAND_IN
 from kdflow.core.errors import UserError
 from kdflow.core.intermediates import read_json, read_parquet
 from kdflow.core.io import atomic_output, write_json
@@ -220,17 +221,17 @@ def applicable_deviations(checked: dict[str, list[dict]], experiment: str, task:
     for table, entries in checked.items():
         ledger_names = defaultdict(set)  # a run's name -> itself and the ledger names it stands for
         for entry in entries:
-            if entry["kind"] == "stand-in":
+            if entry["kind"] == STAND_IN:
                 ledger_names[entry["run_name"]].add(entry["ledger_name"])
         here = {key: {name} | ledger_names[name] for key, name in (("experiments", experiment), ("teachers", teacher),
                                                                    ("task", task), ("student", student),
                                                                    ("method", method))}
         for entry in entries:
-            if entry["kind"] == "stand-in":
+            if entry["kind"] == STAND_IN:
                 if entry["run_name"] in (experiment, student, teacher):
-                    kept.setdefault(("stand-in", entry["ledger_name"]), {**entry, "tables": []})["tables"].append(table)
+                    kept.setdefault((STAND_IN, entry["ledger_name"]), {**entry, "tables": []})["tables"].append(table)
                 continue
-            if entry["kind"] == "this run only":
+            if entry["kind"] == RUN_ONLY:
                 if entry["setting"].startswith("student.") and not entry["setting"].startswith(f"student.{student}."):
                     continue
             elif not any(_concerns(pattern, here) for pattern in _patterns(entry)):
@@ -243,7 +244,7 @@ def applicable_deviations(checked: dict[str, list[dict]], experiment: str, task:
 def _patterns(entry: dict) -> list[str]:
     """A ledger entry's setting patterns; one of none concerns every job, a run's own difference is the run's."""
     setting = entry.get("setting", [])
-    return ["*"] if entry["kind"] == "this run only" or not setting else [setting] if isinstance(setting, str) \
+    return ["*"] if entry["kind"] == RUN_ONLY or not setting else [setting] if isinstance(setting, str) \
         else list(setting)
 
 

@@ -36,9 +36,6 @@ THESIS_RESULTS = {
     "class_distribution": ("class distribution", ["Figure A.1"]),
     "student_sizes": ("student sizes", [f"Figure B.{n}" for n in range(8, 13)]),
 }
-# Kinds of the entries deviations_of adds for a run: a name of the ledger's that a model of the run stands for, and a
-# setting where the run departs from the paper that the ledger (written for config.yaml) has no entry for.
-STAND_IN, RUN_ONLY = "stand-in", "this run only"
 SEVERAL_WORKS = "Several works"
 ONLY_NOT_RUN = "Only results this config does not run"
 BY_RESULT = "Entries by result"

@@ -36,9 +36,9 @@ import numpy as np
 import pandas as pd
 
 from kdflow.core import statistics
+from kdflow.core.deviation_entries import STAND_IN, statement
 from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Paragraph, Table
 from kdflow.core.tasks import GLUE_FILES
-from kdflow.reporting.ledger import RUN_ONLY, STAND_IN
 from kdflow.reporting.works import SHORT_NAMES
 from kdflow.workflow.job_settings import canonical, run_values
 from kdflow.workflow.results_paths import EXPERIMENT_TABLE_CSV, GLUE_SUBMISSION, INFERENCE, SELECTION, TEACHER_METRICS
@@ -412,24 +412,8 @@ def deviation_blocks(deviations: list[dict]) -> list:
                                                            for entry in stand_ins)
                                 + " (the ledger's and config.yaml's names of the paper's models): the settings below "
                                 "compare this run's models with the paper's."))
-    blocks.append(Bullets([[Emphasis(entry["kind"]), _deviation_text(entry)] for entry in listed]))
+    blocks.append(Bullets([[Emphasis(entry["kind"]), ": " + statement(entry)] for entry in listed]))
     return blocks
-
-
-def _deviation_text(entry: dict) -> str:
-    if entry["kind"] == RUN_ONLY:
-        [(setting, values)] = entry["this_run"].items()
-        return f": {setting}: paper {_value(entry['paper'])}, this run {', '.join(map(_value, values))}."
-    if "this_run" in entry:
-        ran = "; ".join(f"{setting} {', '.join(map(_value, values))}" for setting, values in entry["this_run"].items())
-        return (f": Paper: {entry['paper']} This run: {ran}. (The ledger's explanation is written for the values "
-                "config.yaml runs, not this run's.)")
-    return f": kdflow: {entry['kdflow']} Paper: {entry['paper']} Why: {entry['why']} Effect: {entry['effect']}"
-
-
-def _value(value) -> str:
-    """A setting's value as a page prints it: none for a setting the run leaves unset, lists and mappings as JSON."""
-    return "none" if value is None else json.dumps(value) if isinstance(value, (list, dict)) else str(value)
 
 
 DECIDING_SEEDS = 3  # held-out seeds below which a seed interval is too wide (t at 1 df: 12.7) to mark a cell

@@ -41,11 +41,12 @@ from pathlib import Path
 
 import yaml
 
+from kdflow.core.deviation_entries import RUN_ONLY, STAND_IN
 from kdflow.core.hyperparameters import Hyperparameters
 from kdflow.distillation.selection import SELECTION_RULE
 from kdflow.probing.probe import ProbeSettings
 from kdflow.reporting.conventions import code_conventions, convention_values, derived_conventions
-from kdflow.reporting.ledger import RUN_ONLY, STAND_IN, read_ledger
+from kdflow.reporting.ledger import read_ledger
 from kdflow.workflow.catalog_cache import load_catalog
 from kdflow.workflow.exploration import with_exploration
 from kdflow.workflow.job_settings import (
