@@ -28,6 +28,10 @@ misses, the settings nobody has stated, and the entries that name nothing. So a 
 or the training loop fails the test suite until someone says where the papers stand on it. An entry with a
 ``setting`` also pins the ``values`` kdflow runs there (:func:`entry_values`), so that its prose cannot go stale
 when the config changes a value it explains.
+
+The ledger is written for config.yaml. :func:`account_of_run` compares any other run (the demo's, a user's) with a
+paper's protocol, its models standing for the protocol's, and :func:`deviations_of` gives each paper result's
+entries as they hold for that run (rule run_deviations), for its page and its students' model cards.
 """
 
 from __future__ import annotations
