@@ -1,6 +1,5 @@
 """Rule export_student: an experiment's selected student as a folder that transformers loads without kdflow."""
 
-import json
 import logging
 import shutil
 from pathlib import Path
@@ -13,12 +12,11 @@ from kdflow.export.student_export import applicable_deviations, export_student, 
 with rule_job(snakemake):
     export = snakemake.params.export
     request = export["request"]
-    files = snakemake.input.get("deviations")  # rule run_deviations' entries of each paper table (with a ledger)
-    checked = {table: json.loads(Path(path).read_text())
-               for table, path in zip(export["paper_tables"], files, strict=True)} if files is not None else {}
-    deviations = applicable_deviations(checked, **request, teacher=export["teacher"]["name"])
+    deviations = applicable_deviations(snakemake.input.get("deviations"), export["paper_tables"],
+                                       **request, teacher=export["teacher"]["name"])
     context = {"teacher": export["teacher"], "paper": export["paper"], "scale_note": export["scale_note"],
-               "license": export.get("license"), "deviations": deviations,
+               "license": export.get("license"),
+               "deviations": deviations,
                "config_files": snakemake.params.config_files, "config_overrides": snakemake.params.config_overrides,
                "rebuild": rebuild_command(snakemake.output.folder, snakemake.params.config_files,
                                           snakemake.params.replace_config, snakemake.params.config_overrides)}

@@ -135,9 +135,8 @@ def test_demo_runs_the_whole_dag(demo_run):
 @pytest.mark.slow
 def test_the_demos_pages_and_cards_describe_the_demo_and_print_no_nan(demo_run):
     """Issue 69: every paper-table page of the demo says it is a demonstration; no page or card prints "nan";
-    where a deviation section or card speaks in kdflow's words, it names no epoch count the demo did not run (the
-    ledger's "Students train for 5 epochs." is config.yaml's); the cards claim to reproduce nothing and name the
-    paper's models their students stand for."""
+    where a page's deviation section speaks in kdflow's words, it names no epoch count the demo did not run (the
+    ledger's "Students train for 5 epochs." is config.yaml's); the cards claim to reproduce nothing."""
     workdir, _ = demo_run
     ran = {int(value) for value in re.findall(r"\bepochs: (\d+)", (workdir / "demo/config.yaml").read_text())}
     pages = sorted((workdir / paths.PAPER_TABLES).glob("*.md"))
@@ -148,12 +147,13 @@ def test_the_demos_pages_and_cards_describe_the_demo_and_print_no_nan(demo_run):
         assert not re.search(r"\bnan\b", text), f"{path}: nan"
         kdflows_words = re.findall(r"kdflow:\*? (.*?) \*?Paper:", text)  # pages and cards
         said = {int(number) for words in kdflows_words for number in re.findall(r"(\d+) epochs", words)}
-        assert said <= ran, f"{path} states {sorted(said - ran)} epochs; the demo ran {sorted(ran)}"
+        if "model_cards" not in path.parts:  # a card quotes the ledger as written for config.yaml, and says so
+            assert said <= ran, f"{path} states {sorted(said - ran)} epochs; the demo ran {sorted(ran)}"
     for path in pages:
         assert "A demonstration, not a result" in path.read_text(), path
     for path in cards:
         text = path.read_text()
-        assert "at a demonstration's scale, and reproduces nothing of it." in text and "stands for" in text, path
+        assert "at a demonstration's scale, and reproduces nothing of it." in text, path
         assert "It reproduces" not in text, path
 
 
@@ -540,9 +540,8 @@ def test_changing_one_teacher_hyperparameter_reruns_exactly_its_jobs(demo_run, d
     assert job_stats(result) == Counter(  # and the cost plan, which every config edit changes
         finetune_teacher=1, evaluate_teacher=1, train_pseudo_heads=1, evaluate_pseudo_heads=1, teacher_table=1, figure_pseudo_heads=1,
         figure_teacher_curves=1, plan=1, all=1, status_page=1, plan_measured=1,
-        # the pages that compare the teacher's settings with the papers' (all but probing's) and the exported
-        # student's card (its experiment's page shows it)
-        run_deviations=11, paper_table=10, exploration_table=1, export_student=1, experiment_table=1,
+        # the pages that compare the teacher's settings with the papers' (all but probing's)
+        run_deviations=11, paper_table=10, exploration_table=1,
     )
     assert re.search(r"rule finetune_teacher:\n(.*\n)*?\s+wildcards: teacher=tiny_bert, task=rte", result)
     assert "Params have changed since last execution" in result
@@ -558,7 +557,6 @@ def test_changing_one_method_option_or_adding_a_seed_reruns_exactly_those_studen
     assert planned_jobs(*DEMO, cwd=workdir) == Counter(  # alp_kd_table3's, and ALP-KD Fig. 3 of its ALP student
         distill_student=1 + 2, select_students=2, experiment_table=2, figure_experiment_curves=2, glue_submission=2,
         paper_table=1, run_deviations=2,  # ALP-KD Table 3's and thesis Table 5.2's settings against the papers'
-
         compute_attention_maps=1, figure_attention_maps=1, plan=1, all=1, status_page=1, plan_measured=1,
     ) + Counter(THESIS_STUDENTS_DOWNSTREAM)
 
@@ -578,7 +576,8 @@ def test_changing_the_sampling_reruns_the_transfer_set_and_only_the_students_lea
         distill_student=2 * seeds + 2 * 2 + 1, select_students=3, experiment_table=3, figure_experiment_curves=3,
         glue_submission=3, plan=1,
         all=1, status_page=1, plan_measured=1,
-    ) + Counter(THESIS_STUDENTS_DOWNSTREAM) + Counter(encode_probing_tasks=2 + 1, probe_model=(2 + 1) * 3)
+    ) + Counter(THESIS_STUDENTS_DOWNSTREAM) + Counter(encode_probing_tasks=2 + 1, probe_model=(2 + 1) * 3) + Counter(
+        run_deviations=12, paper_table=9, exploration_table=1)  # every page that states the generation's settings
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import math
 
 import yaml
 
-from kdflow.core.deviation_entries import STAND_IN, statement
+from kdflow.core.deviation_entries import statement
 from kdflow.core.tasks import get_task
 from kdflow.export.conversion import REGRESSION_LABEL
 
@@ -175,16 +175,15 @@ def agreement(record: dict) -> str:
 
 def deviations(record: dict) -> str:
     entries = record.get("deviations") or []
-    stand_ins = [entry for entry in entries if entry["kind"] == STAND_IN]
-    listed = [entry for entry in entries if entry["kind"] != STAND_IN]
-    if not listed:
+    if not entries:
         return ("None listed: the paper tables made from this experiment have no entry in the deviation ledger, "
                 "or the config names no ledger.")
-    named = ", ".join(f"`{entry['run_name']}` stands for `{entry['ledger_name']}`" for entry in stand_ins)
-    lines = [f"In this run {named} (the ledger's names of the paper's models).", ""] if stand_ins else []
-    return "\n".join(lines + [f"- **{entry['kind']}** ({', '.join(entry['tables'])}): "
-                               f"{statement(entry, label=lambda name: f'*{name}*', code=lambda name: f'`{name}`')}"
-                               for entry in listed])
+    return "\n".join([
+        "The ledger's entries for this experiment's paper tables, in its words for config.yaml's full reproduction; "
+        "the settings this run used are under Training, and each paper table's page checks the entries against "
+        "them.", ""] + [f"- **{entry['kind']}** ({', '.join(entry['tables'])}): "
+                        f"{statement(entry, label=lambda name: f'*{name}*', code=lambda name: f'`{name}`')}"
+                        for entry in entries])
 
 
 def provenance(record: dict) -> str:

@@ -19,20 +19,18 @@ an error, and nothing is written.
 
 from __future__ import annotations
 
-import json
 import logging
 import subprocess
-from collections import defaultdict
 from fnmatch import fnmatchcase
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from kdflow.core import run_files
 from kdflow.core.data import TaskData
-from kdflow.core.deviation_entries import RUN_ONLY, STAND_IN
 from kdflow.core.errors import UserError
 from kdflow.core.intermediates import read_json, read_parquet
 from kdflow.core.io import atomic_output, write_json
@@ -210,57 +208,37 @@ def source_commit(repository: Path = PACKAGE_ROOT.parent) -> dict:
     return {"commit": commit, "uncommitted_changes": None if changes is None else bool(changes)}
 
 
-def applicable_deviations(checked: dict[str, list[dict]], experiment: str, task: str, student: str, method: str,
-                          teacher: str) -> list[dict]:
-    """What the card lists as this student's differences from its paper: the entries of the paper tables made from
-    ``experiment`` (``checked``: table -> its entries, as kdflow.reporting.protocols.deviations_of checks them
-    against the run), each once with the tables it is about, less the ledger entries whose settings all name another
-    experiment, task, student, method entry or teacher (in the ledger's names, which a run's models may stand in
-    for) and the run's own differences that name another student."""
-    kept = {}
-    for table, entries in checked.items():
-        ledger_names = defaultdict(set)  # a run's name -> itself and the ledger names it stands for
-        for entry in entries:
-            if entry["kind"] == STAND_IN:
-                ledger_names[entry["run_name"]].add(entry["ledger_name"])
-        here = {key: {name} | ledger_names[name] for key, name in (("experiments", experiment), ("teachers", teacher),
-                                                                   ("task", task), ("student", student),
-                                                                   ("method", method))}
-        for entry in entries:
-            if entry["kind"] == STAND_IN:
-                if entry["run_name"] in (experiment, student, teacher):
-                    kept.setdefault((STAND_IN, entry["ledger_name"]), {**entry, "tables": []})["tables"].append(table)
-                continue
-            if entry["kind"] == RUN_ONLY:
-                if entry["setting"].startswith("student.") and not entry["setting"].startswith(f"student.{student}."):
-                    continue
-            elif not any(_concerns(pattern, here) for pattern in _patterns(entry)):
-                continue
-            key = json.dumps({name: value for name, value in entry.items() if name != "tables"}, sort_keys=True)
-            kept.setdefault(key, {**entry, "tables": []})["tables"].append(table)
-    return list(kept.values())
+def applicable_deviations(ledger_path, paper_tables: list[str], experiment: str, task: str, student: str,
+                          method: str, teacher: str) -> list[dict]:
+    """The ledger's entries (reference/deviations.yaml) for the paper tables made from ``experiment``, less those
+    whose settings all name another experiment, task, student, method entry or teacher: what the card lists as this
+    student's differences from its paper."""
+    if not ledger_path or not paper_tables:
+        return []
+    here = {"experiments": experiment, "teachers": teacher}
 
+    def concerns(pattern: str) -> bool:
+        parts = pattern.split(".")
+        if parts[0] not in here:
+            return True  # a setting of every job (precision, the transfer sets' generation, ...)
+        checks = [(parts[1:2], here[parts[0]])]
+        if parts[0] == "experiments" and len(parts) > 2 and parts[2] not in ("grid", "points"):
+            checks.append((parts[2:3], task))
+            if len(parts) > 4 and parts[3] in ("student", "method_options"):
+                checks.append((parts[4:5], student if parts[3] == "student" else method))
+        elif parts[0] == "teachers" and len(parts) > 2:
+            checks.append((parts[2:3], task))
+        return all(fnmatchcase(value, part[0]) for part, value in checks if part)
 
-def _patterns(entry: dict) -> list[str]:
-    """A ledger entry's setting patterns; one of none concerns every job, a run's own difference is the run's."""
-    setting = entry.get("setting", [])
-    return ["*"] if entry["kind"] == RUN_ONLY or not setting else [setting] if isinstance(setting, str) \
-        else list(setting)
-
-
-def _concerns(pattern: str, here: dict[str, set[str]]) -> bool:
-    """Whether a setting pattern can name one of this student's jobs (``here``: the names each part may take)."""
-    parts = pattern.split(".")
-    if parts[0] not in ("experiments", "teachers"):
-        return True  # a setting of every job (precision, the transfer sets' generation, ...)
-    checks = [(parts[1:2], here[parts[0]])]
-    if parts[0] == "experiments" and len(parts) > 2 and parts[2] not in ("grid", "points"):
-        checks.append((parts[2:3], here["task"]))
-        if len(parts) > 4 and parts[3] in ("student", "method_options"):
-            checks.append((parts[4:5], here["student"] if parts[3] == "student" else here["method"]))
-    elif parts[0] == "teachers" and len(parts) > 2:
-        checks.append((parts[2:3], here["task"]))
-    return all(any(fnmatchcase(value, part[0]) for value in values) for part, values in checks if part)
+    kept = []
+    for entry in yaml.safe_load(Path(ledger_path).read_text()) or []:
+        tables = sorted(set(entry.get("tables", [])) & set(paper_tables))
+        setting = entry.get("setting", [])
+        patterns = [setting] if isinstance(setting, str) else list(setting)
+        if tables and (not patterns or any(concerns(pattern) for pattern in patterns)):
+            kept.append({"tables": tables, **{key: entry[key] for key in ("kind", "paper", "kdflow", "why", "effect")
+                                             if key in entry}})
+    return kept
 
 
 def rebuild_command(target: str, config_files: list[str], replace_config: bool, overrides: dict) -> str:

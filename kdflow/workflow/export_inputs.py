@@ -6,16 +6,10 @@ from __future__ import annotations
 
 from kdflow.core import run_files
 from kdflow.core.errors import UserError
+from kdflow.workflow.cost_plan import paper_table_experiments
 from kdflow.workflow.job_inputs import student_run_file
 from kdflow.workflow.job_settings import canonical, experiment_runs, scale_note, teacher_settings
-from kdflow.workflow.results_paths import (
-    DATA,
-    EXPORT_CARD,
-    RUN_DEVIATIONS,
-    SELECTION,
-    STUDENT_METHOD_DIR,
-    TEACHER_MODEL,
-)
+from kdflow.workflow.results_paths import DATA, EXPORT_CARD, SELECTION, STUDENT_METHOD_DIR, TEACHER_MODEL
 
 RUN_FILES = {"metrics": run_files.METRICS, "model": run_files.STUDENT_WEIGHTS, "predictions": run_files.PREDICTIONS}
 
@@ -43,15 +37,9 @@ def export_inputs(config: dict, experiment: str, task: str, student: str, method
     for key, name in RUN_FILES.items():
         inputs[key] = [student_run_file(name, experiment=experiment, **run) for run in runs]
     ledger = config.get("paper_tables", {}).get("deviations")
-    if ledger:  # the ledger's entries of each of the experiment's paper tables, as they hold for this run
-        inputs["deviations"] = [RUN_DEVIATIONS.format(result=table) for table in export_tables(config, experiment)]
+    if ledger:
+        inputs["deviations"] = ledger
     return inputs
-
-
-def export_tables(config: dict, experiment: str) -> list[str]:
-    """The paper tables made from ``experiment``, whose ledger entries its cards list."""
-    return sorted(name for name, spec in config.get("paper_tables", {}).get("tables", {}).items()
-                  if experiment in spec.get("experiments", []))
 
 
 def export_params(config: dict, experiment: str, task: str, student: str, method: str) -> dict:
@@ -59,12 +47,12 @@ def export_params(config: dict, experiment: str, task: str, student: str, method
     settings, the experiment's paper, and the paper tables made from the experiment (whose ledger entries apply)."""
     teacher = config["experiments"][experiment]["teacher"]
     request = {"experiment": experiment, "task": task, "student": student, "method": method}
+    tables = sorted(name for name, experiments in paper_table_experiments(config).items() if experiment in experiments)
     return canonical({"request": request, "runs_dir": STUDENT_METHOD_DIR.format(**request),
                       **({"license": config["export"]["license"]} if config.get("export", {}).get("license") else {}),
                       "teacher": {"name": teacher, **teacher_settings(config, teacher, task)},
                       "paper": config["experiments"][experiment].get("paper"),
-                      "scale_note": scale_note(config, [experiment]),
-                      "paper_tables": export_tables(config, experiment)})
+                      "scale_note": scale_note(config, [experiment]), "paper_tables": tables})
 
 
 def exported_students(config: dict, experiment: str | None = None) -> list[dict]:
