@@ -148,8 +148,8 @@ use rule kdflow_job as paper_table with:
 
 use rule kdflow_job as run_deviations with:
     """The ledger's entries of one paper result (a paper table, or the thesis's probing or hyperparameter
-    exploration) as they hold for this run's own config (kdflow.reporting.protocols.run_deviations): its page and
-    the model cards of its students list them (JSON)."""
+    exploration) as they hold for this run's own config (kdflow.reporting.protocols.run_deviations), for its page
+    (JSON)."""
     input:
         ledger=PAPER_TABLES.get("deviations", []),
         protocols="reference/protocols.yaml",

@@ -1,6 +1,6 @@
-"""The deviation ledger's entries as one run states them (rule run_deviations writes them; kdflow.reporting.protocols
-checks the ledger against the run): the kinds of entry a run adds, and one entry's statement, which the paper
-tables' pages and the model cards share (the export stage cannot import the reporting one)."""
+"""The deviation ledger's entries as a page or a model card states them: the kinds of entry a run adds (rule
+run_deviations writes them; kdflow.reporting.protocols checks the ledger against the run), and one entry's statement,
+which the paper tables' pages and the model cards share (the export stage cannot import the reporting one)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ when the config changes a value it explains.
 
 The ledger is written for config.yaml. :func:`account_of_run` compares any other run (the demo's, a user's) with a
 paper's protocol, its models standing for the protocol's, and :func:`deviations_of` gives each paper result's
-entries as they hold for that run (rule run_deviations), for its page and its students' model cards.
+entries as they hold for that run (rule run_deviations), for its page.
 """
 
 from __future__ import annotations
@@ -92,19 +92,23 @@ def account(config: dict, protocols: dict) -> dict[str, list[tuple[str, str, obj
     """Per paper result, every resolved setting as ``(path, status, the paper's value, kdflow's value)``; the
     status is :data:`EQUAL`, :data:`DIFFERS`, :data:`SILENT_SETTING` or :data:`UNSTATED`. Settings that change no
     score (``protocols["without_effect"]``, by name) are left out. One row per setting path, not per job."""
-    inert = set(protocols.get("without_effect", {}))
     config = with_exploration(config)  # the thesis's exploration studies are experiments too
-    catalog = load_catalog()
+    catalog, values = load_catalog(), _code_values(protocols)
+    return {table: _result_rows(config, protocol, table, protocols, catalog, values)
+            for table, protocol in protocols["tables"].items()}
+
+
+def _code_values(protocols: dict) -> dict:
+    """kdflow's value of each of protocols.yaml's conventions, from its code."""
     conventions = protocols.get("conventions", {})
-    values = convention_values(conventions, {**code_conventions(), **derived_conventions()}) if conventions else {}
-    found = {}
-    for table, protocol in protocols["tables"].items():
-        rows = list(_table_rows(config, protocol, catalog)) + list(_convention_rows(conventions, values, table))
-        found[table] = _unique(rows, inert)
-    return found
+    return convention_values(conventions, {**code_conventions(), **derived_conventions()}) if conventions else {}
 
 
-def _unique(rows, inert: set[str]) -> list[tuple]:
+def _result_rows(config: dict, protocol: dict, table: str, protocols: dict, catalog: dict, values: dict) -> list:
+    """One paper result's rows of :func:`account`: its jobs' settings and its code conventions, once per path."""
+    rows = list(_table_rows(config, protocol, catalog)) + list(
+        _convention_rows(protocols.get("conventions", {}), values, table))
+    inert = set(protocols.get("without_effect", {}))
     return list({path: (path, status, paper, actual) for path, status, paper, actual in rows
                  if path.rsplit(".", 1)[-1] not in inert}.values())
 
@@ -118,10 +122,7 @@ def account_of_run(config: dict, protocols: dict, table: str, spec: dict | None 
     protocol = {key: ({name: value for name, value in stated.items() if name in view[key]}
                       if key in ("teachers", "experiments") else stated)
                 for key, stated in protocols["tables"][table].items()}
-    conventions = protocols.get("conventions", {})
-    values = convention_values(conventions, {**code_conventions(), **derived_conventions()}) if conventions else {}
-    rows = list(_table_rows(view, protocol, load_catalog())) + list(_convention_rows(conventions, values, table))
-    return _unique(rows, set(protocols.get("without_effect", {}))), names
+    return _result_rows(view, protocol, table, protocols, load_catalog(), _code_values(protocols)), names
 
 
 def deviations_of(ledger_path, paper_table: str, config: dict | None = None, protocols_path=None,
