@@ -3,6 +3,7 @@ hand-computed factors, the prior's pull, the pooling of a rule family, the hours
 and the page."""
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -95,6 +96,9 @@ def test_paper_tables_get_hours_spent_and_left_and_an_unmeasured_family_borrows_
     sources = figures.set_index("family").figures
     assert sources["transformer"] == "fitted on 4 jobs"
     assert sources["lstm"] == "its rule family's on H100 (4 jobs)" and sources["none"] == "plan"
+    page = calibrated_document(progress, figures).markdown()
+    assert "4 of 10 jobs have run" in page and "nan" not in page.lower(), page
+    assert re.search(r"\| lstm \|.*\| – \| its rule family's", page), page  # measured over planned: none ran
 
 
 def test_the_interval_widens_with_the_spread_of_the_jobs_that_ran_and_holds_the_point():

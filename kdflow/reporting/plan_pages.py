@@ -184,8 +184,10 @@ def calibrated_document(progress: pd.DataFrame, figures: pd.DataFrame) -> Docume
         "CPU-hours left (90%)": [left(row, "cpu") for _, row in progress.iterrows()],
     })
     fitted = figures[figures.measured_jobs > 0]
-    factors = figures.assign(**{name: figures[name].map(lambda value: f"{value:.2f}") for name in
-                                ("startup_factor", "floor_factor", "flop_rate_factor", "measured_over_planned")})
+    # a group none of whose jobs ran has no measured over planned: a dash, not "nan"
+    factors = figures.assign(**{name: figures[name].map(lambda value: "–" if pd.isna(value) else f"{value:.2f}")
+                                for name in ("startup_factor", "floor_factor", "flop_rate_factor",
+                                             "measured_over_planned")})
     summary = (f"{int(total.done)} of {int(total.jobs)} jobs have run (their benchmark file exists). Left: "
                f"{left(total, 'gpu')} GPU-hours and {left(total, 'cpu')} CPU-hours, with the figures refit on "
                f"them for {len(fitted)} of {len(figures)} groups of jobs." if total.done else
