@@ -131,7 +131,7 @@ def longer_teacher(config):
 TEACHER = paths.TEACHER_MODEL.format(teacher="tiny_bert", task="sst2")
 PREPARED = paths.DATA.format(task="sst2")
 TEACHER_LOG = "logs/finetune_teacher/tiny_bert/sst2.log"
-RESUMED = re.compile(r"resuming run train from its checkpoint: epoch \d+, batch \d+ \(step (\d+)\)")
+RESUMED = re.compile(r"resuming run train from its checkpoint: epoch (?P<epoch>\d+), batch (?P<batch>\d+) \(step (?P<step>\d+)\)")
 
 
 def run_progress(*runs) -> tuple:

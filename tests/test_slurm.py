@@ -74,7 +74,7 @@ def test_a_job_cancelled_with_scancel_is_retried_and_resumes_from_its_checkpoint
     attempts = run.jobs()
     assert len(attempts) == 2 and slurm_record(attempts[0], "State")[0].startswith("CANCELLED"), attempts
     resumed = RESUMED.search((workdir / TEACHER_LOG).read_text())
-    assert resumed and int(resumed.group(1)) >= 15, (workdir / TEACHER_LOG).read_text()  # an epoch: 15 steps
+    assert resumed and int(resumed["step"]) >= 15, (workdir / TEACHER_LOG).read_text()  # an epoch: 15 steps
     # The cancelled attempt saved a checkpoint on SLURM's SIGTERM and exited with kdflow's error (status 1), not
     # killed by the signal: the retry lost at most the step in progress.
     slurm_logs = workdir / ".snakemake/slurm_logs/rule_finetune_teacher/tiny_bert_sst2"
@@ -100,28 +100,53 @@ def test_a_job_past_its_time_limit_is_retried_with_more_time_and_fails_naming_ru
     retried = fault_test_workdir(tmp_path / "retried", cluster, uninterrupted_teacher, one_minute_teacher, retries=1)
     failing = fault_test_workdir(tmp_path / "failing", cluster, uninterrupted_teacher, one_minute_teacher, retries=0)
     with SnakemakeOnSlurm(retried, TEACHER) as run, SnakemakeOnSlurm(failing, TEACHER) as doomed:
-        # Each stopped late in training (epoch 12 of 20), so that the retry's two minutes suffice on a busy machine,
-        # and as soon as it gets there (the two runs do not keep step: one may be ahead by more than 8 epochs).
-        running = [run, doomed]
+        # The retried teacher is stopped late in training (epoch 12 of 20), or at 45 s of its minute on a busy
+        # machine, so that the retry's two minutes suffice; the doomed one at its first checkpoint. The two runs do
+        # not keep step: each is stopped as soon as it is due. A job that reaches its limit first times out as well.
+        stopped_at, running = {}, {"retried": run, "doomed": doomed}
 
-        def stop_those_at_epoch_12():
-            for each in [each for each in running if "checkpoint saved: train epoch 12" in log_text(each.workdir)]:
-                stop_job(each, each.jobs()[0])
-                running.remove(each)
+        def stop_those_due():
+            for name, each in list(running.items()):
+                positions = CHECKPOINT.findall(log_text(each.workdir))
+                first, *retry = each.jobs() or [None]
+                if retry:  # the first attempt reached its limit before it was due: SLURM ended it all the same
+                    stopped_at[name] = (0, 0)
+                elif positions and (name == "doomed" or int(positions[-1][0]) >= 12 or job_seconds(first) >= 45):
+                    stopped_at[name] = tuple(map(int, positions[-1]))
+                    stop_job(each, first)
+                else:
+                    continue
+                del running[name]
             return not running
 
-        wait_for(stop_those_at_epoch_12, STALL_SECONDS, "both teachers at epoch 12", lambda: run_progress(run, doomed))
+        wait_for(stop_those_due, STALL_SECONDS, "both teachers at a checkpoint", lambda: run_progress(run, doomed))
         assert doomed.wait() == 1, doomed.output()
         assert run.wait() == 0, run.output()
     attempts = run.jobs()
     records = [slurm_record(job, "State", "Timelimit") for job in attempts + doomed.jobs()]
     assert records == [["TIMEOUT", "00:01:00"], ["COMPLETED", "00:02:00"], ["TIMEOUT", "00:01:00"]], records
     resumed = RESUMED.search((retried / TEACHER_LOG).read_text())
-    assert resumed and int(resumed.group(1)) >= 11 * 15, (retried / TEACHER_LOG).read_text()
+    resumed_at = (int(resumed["epoch"]), int(resumed["batch"])) if resumed else None
+    assert resumed_at and resumed_at >= stopped_at["retried"], (retried / TEACHER_LOG).read_text()
     assert trained_outcome(retried / TEACHER) == uninterrupted_teacher.outcome
     # Snakemake's report of the failure shows the job's log (the profile's show-failed-logs): what to raise.
     hint = r"stopped by SIGTERM .*\(this attempt had 1 min\), give rule finetune_teacher a larger `runtime`"
     assert re.search(hint, doomed.output()), doomed.output()
+
+
+CHECKPOINT = re.compile(r"checkpoint saved: train epoch (\d+) batch (\d+)")
+
+
+def job_seconds(job):
+    """How long SLURM job ``job`` has run (squeue's elapsed time, [[D-]H:]M:SS), 0 once it has left the queue."""
+    elapsed = stdout_of("squeue", "-h", "-j", job, "-o", "%M").strip() if job else ""
+    if not elapsed or elapsed == "INVALID":
+        return 0
+    days, _, clock = elapsed.rpartition("-")
+    seconds = 0
+    for part in clock.split(":"):
+        seconds = seconds * 60 + int(part)
+    return seconds + 86400 * int(days or 0)
 
 
 def log_text(workdir):

@@ -53,7 +53,7 @@ def test_a_restart_after_losing_the_snakemake_process_follows_its_job_through_a_
     assert f"as SLURM job {job}, submitted by an earlier snakemake run: following it" in restart.output()
     assert all_records(job) == ["REQUEUED", "COMPLETED"], all_records(job)
     resumed = RESUMED.search((workdir / TEACHER_LOG).read_text())
-    assert resumed and int(resumed.group(1)) >= 15, (workdir / TEACHER_LOG).read_text()  # an epoch: 15 steps
+    assert resumed and int(resumed["step"]) >= 15, (workdir / TEACHER_LOG).read_text()  # an epoch: 15 steps
     assert trained_outcome(workdir / TEACHER) == uninterrupted_teacher.outcome
     assert "Nothing to be done" in snakemake("-n", TEACHER, cwd=workdir).stdout
 
