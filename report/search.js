@@ -4,10 +4,14 @@
 // the category and subcategory it is filed under: the results with the whole query in one of these, or where none
 // has it, those with every word of it in some ("ALP-KD Table 2" is a category and a subcategory). A phrase first,
 // since the report numbers its categories and names works by year, so "2" alone is in nearly every result.
-// "re:<pattern>" keeps Snakemake's regular-expression search, now case-insensitive. Each result is listed in one
-// column, its labels in one line, and a second query typed over the results of a first lists its own results.
+// "re:<pattern>" keeps Snakemake's regular-expression search, now case-insensitive. Results update as the query is
+// typed (Snakemake searches on Enter only), a query that finds nothing says so, and each result is listed in one
+// column as where the report files it and its labels ("ALP-KD (Passban et al. 2021) · ALP-KD Table 2 · page"),
+// without the numbers that order the menus (which the menus and breadcrumbs leave out too).
 (function () {
-    if (typeof SearchResults !== "function" || typeof results !== "object" || typeof categories !== "object") {
+    if (typeof SearchResults !== "function" || typeof Breadcrumbs !== "function"
+            || typeof AbstractMenu !== "function" || typeof Navbar !== "function" || typeof results !== "object"
+            || typeof categories !== "object") {
         return;  // not the report kdflow.reporting.report_search checked: leave Snakemake's search as it is
     }
     const places = {};  // result path -> [category, subcategory]
@@ -19,6 +23,9 @@
         }
     }
     const norm = (text) => String(text).toLowerCase().replace(/\s+/g, " ").trim();
+    // kdflow.reporting.report_menu numbers each category and subcategory by its place ("02 Table 2") because the
+    // menus sort by name; the reader sees the name without the number, in the menus, breadcrumbs and results.
+    const unnumbered = (name) => String(name).replace(/^\d+ /, "");
 
     function fields(path, result) {
         const labels = Object.values(result.labels || {});
@@ -27,10 +34,15 @@
 
     // Found results span label schemes (a paper table's "table" and "format", an experiment's "experiment" and
     // "result", ...), and Snakemake gives each label a column: eight columns in a 20-rem sidebar. Each result is
-    // listed under one label instead, its label values in one line.
+    // listed under one label instead: its category, its subcategory and its label values in one line, leaving out
+    // a place that a label already names ("Table 2" beside the label "ALP-KD Table 2"), so that a result named
+    // only by what it shows ("teachers beside the thesis") says of which work and item.
     function listed(result, path) {
         const values = Object.values(result.labels || {}).filter((value) => value !== "");
-        return {...result, labels: {result: values.length > 0 ? values.join(" · ") : path}};
+        const place = (places[path] || []).map(unnumbered)
+            .filter((name) => !values.some((value) => norm(value).includes(norm(name))));
+        const parts = [...new Set([...place, ...values])];
+        return {...result, labels: {result: values.length > 0 ? parts.join(" · ") : path}};
     }
 
     SearchResults.prototype.getResults = function () {
@@ -57,6 +69,17 @@
         return matched.map(({path, result}) => [path, listed(result, path)]);
     };
 
+    // A query that finds nothing says so: Snakemake shows an empty table.
+    const listResults = SearchResults.prototype.render;
+    SearchResults.prototype.render = function () {
+        if (this.state.data.resultPathsToEntryLabels.size > 0) {
+            return listResults.call(this);
+        }
+        const term = (this.props.searchTerm || "").trim();
+        return React.createElement("p", {className: "text-white text-sm p-2", id: "kdflow-no-results"},
+            term === "" ? "Type to search the results." : `No result matches “${term}”.`);
+    };
+
     // Snakemake computes the listing once, when the results view is made, so a second query typed over the results
     // of a first kept listing the first one's results: recompute it when the query changes.
     SearchResults.prototype.componentDidUpdate = function (previous) {
@@ -65,4 +88,32 @@
             this.setState({data, toggles: this.getInitToggleState(data.toggleLabels)});
         }
     };
+
+    // Search as the query is typed: each change shows its results (Snakemake waits for Enter, which still works), and
+    // clearing the box shows the menu again. The box is Snakemake's own element, its other properties kept.
+    const searchBox = Breadcrumbs.prototype.renderSearch;
+    Breadcrumbs.prototype.renderSearch = function () {
+        const item = searchBox.call(this);
+        const box = item.props.children;
+        return React.cloneElement(item, {}, React.cloneElement(box, {
+            onChange: (event) => {
+                const term = event.target.value;
+                this.setState({searchTerm: term});
+                this.props.setView(term.trim() === "" ? {navbarMode: "menu"}
+                    : {navbarMode: "searchresults", searchTerm: term});
+            },
+        }));
+    };
+
+    const menuItem = AbstractMenu.prototype.getMenuItem;
+    AbstractMenu.prototype.getMenuItem = function (label, iconName, onClick) {
+        return menuItem.call(this, unnumbered(label), iconName, onClick);
+    };
+    for (const crumb of ["getCategoryBreadcrumb", "getSubcategoryBreadcrumb"]) {
+        const named = Navbar.prototype[crumb];
+        Navbar.prototype[crumb] = function () {
+            const entry = named.call(this);
+            return entry === undefined ? entry : {...entry, name: unnumbered(entry.name)};
+        };
+    }
 })();

@@ -268,12 +268,15 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
     assert max(widths.values()) <= viewport["width"] / 3 + 1, widths
     crumbs = visit["crumbs"]
     assert all(height <= 1.5 * crumbs["line"] for _, height in crumbs["crumbs"]), f"a breadcrumb wraps: {crumbs}"
+    # the deepest trail names its category and subcategory without the numbers that order the menus (search.js)
+    assert not [name for name, _ in crumbs["crumbs"] if re.match(r"\d+ ", name)], crumbs
+    assert len([name for name, _ in crumbs["crumbs"] if name.strip()]) >= 3, crumbs  # Results, category, subcategory
     assert set(visit["first_views"].values()) <= {"page", "figure"}, visit["first_views"]
     assert visit["first_views"], "no listing offers the page and its CSV as one entry"
     # kdflow's search (report/search.js): the paper table by its path, its label, and its work and label together
     for term, shown in visit["searches"].items():
         assert paths.PAPER_TABLE_PAGE.format(paper_table="alp_kd_table2") in shown["paths"], (term, shown)
-        assert "ALP-KD Table 2 · page" in shown["rows"], (term, shown)
+        assert "ALP-KD (Passban et al. 2021) · ALP-KD Table 2 · page" in shown["rows"], (term, shown)
     for path, entry in visit["entries"].items():
         assert entry["category"] in numbered, path
         # the info panel: a caption, no raw job parameters; the menu listing it: at most a third of the window

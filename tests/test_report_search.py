@@ -6,11 +6,15 @@ import textwrap
 
 import pytest
 from conftest import snakemake
-from report_browser import chromium, search
+from report_browser import chromium, listing, search
 
 from kdflow.reporting.report_search import add_search
 
-SNAKEMAKE_MARKERS = ("<html><body><script>class SearchResults extends AbstractResults {}\nvar results = {};\n"
+SNAKEMAKE_MARKERS = ("<html><body><script>class SearchResults extends AbstractResults {}\n"
+                     "class Breadcrumbs extends React.Component { renderSearch() {} }\n"
+                     "class AbstractMenu extends React.Component { getMenuItem(label, iconName, onClick) {} }\n"
+                     "class Navbar extends React.Component { getCategoryBreadcrumb() {} getSubcategoryBreadcrumb() {} }\n"
+                     "var results = {};\n"
                      "var categories = {};\nconst tag = '</body>';</script>\n</body></html>\n")
 
 
@@ -89,12 +93,68 @@ def test_the_search_finds_a_table_by_its_label_in_any_case_in_a_real_snakemake_r
         found = {term: search(page, term) for term in expected}
         first = search(page, "alp", back_to_menu=False)
         second = search(page, "universal", back_to_menu=False)  # typed over the first query's results
+        typed = type_without_enter(page)
+        names = menu_and_trail(page)
         browser.close()
     assert errors == []
     assert {term: sorted(shown["paths"]) for term, shown in found.items()} == {
         term: sorted(paths) for term, paths in expected.items()}
-    # the sidebar lists what the search found, one row a result, its labels in one line
-    assert found["alp"]["rows"] == ["Table 2 · page", "Table 2 · raw CSV"]
-    assert found["table"]["rows"] == ["Table 2 · page", "Table 2 · raw CSV", "Table 3 · page"]
+    # the sidebar lists what the search found, one row a result: its work (the category, without the number that
+    # orders the menu), then its labels in one line; the subcategory "02 Table 2" is left out, the label names it
+    alp_rows = ["ALP-KD (Passban et al. 2021) · Table 2 · page", "ALP-KD (Passban et al. 2021) · Table 2 · raw CSV"]
+    universal_rows = ["Universal-KD (Wu et al. 2021) · Table 3 · page"]
+    assert found["alp"]["rows"] == alp_rows
+    assert found["table"]["rows"] == [*alp_rows, *universal_rows]
     assert found["table 4"]["rows"] == []
-    assert first["rows"] == ["Table 2 · page", "Table 2 · raw CSV"] and second["rows"] == ["Table 3 · page"]
+    assert first["rows"] == alp_rows and second["rows"] == universal_rows
+    # typed key by key, no Enter: the results follow each key, the box keeps the focus, a query that finds nothing
+    # says so, and an emptied box shows the menu again
+    assert typed["after_alp"] == {"mode": "searchresults", "rows": alp_rows, "focused": True}
+    assert typed["after_universal"]["rows"] == universal_rows and typed["after_universal"]["focused"]
+    assert typed["nothing"] == "No result matches \u201ctable 4\u201d."
+    assert typed["cleared"] == "menu"
+    # the menu and the breadcrumbs name the works and items without the numbers that order them
+    assert "ALP-KD (Passban et al. 2021)\n" in names["menu"] and "Universal-KD (Wu et al. 2021)" in names["menu"]
+    assert "1 ALP-KD" not in names["menu"] and "2 Universal-KD" not in names["menu"]
+    assert names["trail"] == ["ALP-KD (Passban et al. 2021)"], names  # a lone subcategory has no crumb of its own
+
+
+def menu_and_trail(page) -> dict:
+    """The sidebar's text as the menu, and the breadcrumbs' names (past the home icon) in ALP-KD's category."""
+    listing(page, "menu", category=None, subcategory=None)
+    menu = page.inner_text("nav.transition-all")
+    page.evaluate("() => app.showCategory('1 ALP-KD (Passban et al. 2021)')")
+    page.wait_for_function("() => app.state.navbarMode === 'subcategory'")
+    trail = page.evaluate("() => [...document.querySelectorAll('nav nav ol > li')].map(li => li.innerText.trim())"
+                          ".filter(name => name !== '' && name !== 'Results')")
+    return {"menu": menu, "trail": trail}
+
+
+def type_without_enter(page) -> dict:
+    """Type into the report's search box key by key, never pressing Enter: what the sidebar shows after "alp" and,
+    the box emptied, after "universal", the line a query with no result shows, and the sidebar's mode once the box is
+    emptied."""
+    box = page.locator("nav nav input[type=text]")
+    settled = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+    seen = "() => ({mode: app.state.navbarMode, focused: document.activeElement === " \
+           "document.querySelector('nav nav input[type=text]'), rows: [...document.querySelectorAll(" \
+           "'nav.transition-all table tbody tr')].map(row => row.cells[0].innerText.trim())})"
+
+    def after(keys: str, term: str) -> dict:
+        box.press_sequentially(keys)
+        page.wait_for_function("term => app.state.searchTerm === term", arg=term)
+        page.evaluate(settled)
+        return page.evaluate(seen)
+
+    box.fill("")
+    box.focus()
+    typed = {"after_alp": after("alp", "alp")}
+    box.fill("")
+    typed["after_universal"] = after("universal", "universal")
+    box.fill("table 4")
+    page.wait_for_selector("#kdflow-no-results")
+    typed["nothing"] = page.inner_text("#kdflow-no-results")
+    box.fill("")
+    page.wait_for_function("() => app.state.navbarMode === 'menu'")
+    typed["cleared"] = page.evaluate("() => app.state.navbarMode")
+    return typed

@@ -1,8 +1,10 @@
 """A search that finds what a researcher types, added to Snakemake's report (issue 52).
 
 Snakemake 9.27's report matches the search box against result paths only, case by case: "Table 2" or "ALP" finds no
-paper table. ``report/search.js`` replaces that matching (every word, any case, in the path, name, labels, category
-or subcategory). Snakemake's html reporter takes a stylesheet but no script, and a reporter plugin of kdflow's own
+paper table, and only on Enter. ``report/search.js`` replaces that matching (every word, any case, in the path,
+name, labels, category or subcategory), searches as the query is typed, says when nothing matches, and names each
+result by its place in the report and its labels. The menus and breadcrumbs name categories and subcategories
+without the numbers that order them (kdflow.reporting.report_menu). Snakemake's html reporter takes a stylesheet but no script, and a reporter plugin of kdflow's own
 would not be found from an editable install (Snakemake discovers plugins by top-level module name), so the script
 is added to the written report:
 
@@ -19,7 +21,10 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "report" / "search.js"
 # What the script relies on in Snakemake's report: the search component it patches and the globals it reads.
-EXPECTED = ("class SearchResults extends AbstractResults", "var results = ", "var categories = ")
+EXPECTED = ("class SearchResults extends AbstractResults", "class Breadcrumbs extends React.Component",
+            "renderSearch()", "class AbstractMenu extends React.Component", "getMenuItem(label, iconName, onClick)",
+            "class Navbar extends React.Component", "getCategoryBreadcrumb()", "getSubcategoryBreadcrumb()",
+            "var results = ", "var categories = ")
 BLOCK = re.compile(r'\n?<script id="kdflow-search">.*?</script>\n?', re.DOTALL)
 
 
