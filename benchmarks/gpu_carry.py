@@ -15,8 +15,8 @@ Snakemake with its dependencies would not fit beside the teacher, so the workflo
 - ``minilm/``: MiniLM-L6-H384's tokenizer and config, and its weights in float16, zlib-compressed (45 MB of
   float16 for 91 of float32; gpu_check casts them back to float32, so the teacher starts from weights rounded to
   float16, a relative change under 5e-4 that fine-tuning does not notice);
-- ``wheels/``: the exact transformers this repository is tested with (the machine's is older than
-  pyproject.toml allows).
+- ``wheels/``: a transformers that pyproject.toml allows and the machine's huggingface_hub accepts (the machine's
+  transformers is older than pyproject.toml allows; :data:`CARRIED_WHEELS`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,10 @@ CARRY = REPO / ".gpu-carry"
 LIMIT = 64 * 2**20  # what travels with a call: the working tree and the carried paths
 MINILM_FILES = ("config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 EVIDENCE_SEEDS = 5
-WHEELS = ("transformers",)  # installed here, older there
+# The lent H200's huggingface_hub is 1.33 (2026-12-04), which transformers 5.25 refuses (it needs >= 2.4, whose
+# dependencies the machine lacks too): the carry takes the newest transformers that pyproject.toml allows and that hub
+# accepts. The check's environment part records the version it ran.
+CARRIED_WHEELS = {"transformers": "5.24.0"}
 
 
 def minilm(carry: Path) -> None:
@@ -118,14 +121,13 @@ def evidence(carry: Path, data: Path) -> int:
 
 
 def wheels(carry: Path) -> None:
-    import importlib.metadata
-
     folder = carry / "wheels"
     folder.mkdir(parents=True, exist_ok=True)
-    for name in WHEELS:
+    for stale in folder.glob("*.whl"):  # a wheel of an earlier carry would be installed beside the new one
+        stale.unlink()
+    for name, version in CARRIED_WHEELS.items():
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                        "--python-version", "3.12", "--dest", str(folder),
-                        f"{name}=={importlib.metadata.version(name)}"], check=True)
+                        "--python-version", "3.12", "--dest", str(folder), f"{name}=={version}"], check=True)
 
 
 def travelling_bytes(carry: Path) -> int:

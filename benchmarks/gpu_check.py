@@ -61,6 +61,7 @@ from transformers.utils import SAFE_WEIGHTS_NAME  # noqa: E402
 
 from kdflow.core import run_files  # noqa: E402
 from kdflow.core.precision import Precision, resolve_precision  # noqa: E402
+from kdflow.training.batching import HOST_LENGTHS  # noqa: E402
 from kdflow.reporting.claims import read_runs  # noqa: E402
 from kdflow.workflow import replay  # noqa: E402
 from kdflow.workflow import results_paths as paths  # noqa: E402
@@ -192,10 +193,11 @@ def code_paths(scratch: Path) -> dict:
 
 
 def moved(value, device):
+    """``value`` on ``device``; a batch's tokens' counts stay on the host, as the jobs' batches have them."""
     if isinstance(value, torch.Tensor):
         return value.to(device)
     if isinstance(value, dict):
-        return {key: moved(item, device) for key, item in value.items()}
+        return {key: item if key == HOST_LENGTHS else moved(item, device) for key, item in value.items()}
     if hasattr(value, "__dataclass_fields__"):
         return type(value)(**{key: moved(getattr(value, key), device) for key in value.__dataclass_fields__})
     return value
@@ -363,8 +365,9 @@ def step(context: dict, stop_at: float) -> dict:
         data = data / "data/glue"
     # the tiny profile checks the code path in the first precision alone
     precisions = context["precisions"][:1] if context["tiny"] else context["precisions"]
-    rows = gpu_step.measure(context["device"], precisions, context["tiny"], stop_at, data, log=log)
-    pd.DataFrame(rows).to_csv(context["out"] / "step.csv", index=False, float_format="%.6g")
+    rows = gpu_step.measure(context["device"], precisions, context["tiny"], stop_at, data, log=log,
+                            on_row=lambda rows: gpu_step.write_rows(rows, context["out"] / "step.csv"))
+    gpu_step.write_rows(rows, context["out"] / "step.csv")
     failed = [f"{row['family']} {row['precision']} {row['form']}" for row in rows if row.get("error")]
     return {"rows": len(rows), **({"failed": failed} if failed else {})}
 
@@ -661,7 +664,7 @@ def adopt(folders: list[Path]) -> None:
     gpu = summary["environment"]["gpu"]
     kept = kept_folder(summary)
     kept.mkdir(parents=True, exist_ok=True)
-    for name in ("correctness.csv", "throughput_measured.csv", "sharing.csv"):
+    for name in ("correctness.csv", "step.csv", "throughput_measured.csv", "sharing.csv", "packs.csv"):
         for folder in folders:
             if (folder / name).exists():
                 shutil.copy(folder / name, kept / name)

@@ -376,8 +376,12 @@ NOT_PACKED = {"bert_k"}
 
 
 def adopted(frame: pd.DataFrame) -> dict[str, int]:
-    """The Ks that config.yaml's gpu_sharing takes from a measurement: :func:`recommend`'s, less :data:`NOT_PACKED`."""
-    return {key: k for key, k in recommend(frame).items() if key not in NOT_PACKED}
+    """The Ks that config.yaml's gpu_sharing takes from a measurement: :func:`recommend`'s, less :data:`NOT_PACKED`
+    and less a family whose sweep stopped before the largest K measured (at the part's deadline: the GPU check of
+    2026-12-04 reached K = 2 of bilstm_s), whose next K might have paid: it keeps the K it has."""
+    largest = frame["k"].max()
+    complete = {key for key, rows in frame.groupby("config_key") if rows["k"].max() == largest}
+    return {key: k for key, k in recommend(frame).items() if key not in NOT_PACKED and key in complete}
 
 
 def adopt_speedups(frame: pd.DataFrame, student_types, path) -> pd.DataFrame:

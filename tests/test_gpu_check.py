@@ -13,6 +13,7 @@ import torch
 
 from conftest import REPO, run_while_progressing
 from kdflow.distillation.methods.registry import available_methods
+from kdflow.transfer.signals import TeacherSignals
 from kdflow.workflow import results_paths as paths
 from kdflow.workflow.replay import NamedList, export, run
 
@@ -70,6 +71,16 @@ def test_a_step_is_compared_in_training_mode_with_every_dropout_off():
     assert steps[0][0] == steps[1][0] and torch.equal(steps[0][1], steps[1][1])
     quiet = gpu_check.without_dropout(torch.nn.ModuleDict({"lstm": lstm, "head": torch.nn.Dropout(0.5)}))
     assert quiet.training and quiet["lstm"].dropout == 0.0 and quiet["head"].p == 0.0
+
+
+def test_a_batch_moved_to_the_device_keeps_its_tokens_counts_on_the_host():
+    """pack_padded_sequence takes its lengths on the host only: moving them to the GPU failed every LSTM student's
+    correctness step on an H200 (2026-12-04). The jobs' batches keep them there (batching.to_device); so does the
+    check's copy of them."""
+    batch = {"input_ids": torch.ones(2, 3, dtype=torch.long), "lengths": torch.tensor([3, 2])}
+    moved = gpu_check.moved({**batch, "signals": TeacherSignals(torch.zeros(2, 2), None, None)}, "meta")
+    assert moved["input_ids"].is_meta and moved["signals"].logits.is_meta
+    assert moved["lengths"].device.type == "cpu" and torch.equal(moved["lengths"], batch["lengths"])
 
 
 def test_a_rerun_of_one_part_replaces_that_part_of_the_check_it_follows():
@@ -253,3 +264,14 @@ def test_the_evidence_takes_kd_and_no_kd_first_then_every_other_claims_method_on
         assert group["seeds"] == [1, 2, 3, 4, 5] and group["task"] == "sst2" and group["teacher"] == spec["teacher"]
         assert all(group["points"][method] == grid_points(spec, method) for method in group["methods"])
 
+
+
+def test_the_step_part_times_every_eager_step_before_any_compiled_one_and_the_lstms_compile_last():
+    """A compilation cannot be stopped at the part's deadline (the BiLSTM's ran past the check's call on an H200,
+    2026-12-04, and took the rows before it along): eager rows first, the slowest compilations last."""
+    order = gpu_step.measured_order(["fp32", "bf16"])
+    forms = [form for form, _, _ in order]
+    assert forms == sorted(forms, key=["eager", "compiled"].index) and len(order) == 4 * 2 * 2
+    compiled = [family for form, family, _ in order if form == "compiled"]
+    assert compiled[-4:] == ["bilstm", "bilstm", "lstm_s", "lstm_s"]
+    assert len(set(order)) == len(order)

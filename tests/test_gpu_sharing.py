@@ -106,6 +106,13 @@ def test_families_left_unmeasured_keep_their_k_and_are_named(config_copy):
     assert parts(config_copy.read_text())[1].endswith(f"for bilstm {NOTE}; gated_cnn, bilstm_s not measured.")
 
 
+def test_a_family_whose_sweep_stopped_short_of_the_largest_k_is_not_adopted():
+    """The check's deadline stopped bilstm_s at K = 2 (an H200, 2026-12-04): its K = 2 is no measurement of K = 8."""
+    frame = pd.DataFrame(measured("bilstm", {1: 100, 2: 200, 4: 400, 8: 800}) + measured("bilstm_s", {1: 100, 2: 200}))
+    assert gpu_sharing.recommend(frame) == {"bilstm": 8, "bilstm_s": 2}
+    assert gpu_sharing.adopted(frame) == {"bilstm": 8}
+
+
 def test_the_command_adopts_a_gpu_measurement_and_refuses_a_cpu_one(tmp_path, config_copy):
     rows = measured("bilstm", {1: 100, 2: 200, 4: 300}) + measured("bert_k2", {1: 50, 2: 100})  # BERT-2: never packed
     frame = pd.DataFrame([row | {"precision": "bf16", "date": "2026-11-28"} for row in rows])

@@ -19,21 +19,30 @@ batching rule for packed sequences.
 The one training loop (:func:`kdflow.training.loop.train`) trains a pack as it trains a model: each member with its
 own shuffler, schedule, evaluations, kept best state and divergence. A weight that no member's loss reaches
 (:meth:`Pack.reached_by`) is left alone by :class:`PackAdamW`, as torch's AdamW leaves a parameter without a
-gradient; :func:`kdflow.distillation.distill.distill_pack` distils a pack of students. Not yet here (the issue's
-later steps): packs as jobs of the DAG, and the plan's and the GPU check's pack sizes.
+gradient; :func:`kdflow.distillation.distill.distill_pack` distils a pack of students, the job of rule
+distill_pack (config ``student_packs``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 Batch = dict[str, torch.Tensor]
 
+
+
+def attention_for_vmap(device: torch.device):
+    """Attention computed by its plain operators (SDPA's math backend) on a GPU: a BERT pack's step failed on an H200
+    (2026-12-04, the GPU check's packs part) in the memory-efficient kernel that vmap batched ("LSE is not correctly
+    aligned (strideH)"). A CPU keeps its kernels, which vmap batches correctly (tests/test_packs.py)."""
+    return sdpa_kernel(SDPBackend.MATH) if device.type == "cuda" else contextlib.nullcontext()
 
 
 def stacked_batches(member_batches: Sequence[Batch]) -> Batch:
@@ -114,8 +123,9 @@ class Pack(nn.Module):
             return fn(_Bound(template, params, buffers), *member_inputs, *shared_inputs)
 
         dims = (0, 0) + (0,) * len(per_member) + (None,) * len(shared)
-        return vmap(one, in_dims=dims, randomness="different")(self.member_parameters(), self.member_buffers(),
-                                                              *per_member, *shared)
+        with attention_for_vmap(self.flat.device):
+            return vmap(one, in_dims=dims, randomness="different")(self.member_parameters(), self.member_buffers(),
+                                                                  *per_member, *shared)
 
     def restack_buffers(self, members: Sequence[nn.Module]) -> None:
         """Take the ``members``' buffers again, e.g. their methods' loss weights after a stage of a schedule set
