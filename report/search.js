@@ -7,11 +7,12 @@
 // "re:<pattern>" keeps Snakemake's regular-expression search, now case-insensitive. Results update as the query is
 // typed (Snakemake searches on Enter only), a query that finds nothing says so, and each result is listed in one
 // column as where the report files it and its labels ("ALP-KD (Passban et al. 2021) · ALP-KD Table 2 · page"),
-// without the numbers that order the menus (which the menus and breadcrumbs leave out too).
+// without the numbers that order the menus (which the menus and breadcrumbs leave out too). A page's link to
+// another result (kdflow.core.documents.Link) opens that result here, as its menu entry does.
 (function () {
     if (typeof SearchResults !== "function" || typeof Breadcrumbs !== "function"
             || typeof AbstractMenu !== "function" || typeof Navbar !== "function" || typeof results !== "object"
-            || typeof categories !== "object") {
+            || typeof categories !== "object" || typeof ToggleViewManager !== "function") {
         return;  // not the report kdflow.reporting.report_search checked: leave Snakemake's search as it is
     }
     const places = {};  // result path -> [category, subcategory]
@@ -116,4 +117,21 @@
             return entry === undefined ? entry : {...entry, name: unnumbered(entry.name)};
         };
     }
+
+    // A page is shown in a frame of a data: URL, an origin of its own, which reaches the report by a message only:
+    // a link posts the path of the result it names, and the report shows that result and lists its information.
+    addEventListener("message", (event) => {
+        const path = event.data && event.data.kdflowResult;
+        if (typeof path !== "string" || !(path in results) || typeof app === "undefined") {
+            return;
+        }
+        // one setView: Snakemake's builds each new state from the last rendered one, so a second call in the same
+        // turn would undo the first
+        let shown = false;
+        const inOneView = {setView: (view) => { shown = true; app.setView({...view, navbarMode: "resultinfo"}); }};
+        new ToggleViewManager(inOneView).handleSelectedResult(path);
+        if (!shown) {  // a file the report offers as a download: its information, with the download button
+            app.setView({navbarMode: "resultinfo", resultPath: path});
+        }
+    });
 })();

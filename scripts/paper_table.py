@@ -27,8 +27,8 @@ with rule_job(snakemake):
                       for experiment, path in zip(spec["experiments"], snakemake.input.selections, strict=True)}
         table = hyperparameter_table(reference, spec, selections, snakemake.params.values)
         write_hyperparameter_table(table, *outputs, deviations=deviations, caption=caption,
-                                   scale_note=snakemake.params.scale_note)
+                                   scale_note=snakemake.params.scale_note, experiments=spec["experiments"])
     else:
         files = {key: list(snakemake.input.get(key, [])) for key in ("teacher_metrics", "experiment_tables", "inference")}
         write_paper_table(paper_table(reference, spec, **load_inputs(spec, reference, files)), *outputs, deviations,
-                          caption, snakemake.params.scale_note)
+                          caption, snakemake.params.scale_note, experiments=spec.get("experiments", []))

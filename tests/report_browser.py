@@ -181,9 +181,11 @@ def show_info(page, path: str, category: str | None, subcategory: str | None) ->
 
 
 def show_html(page, path: str) -> dict:
-    """The shown page's frame width, text length and overflow (how many pixels the page, or a table, pre or image
-    inside its box, is wider than its room: 0 when everything fits), once the iframe holds ``path``'s page (not the
-    entry shown before: React updates the iframe after setView returns)."""
+    """The shown page's frame width, text length, height and overflow (how many pixels the page, or a pre, image or
+    table outside a scrolling box, is wider than its room: 0 when everything fits), its tables shown as cards, its
+    links to its own sections and those whose target is missing, its links to other results and those the report
+    has no entry for, once the iframe holds ``path``'s page (not the entry shown before: React updates the iframe
+    after setView returns)."""
     page.wait_for_function("path => document.querySelector('iframe')?.src === results[path].data_uri", arg=path)
     frame = page.query_selector("iframe").content_frame()
     frame.wait_for_load_state()
@@ -192,17 +194,28 @@ def show_html(page, path: str) -> dict:
     previous = None
     for _ in range(50):
         frame_width = page.evaluate("() => document.querySelector('iframe').getBoundingClientRect().width")
+        # a table in its scrolling box (div.table) may be wider than the box: it scrolls there, the page does not
         inside = frame.evaluate("""() => ({
             text: document.body ? document.body.innerText.trim().length : 0,
             overflow: Math.max(document.documentElement.scrollWidth - document.documentElement.clientWidth,
                                ...Array.from(document.querySelectorAll('table, img, pre'))
+                                   .filter(e => !e.parentElement.matches('div.table'))
                                    .map(e => e.scrollWidth - e.parentElement.clientWidth)),
+            cards: document.querySelectorAll('table.cards').length,
+            links: document.querySelectorAll('a[href^="#"]').length,
+            broken_links: Array.from(document.querySelectorAll('a[href^="#"]'), a => a.getAttribute('href'))
+                .filter(href => !document.getElementById(decodeURIComponent(href.slice(1)))),
+            height: document.documentElement.scrollHeight,
+            result_links: Array.from(document.querySelectorAll('a[data-result]'), a => a.dataset.result),
         })""")
         reading = {"frame_width": frame_width, **inside}
         if reading == previous:
             break
         previous = reading
         page.wait_for_timeout(100)
+    # a link to another result opens it only if the report has an entry of that path
+    reading["unknown_results"] = page.evaluate("targets => targets.filter(path => !(path in results))",
+                                               reading["result_links"])
     return reading
 
 

@@ -289,12 +289,20 @@ def test_the_report_in_a_browser_shows_every_entry_and_a_status_page_that_agrees
             assert entry["text"] > 0, f"{path}: an empty page"
             # at most 1 px over: sub-pixel rounding
             assert entry["overflow"] <= 1, f"{path}: {entry['overflow']} px wider than its room"
+            # a wide table scrolls in its box at both sizes, never a card per row; a page's own links resolve
+            assert entry["cards"] == 0, f"{path}: {entry['cards']} tables shown as cards"
+            assert entry["broken_links"] == [], f"{path}: links to no section: {entry['broken_links']}"
+            assert entry["unknown_results"] == [], f"{path}: links to no entry: {entry['unknown_results']}"
         else:
             assert entry["natural_width"] > 0 and entry["shown_width"] > 0, f"{path}: a broken image"
             assert "A demonstration, not a result" in entry["info"], f"{path}: no demo line in its caption"
             if viewport["width"] >= 1400:
                 scale = entry["shown_width"] / entry["natural_width"]
                 assert scale >= 0.7, f"{path}: shown at {scale:.2f}x"
+    ledger = next(entry for path, entry in visit["entries"].items() if path.endswith("ledger.html"))
+    assert ledger["links"] >= 3, "the ledger's contents link its sections"
+    status = next(entry for path, entry in visit["entries"].items() if path.endswith("status.html"))
+    assert len(status["result_links"]) >= 10, "the status page opens the items it lists"
     downloads = {(entry["category"], entry["subcategory"]) for path, entry in visit["entries"].items()
                  if path.endswith(".csv") and entry["kind"] == "download" and entry["data_uri_length"] > 100}
     for path, entry in visit["entries"].items():  # every page, and its CSV to download beside it

@@ -1,12 +1,14 @@
 """Result pages (kdflow.core.documents): one document, rendered to Markdown and to HTML with text escaped."""
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from kdflow.core.documents import MISSING, Bullets, Code, Document, Emphasis, Fold, Heading, Paragraph, Table, number
+from kdflow.core.documents import (MISSING, Bullets, Code, Document, Emphasis, Fold, Heading, Paragraph, Table, number,
+                                   slug)
 
 NASTY = "a|b *c* _d_ `e` <script>alert(1)</script> & [x](y)"
 
@@ -24,7 +26,7 @@ def test_generated_sentences_are_escaped_in_paragraphs_lists_and_headings():
     assert markdown.startswith(r"# Title \<b\>" + "\n")
     assert r"### \# of \*runs\*" in markdown and r"a\|b \*c\* \_d\_ \`e\`" in markdown
     assert "- \\- not a sublist\n- 1\\. nor this" in markdown
-    assert "<title>Title &lt;b&gt;</title>" in html and "<h3># of *runs*</h3>" in html
+    assert "<title>Title &lt;b&gt;</title>" in html and '<h3 id="-of-runs"># of *runs*</h3>' in html
     assert "<p>a|b *c* _d_ `e` &lt;script&gt;alert(1)&lt;/script&gt; &amp; [x](y)</p>" in html
 
 
@@ -120,8 +122,82 @@ def test_a_fold_is_a_closed_details_in_html_and_a_heading_in_markdown():
     page = Document("T", [Table(pd.DataFrame({"a": [1.0]})),
                           Fold(["Entries by ", Code("result")], [Paragraph("inside"), Table(pd.DataFrame({"b": ["x"]}))])])
     html = page.html()
-    details = html[html.index("<details>"):html.index("</details>")]
-    assert details.startswith('<details><summary><h2 style="display: inline">Entries by <code>result</code></h2>')
+    details = html[html.index("<details"):html.index("</details>")]
+    assert details.startswith('<details id="entries-by-result"><summary><h2 style="display: inline">Entries by '
+                              '<code>result</code></h2>')
     assert "<p>inside</p>" in details and 'id="table1"' in details and 'id="table1"' not in html.replace(details, "")
     assert page.markdown() == "# T\n\n| a |\n|---:|\n| 1.0 |\n\n## Entries by `result`\n\ninside\n\n| b |\n|---|\n| x |\n"
     assert page.cells().table.tolist() == ["T", "Entries by result"]
+
+
+def long_page(own_contents: bool) -> Document:
+    contents = [Heading("Contents"), Bullets(["ALP-KD: 2 entries", "Several works: 1 entry", "not a section"])]
+    return Document("Ledger", [*(contents if own_contents else []), Heading("ALP-KD"), Paragraph("a"),
+                               Heading("Several works"), Heading("ALP-KD"), Heading("minor", 3),
+                               Fold("Entries by result", [Heading("ALP-KD", 3)])])
+
+
+def test_headings_carry_githubs_anchors_each_once_and_a_long_page_lists_its_sections():
+    """Issue 69: the ledger's 20,000 px had nothing to jump with. Anchors are GitHub's (its Markdown links agree),
+    a repeated heading numbered; a page of four sections or more gets a contents list, level-2 sections only."""
+    html = long_page(own_contents=False).html()
+    ids = re.findall(r' id="([^"]+)"', html.split('<div class="table">')[0])
+    assert ids == ["alp-kd", "several-works", "alp-kd-1", "minor", "entries-by-result", "alp-kd-2"]
+    nav = html[html.index('<nav class="contents">'):html.index("</nav>")]
+    assert re.findall(r'<a href="#([^"]+)">([^<]+)</a>', nav) == [
+        ("alp-kd", "ALP-KD"), ("several-works", "Several works"), ("alp-kd-1", "ALP-KD"),
+        ("entries-by-result", "Entries by result")]
+    assert html.index("</nav>") < html.index('<h2 id="alp-kd">') and "scrollIntoView" in html
+    short = Document("T", [Heading("a"), Heading("b"), Heading("c")]).html()
+    assert "<nav" not in short and "scrollIntoView" not in short
+    assert slug("Universal-KD (Wu et al. 2021): Table 4") == "universal-kd-wu-et-al-2021-table-4"
+
+
+def test_a_pages_own_contents_list_links_the_sections_it_names_and_gets_no_second_one():
+    html = long_page(own_contents=True).html()
+    assert "<nav" not in html
+    assert '<li><a href="#alp-kd">ALP-KD</a>: 2 entries</li>' in html
+    assert '<li><a href="#several-works">Several works</a>: 1 entry</li>' in html
+    assert "<li>not a section</li>" in html
+
+
+def test_a_wide_table_scrolls_in_its_box_with_its_first_column_in_view_and_turns_to_cards_only_on_a_phone():
+    """Cards made the claims page 3.6 times as tall in a 1024-px window (issue 69): the report's frame is about
+    680 px there, so only a frame under 480 px shows them."""
+    html = Document("T", [Table(pd.DataFrame({"a": [1.0]})), Table(pd.DataFrame({"b": [2.0]}))]).html()
+    assert "innerWidth < 480 && table.scrollWidth > box.clientWidth + 1" in html
+    assert ".table th:first-child, .table td:first-child { position: sticky; left: 0;" in html
+
+
+@pytest.mark.slow  # a browser: about 3 s
+def test_in_a_browser_a_contents_link_opens_the_fold_it_points_into_and_scrolls_there_inside_a_data_url_frame():
+    """As the report shows a page: in an iframe whose src is a data: URL."""
+    import base64
+
+    from report_browser import chromium
+
+    if chromium() is None:
+        pytest.skip("no chromium on this machine (.ci/run installs Debian's)")
+    from playwright.sync_api import sync_playwright
+
+    tall = [Paragraph("filler " * 400)] * 6
+    page_html = Document("T", [Heading("A"), *tall, Heading("B"), *tall, Heading("C"),
+                               Fold("Entries by result", [*tall, Heading("deep", 3), *tall])]).html()
+    page_html = page_html.replace("<ul>", '<ul><li><a href="#deep">deep</a></li>', 1)  # a link into the fold
+    uri = "data:text/html;base64," + base64.b64encode(page_html.encode()).decode()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 900, "height": 700})
+        page.set_content(f'<iframe src="{uri}" style="width: 800px; height: 600px"></iframe>')
+        frame = page.wait_for_selector("iframe").content_frame()
+        frame.wait_for_selector("nav.contents")
+        assert frame.evaluate("() => scrollY") == 0
+        frame.click('nav.contents a[href="#b"]')
+        frame.wait_for_function("() => scrollY > 0")
+        top = frame.evaluate("() => document.getElementById('b').getBoundingClientRect().top")
+        assert abs(top) < 2 and frame.url == uri  # scrolled, not navigated
+        assert not frame.evaluate("() => document.querySelector('details').open")
+        frame.click('a[href="#deep"]')
+        frame.wait_for_function("() => document.querySelector('details').open")
+        assert abs(frame.evaluate("() => document.getElementById('deep').getBoundingClientRect().top")) < 2
+        browser.close()

@@ -157,8 +157,8 @@ def test_the_thesis_table_has_an_onnxruntime_row_after_each_cpu_speed_without_a_
     assert "spec `inference`" in row("bert_s", "sst2").kdflow_note
 
     text = paper_document(table, "Table 5.2").markdown()
-    assert ("| sst2 accuracy dev | sst2 accuracy test | sst2 params (M) | sst2 ms/example (CPU) | "
-            "sst2 ms/example (ONNX Runtime CPU) |") in text
+    assert ("| sst2 accuracy dev | sst2 accuracy test | sst2 params (M) | sst2 ms/example (CPU; lower is better) | "
+            "sst2 ms/example (ONNX Runtime CPU; lower is better) |") in text
     assert "| 303.36 (340.00) | 40.00 (750.00) | 25.50 (—) |" in text  # the paper's CPU decimals; no paper value
     assert "| 2.41 (2.41) | 0.50 (1.00) | — (—) |" in text
     table.to_csv(tmp_path / "table.csv", index=False)

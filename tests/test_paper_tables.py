@@ -280,7 +280,7 @@ def test_markdown_shows_kdflow_and_paper_per_cell_and_marks_missing_values():
     assert "| student | method | kdflow | rte | sst2 | stsb | average |\n" in text
     assert "| bert-4 | kd | bert_4 / kd | 40.0 (29.2) | 41.0 (79.3) |" in text
     assert "| bert-4 | no_kd | bert_4 / no_kd | — (31.0) |" in text
-    assert "| bert-4 | kd | bert_4 / kd | +10.8 | -38.3 |" in text  # kdflow − paper
+    assert "| bert-4 | kd | bert_4 / kd | +10.8 | −38.3 |" in text  # kdflow − paper, a minus sign
     assert "- paper: taken from ALP-KD paper (bert-4 / pkd, bert-4 / alp)" in text
     assert "<li>paper: taken from ALP-KD paper (bert-4 / pkd, bert-4 / alp)</li>" in page.html()
 
@@ -337,7 +337,7 @@ def test_config_yamls_own_deviation_sections_are_the_ledgers_words():
 
 def test_thesis_markdown_names_each_score_of_a_task():
     text = paper_document(table_of("thesis_table52"), "Table 5.2").markdown()
-    assert "| cola mcc dev | cola mcc test | cola params (M) | cola ms/example (CPU) |" in text
+    assert "| cola mcc dev | cola mcc test | cola params (M) | cola ms/example (CPU; lower is better) |" in text
     assert "| bilstm_s | kd | lstm_s / mse_logits |" in text
 
 
@@ -348,8 +348,8 @@ def test_thesis_markdown_compares_scores_but_not_sizes_and_speeds():
             ) in differences and "| student | method | kdflow | sara f1_micro dev | sara f1_micro test |" in differences
     # kdflow's seed interval (mean ± t_{0.975,2} s sqrt(4/3)): SST-2 90.0 ± 2.48 holds the paper's 91.2, Sara
     # 85.0 ± 0.99 does not hold its 86.4
-    assert "| bilstm_s | kd | lstm_s / mse_logits | — | — | -1.2 ✓ | — |" in differences
-    assert "| bilstm_s | kd | lstm_s / mse_logits | — | -1.4 ✗ |" in differences
+    assert "| bilstm_s | kd | lstm_s / mse_logits | — | — | −1.2 ✓ | — |" in differences
+    assert "| bilstm_s | kd | lstm_s / mse_logits | — | −1.4 ✗ |" in differences
     table = table_of("thesis_table52")
     assert cell(table, "bilstm_s", "kd", "sst2", "accuracy").within_spread == True  # noqa: E712 (numpy bool)
     assert cell(table, "bilstm_s", "kd", "sara", "f1_micro", split="test").within_spread == False  # noqa: E712
@@ -427,6 +427,11 @@ def test_hyperparameter_tables_show_the_grid_point_kdflow_selected_beside_the_pa
     entries = deviations_of(REPO / "reference" / "deviations.yaml", "universal_kd_table9")
     assert entries and "## Differences from the paper's protocol" not in text
     assert "## Differences from the paper's protocol" in hyperparameter_document(table, "T9", entries).markdown()
+    # the experiments the table reads open from it in the report (issue 69), and are named with their page's path
+    linked = hyperparameter_document(table, "T9", experiments=["universal_kd_table5"])
+    page = paths.EXPERIMENT_TABLE_PAGE.format(experiment="universal_kd_table5")
+    assert f'<a href="{page}" data-result="{page}">universal_kd_table5</a>' in linked.html()
+    assert f"reads, each with its runs and seeds: universal_kd_table5 (`{page}`)." in linked.markdown()
 
 
 def test_a_wide_table_splits_by_task_with_its_key_columns_repeated():
@@ -467,7 +472,7 @@ def test_seeds_that_cannot_decide_mark_no_cell(seeds, std):
     table = paper_table(REFERENCE, SPECS["universal_kd_table2"], TEACHER, experiments, INFERENCE)
     assert pd.isna(cell(table, "bert-4", "kd", "sst2").within_spread)
     differences = paper_document(table, "Table 2").markdown().split("## kdflow − paper")[1]
-    difference = f"{cell(table, 'bert-4', 'kd', 'sst2').difference:+.1f}"
+    difference = f"{cell(table, 'bert-4', 'kd', 'sst2').difference:+.1f}".replace("-", "\u2212")  # a minus sign
     rows = [line for line in differences.splitlines() if line.startswith("| bert-4 | kd |") and difference in line]
     assert rows and f"| {difference} |" in rows[0]  # the number, with no mark
     assert "a zero spread" in SPREAD_LEGEND

@@ -8,12 +8,15 @@ import pytest
 from conftest import snakemake
 from report_browser import chromium, listing, search
 
+from kdflow.core.documents import Document, Link, Paragraph
 from kdflow.reporting.report_search import add_search
 
 SNAKEMAKE_MARKERS = ("<html><body><script>class SearchResults extends AbstractResults {}\n"
                      "class Breadcrumbs extends React.Component { renderSearch() {} }\n"
                      "class AbstractMenu extends React.Component { getMenuItem(label, iconName, onClick) {} }\n"
                      "class Navbar extends React.Component { getCategoryBreadcrumb() {} getSubcategoryBreadcrumb() {} }\n"
+                     "class AbstractViewManager { handleSelectedResult(resultPath) {} }\n"
+                     "class ToggleViewManager extends AbstractViewManager {}\n"
                      "var results = {};\n"
                      "var categories = {};\nconst tag = '</body>';</script>\n</body></html>\n")
 
@@ -47,12 +50,13 @@ rule all:
     input: "a/paper_alp_kd_table2.html", "a/paper_alp_kd_table2.csv", "a/paper_universal_kd_table3.html"
 
 rule alp:
+    input: "src/alp.html"
     output:
         page=report("a/paper_alp_kd_table2.html", category="1 ALP-KD (Passban et al. 2021)",
                     subcategory="02 Table 2", labels={"table": "Table 2", "format": "page"}),
         csv=report("a/paper_alp_kd_table2.csv", category="1 ALP-KD (Passban et al. 2021)",
                    subcategory="02 Table 2", labels={"table": "Table 2", "format": "raw CSV"}),
-    shell: "echo '<p>ALP</p>' > {output.page}; echo 'a,b' > {output.csv}"
+    shell: "cp {input} {output.page}; echo 'a,b' > {output.csv}"
 
 rule universal:
     output:
@@ -73,6 +77,9 @@ def test_the_search_finds_a_table_by_its_label_in_any_case_in_a_real_snakemake_r
     from playwright.sync_api import sync_playwright
 
     (tmp_path / "Snakefile").write_text(textwrap.dedent(WORKFLOW))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/alp.html").write_text(Document("ALP", [Paragraph(
+        ["Read beside ", Link("Universal-KD's Table 3", "a/paper_universal_kd_table3.html"), "."])]).html())
     snakemake("--cores", "1", cwd=tmp_path)
     snakemake("--report", "report.html", cwd=tmp_path)
     add_search(tmp_path / "report.html")
@@ -95,6 +102,7 @@ def test_the_search_finds_a_table_by_its_label_in_any_case_in_a_real_snakemake_r
         second = search(page, "universal", back_to_menu=False)  # typed over the first query's results
         typed = type_without_enter(page)
         names = menu_and_trail(page)
+        followed = follow_link(page, "a/paper_alp_kd_table2.html", "a/paper_universal_kd_table3.html")
         browser.close()
     assert errors == []
     assert {term: sorted(shown["paths"]) for term, shown in found.items()} == {
@@ -117,6 +125,20 @@ def test_the_search_finds_a_table_by_its_label_in_any_case_in_a_real_snakemake_r
     assert "ALP-KD (Passban et al. 2021)\n" in names["menu"] and "Universal-KD (Wu et al. 2021)" in names["menu"]
     assert "1 ALP-KD" not in names["menu"] and "2 Universal-KD" not in names["menu"]
     assert names["trail"] == ["ALP-KD (Passban et al. 2021)"], names  # a lone subcategory has no crumb of its own
+    # a page's link to another result opens that result in the report, with its information in the sidebar
+    assert followed == {"shown": True, "resultPath": "a/paper_universal_kd_table3.html", "navbarMode": "resultinfo"}
+
+
+def follow_link(page, source: str, target: str) -> dict:
+    """Show ``source``'s page as its menu entry does, click its link to ``target`` in the frame, and say whether the
+    frame then shows ``target`` and what the report's state names."""
+    page.evaluate("path => new ToggleViewManager(app).handleSelectedResult(path)", source)
+    page.wait_for_function("path => document.querySelector('iframe')?.src === results[path].data_uri", arg=source)
+    frame = page.query_selector("iframe").content_frame()
+    frame.click(f'a[data-result="{target}"]')
+    page.wait_for_function("path => document.querySelector('iframe')?.src === results[path].data_uri", arg=target)
+    state = page.evaluate("() => ({resultPath: app.state.resultPath, navbarMode: app.state.navbarMode})")
+    return {"shown": True, **state}
 
 
 def menu_and_trail(page) -> dict:

@@ -8,7 +8,7 @@ import pytest
 from conftest import REPO, rule_blocks, snakemake_config
 
 from kdflow.reporting.paper_tables import read_reference
-from kdflow.reporting.report_menu import category, paper_items, paper_place, paper_table_place
+from kdflow.reporting.report_menu import category, paper_items, paper_place, paper_table_place, shown_name
 from kdflow.reporting.paper_tables import NOT_IN_PAPER
 from kdflow.reporting.status import (
     MADE,
@@ -61,7 +61,7 @@ def write_cells(path: str, **columns) -> None:
 
 def place(paper: str, item: str) -> str:
     found = paper_place(paper, item)
-    return f"{found['category']} › {found['subcategory']}"
+    return f"{shown_name(found['category'])} › {shown_name(found['subcategory'])}"
 
 
 ALP = "alp_kd_passban2021"
@@ -91,13 +91,19 @@ def test_each_item_says_what_kdflow_has_of_it_where_the_report_files_it_and_why_
                                   f"the config asks for no {LAYERS_PNG}", "a diagram, not a result"]
     assert found.files.tolist() == [T2_CSV, paths.ATTENTION_PNG.format(figure="alp"), "", ""]
     # where the report's sidebar lists each: only what it has an entry for
-    assert found.place.tolist() == ["1 ALP-KD (Passban et al. 2021) › 02 Table 2",
-                                    "1 ALP-KD (Passban et al. 2021) › 06 Figure 3", "", ""]
+    assert found.place.tolist() == ["ALP-KD (Passban et al. 2021) › Table 2",  # named as the menus show them
+                                    "ALP-KD (Passban et al. 2021) › Figure 3", "", ""]
     page = status_document(found, paper_table_cells(found)).markdown()
     assert "2 of 3 results made (not made: not in the config: 1); items with no result to reproduce: 1." in page
-    assert "| Table 2 | Six-layer students | 2/4 cells | 1 ALP-KD (Passban et al. 2021) › 02 Table 2 |" in page
+    assert "| Table 2 | Six-layer students | 2/4 cells | ALP-KD (Passban et al. 2021) › Table 2 |" in page
+    # each made item opens in the report: the paper table's page, the figure itself; the Markdown names the path
+    assert (f"Open in the report: Table 2 (`{paths.PAPER_TABLE_PAGE.format(paper_table='t2')}`) · "
+            f"Figure 3 (`{paths.ATTENTION_PNG.format(figure='alp')}`).") in page
+    html = status_document(found, paper_table_cells(found)).html()
+    assert html.count(f'data-result="{paths.PAPER_TABLE_PAGE.format(paper_table="t2")}"') == 2  # + matrix
+    assert shown_name("02 Table 2") == "Table 2" and shown_name("Table 2") == "Table 2"
     assert "| Figure 4 | Layer outputs | not in the config | no entry |" in page
-    assert "no link can open another of the report's entries" in page
+    assert "the line under each work's list opens each of its made items in the report" in page
 
 
 def test_a_paper_tables_cells_are_laid_out_as_the_paper_lays_them_out_each_filled_or_why_not(tmp_path):
@@ -142,7 +148,7 @@ def test_a_paper_table_with_no_cell_filled_is_not_made_though_its_page_is_in_the
         ("universal_kd_wu2021", "table", "3", "§5.4", "GLUE test", T3_CSV, ""),
     ), [T3_MD])
     assert found.status.tolist() == ["0/2 cells"] and found.made.tolist() == [False]
-    assert found.place.tolist() == ["2 Universal-KD (Wu et al. 2021) › 03 Table 3"]  # its page, all cells empty
+    assert found.place.tolist() == ["Universal-KD (Wu et al. 2021) › Table 3"]  # its page, all cells empty
     page = status_document(found, paper_table_cells(found)).markdown()
     assert "0 of 1 results made (not made: paper tables with no cell filled: 1)" in page
     assert "### Table 3: 0/2 cells" in page and "- a: kdflow does not run this task for this table" in page

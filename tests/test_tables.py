@@ -37,7 +37,7 @@ def test_teacher_table_rows_and_markdown(tmp_path):
     assert "# Pseudo-heads of big (dev, per layer)" in text
     assert "| task | metric | L1 | L2 |" in text and "| cola | mcc | 10.0 | — |" in text
     page = (tmp_path / "t.html").read_text()
-    assert "<title>Teachers</title>" in page and "<h1>Pseudo-heads of big (dev, per layer)</h1>" in page
+    assert "<title>Teachers</title>" in page and '<h1 id="pseudo-heads-of-big-dev-per-layer">Pseudo-heads of big (dev, per layer)</h1>' in page
     assert "<td>f1_<wbr>micro</td>\n      <td>90.0</td>\n      <td>85.0</td>" in page  # a name may break after _
 
 
@@ -58,4 +58,4 @@ def test_probing_page_shows_the_test_accuracy_of_the_layer_best_on_dev():
     assert "## bert\\_\\<2\\>: test accuracy per layer (0 = embeddings)" in text
     assert "| layer | Length | Tense |\n|---:|---:|---:|\n| 0 | 70.0 | 75.0 |" in text
     html = page.html()
-    assert "<td>bert_&lt;2&gt;</td>" in html and "<h2>bert_&lt;2&gt;: test accuracy per layer (0 = embeddings)</h2>" in html
+    assert "<td>bert_&lt;2&gt;</td>" in html and ">bert_&lt;2&gt;: test accuracy per layer (0 = embeddings)</h2>" in html

@@ -12,7 +12,9 @@ Both formats style a column by what its cells hold: numbers right-aligned, text 
 to one line and text wraps where the page is too narrow for it: at spaces, after the ``_ . / , = :`` of identifiers
 and inside camelCase words (``<wbr>``, which a copied name does not carry), so that a table fits the report's frame
 at 1400 px. In a narrower frame tables get a smaller font, and one that still cannot fit (too many number columns)
-shows each row as a card of "column: value" lines (:data:`FIT_SCRIPT`).
+scrolls inside its box with its first column kept in view, or in a phone's frame shows each row as a card of
+"column: value" lines (:data:`FIT_SCRIPT`). Headings carry anchors (GitHub's, so that the Markdown's links agree), and
+a long page gets a list of its sections (:data:`CONTENTS_FROM`), or links the one it has.
 
 This module is in ``core`` because the transfer and analysis stages write pages too, and precede ``reporting``.
 """
@@ -40,7 +42,15 @@ class Code:
     text: str
 
 
-Span = str | Emphasis | Code
+@dataclass(frozen=True)
+class Link:
+    """Text that opens another result of the run (``target``: its path as the workflow writes it, as the report
+    keys its entries): in the report, that entry; in Markdown the text and the path, which a reader opens beside."""
+    text: str
+    target: str
+
+
+Span = str | Emphasis | Code | Link
 Text = Span | Sequence[Span]
 
 
@@ -102,21 +112,29 @@ code { background: #f4f4f4; padding: 0 0.2em; }
   table { font-size: 0.8em; }
   th, td { padding: 0.2em 0.3em; }
 }
+/* a table wider than its box scrolls there, its first column kept in view */
+.table th:first-child, .table td:first-child { position: sticky; left: 0; background: #fff; z-index: 1; }
+.table th:first-child { background: #f0f0f0; }
+.table tr:nth-child(even) td:first-child { background: #fafafa; }
+nav.contents { margin: 0.6em 0 1.2em; }
+nav.contents ul { margin: 0.2em 0; padding-left: 1.4em; columns: 2 18em; }
 table.cards thead { display: none; }
 table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; }
 table.cards tr { border: 1px solid #ccc; margin-bottom: 0.5em; }
 table.cards td { border: none; min-width: 0 !important; white-space: normal !important; text-align: left !important; }
 table.cards td::before { content: attr(data-label) ": "; font-weight: 600; }
 """
-# A table still wider than its box once laid out (many columns in a narrow report frame) shows each row as a card of
-# "column: value" lines instead of scrolling sideways, where a reader loses the row's first columns; CSS alone
-# cannot tell that a table overflows. Checked again when the frame is resized.
+# A table wider than its box scrolls inside it, its first column sticky, so a row keeps its name. Only in a frame
+# narrower than CARDS_BELOW (a phone; the report's frame is about 680 px in a 1024-px window) does such a table show
+# each row as a card of "column: value" lines: cards made the claims page 3.6 times as tall at 1024 px (issue 69).
+# CSS alone cannot tell that a table overflows. Checked again when the frame is resized.
+CARDS_BELOW = 480  # px
 FIT_SCRIPT = """<script>
 function fitTables() {
   for (const box of document.querySelectorAll('div.table')) {
     const table = box.querySelector('table');
     table.classList.remove('cards');
-    if (table.scrollWidth > box.clientWidth + 1) {
+    if (innerWidth < CARDS_BELOW && table.scrollWidth > box.clientWidth + 1) {
       const names = Array.from(table.querySelectorAll('thead th'), th => th.textContent);
       for (const row of table.querySelectorAll('tbody tr')) {
         Array.from(row.children).forEach((cell, j) => { cell.dataset.label = names[j]; });
@@ -127,7 +145,29 @@ function fitTables() {
 }
 addEventListener('load', fitTables);
 addEventListener('resize', fitTables);
+</script>""".replace("CARDS_BELOW", str(CARDS_BELOW))
+# The page's own links to its sections scroll there, opening the fold that holds one: the report shows a page in an
+# iframe of a data: URL, where a fragment is not a navigation a reader can rely on. A link to another result
+# (:class:`Link`) asks the report to show it (report/search.js listens): the frame's data: URL has an origin of its
+# own, from which a page reaches its parent by a message only.
+LINK_SCRIPT = """<script>
+document.addEventListener('click', event => {
+  const result = event.target.closest('a[data-result]');
+  if (result && window.parent !== window) {
+    event.preventDefault();
+    window.parent.postMessage({kdflowResult: result.dataset.result}, '*');
+    return;
+  }
+  const link = event.target.closest('a[href^="#"]');
+  const target = link && document.getElementById(decodeURIComponent(link.getAttribute('href').slice(1)));
+  if (!target) return;
+  event.preventDefault();
+  for (let fold = target.closest('details'); fold; fold = fold.parentElement.closest('details')) fold.open = true;
+  target.scrollIntoView();
+});
 </script>"""
+CONTENTS = "Contents"  # a heading of that name over a list: the page's own contents, each item linked
+CONTENTS_FROM = 4  # sections: a page with fewer and no contents of its own gets none made
 # Inline Markdown syntax: escaped wherever it occurs. An underscore between two letters or digits starts no
 # emphasis, so it stays bare (names like bert_4 read as written in the .md files).
 MARKDOWN_SPECIAL = set("\\`*[]<>|#&~")
@@ -136,7 +176,7 @@ BLOCK_START = re.compile(r"^\d{1,9}(?=[.)])|^(?=[-+])")
 
 
 def _spans(text: Text) -> Sequence[Span]:
-    return [text] if isinstance(text, (str, Emphasis, Code)) else text
+    return [text] if isinstance(text, (str, Emphasis, Code, Link)) else text
 
 
 def _plain(text: Text) -> str:
@@ -177,6 +217,8 @@ def _inline_markdown(text: Text, starts_block: bool = False) -> str:
             parts.append(f"*{emphasised}*" if emphasised else "")
         elif isinstance(span, Code):
             parts.append(_code_markdown(span.text))
+        elif isinstance(span, Link):
+            parts.append(f"{escape_markdown(span.text)} ({_code_markdown(span.target)})")
         else:
             parts.append(escape_markdown(span))
     line = "".join(parts).strip()  # leading spaces could make a code block
@@ -190,6 +232,9 @@ def _inline_html(text: Text) -> str:
             parts.append(f"<em>{html.escape(span.text)}</em>")
         elif isinstance(span, Code):
             parts.append(f"<code>{html.escape(span.text)}</code>")
+        elif isinstance(span, Link):
+            target = html.escape(span.target)
+            parts.append(f'<a href="{target}" data-result="{target}">{html.escape(span.text)}</a>')
         else:
             parts.append(html.escape(str(span)))
     return "".join(parts)
@@ -198,6 +243,13 @@ def _inline_html(text: Text) -> str:
 def number(value: float | None, form: str = "{:.2f}") -> str:
     """A number as a table shows it: ``form``, or MISSING where there is none (None, NaN, infinite)."""
     return MISSING if value is None or not math.isfinite(value) else form.format(value)
+
+
+def signed(value: float | None, digits: int = 2) -> str:
+    """A difference as a table shows it: its sign always, a minus sign (U+2212) rather than a hyphen, or MISSING."""
+    if value is None or not math.isfinite(value):
+        return MISSING
+    return f"{value:+.{digits}f}".replace("-", "\u2212")
 
 
 def _cell(value, digits: int) -> str:
@@ -271,24 +323,67 @@ def _markdown_parts(blocks: Sequence[Block]) -> list[str]:
     return parts
 
 
-def _html_parts(blocks: Sequence[Block], body: list[str], styles: list[str], numbers: Iterator[int]) -> None:
-    """Append the blocks' HTML to ``body`` and their tables' CSS to ``styles``; tables are numbered page-wide."""
+def slug(text: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, spaces to hyphens, other punctuation dropped."""
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
+def _anchors(blocks: Sequence[Block]) -> dict[int, str]:
+    """Each heading's and fold's anchor (by the block's id()), in page order, a repeated one numbered as GitHub
+    does ("-1", "-2")."""
+    anchors, seen = {}, {}
+
+    def walk(blocks: Sequence[Block]) -> None:
+        for block in blocks:
+            if isinstance(block, (Heading, Fold)):
+                base = slug(_plain(block.text if isinstance(block, Heading) else block.summary))
+                anchors[id(block)] = base if base not in seen else f"{base}-{seen[base]}"
+                seen[base] = seen.get(base, 0) + 1
+                if isinstance(block, Fold):
+                    walk(block.blocks)
+
+    walk(blocks)
+    return anchors
+
+
+def _sections(blocks: Sequence[Block], anchors: dict[int, str]) -> list[tuple[str, str]]:
+    """(name, anchor) of the page's sections: its level-2 headings and folds, but a contents heading."""
+    return [(name, anchors[id(block)]) for block in blocks if isinstance(block, (Heading, Fold)) and block.level == 2
+            and (name := _plain(block.text if isinstance(block, Heading) else block.summary)) != CONTENTS]
+
+
+def _linked_item(item: Text, sections: list[tuple[str, str]]) -> str:
+    """A contents item, its leading section name ("ALP-KD: 12 entries") linked to that section."""
+    text = _plain(item)
+    for name, anchor in sorted(sections, key=lambda section: -len(section[0])):
+        if text == name or text.startswith(name + ":"):
+            return f'<a href="#{anchor}">{html.escape(name)}</a>{html.escape(text[len(name):])}'
+    return _inline_html(item)
+
+
+def _html_parts(blocks: Sequence[Block], body: list[str], styles: list[str], numbers: Iterator[int],
+                anchors: dict[int, str], sections: list[tuple[str, str]]) -> None:
+    """Append the blocks' HTML to ``body`` and their tables' CSS to ``styles``; tables are numbered page-wide,
+    headings carry their anchors, and the list under a contents heading links the sections it names."""
+    after_contents = False
     for block in blocks:
         if isinstance(block, Heading):
-            body.append(f"<h{block.level}>{_inline_html(block.text)}</h{block.level}>")
+            body.append(f'<h{block.level} id="{anchors[id(block)]}">{_inline_html(block.text)}</h{block.level}>')
         elif isinstance(block, Fold):
-            body.append(f"<details><summary><h{block.level} style=\"display: inline\">{_inline_html(block.summary)}"
-                        f"</h{block.level}></summary>")
-            _html_parts(block.blocks, body, styles, numbers)
+            body.append(f'<details id="{anchors[id(block)]}"><summary><h{block.level} style="display: inline">'
+                        f"{_inline_html(block.summary)}</h{block.level}></summary>")
+            _html_parts(block.blocks, body, styles, numbers, anchors, sections)
             body.append("</details>")
         elif isinstance(block, Paragraph):
             body.append(f"<p>{_inline_html(block.text)}</p>")
         elif isinstance(block, Bullets):
-            body.append("<ul>\n" + "\n".join(f"<li>{_inline_html(item)}</li>" for item in block.items) + "\n</ul>")
+            items = [_linked_item(item, sections) if after_contents else _inline_html(item) for item in block.items]
+            body.append("<ul>\n" + "\n".join(f"<li>{item}</li>" for item in items) + "\n</ul>")
         else:
             table, style = _table_html(_cells(block), f"table{next(numbers)}")
             body.append(table)
             styles.append(style)
+        after_contents = isinstance(block, Heading) and _plain(block.text) == CONTENTS
 
 
 @dataclass
@@ -300,12 +395,21 @@ class Document:
         return "\n\n".join([f"# {_inline_markdown(self.title)}", *_markdown_parts(self.blocks)]) + "\n"
 
     def html(self) -> str:
-        """A standalone page."""
+        """A standalone page; one of :data:`CONTENTS_FROM` sections or more without contents of its own gets a
+        list of them after its title."""
+        anchors = _anchors(self.blocks)
+        sections = _sections(self.blocks, anchors)
         body, styles = [f"<h1>{_inline_html(self.title)}</h1>"], [STYLE]
-        _html_parts(self.blocks, body, styles, itertools.count())
+        own = any(isinstance(block, Heading) and _plain(block.text) == CONTENTS for block in self.blocks)
+        if not own and len(sections) >= CONTENTS_FROM:
+            links = "\n".join(f'<li><a href="#{anchor}">{html.escape(name)}</a></li>' for name, anchor in sections)
+            body.append(f'<nav class="contents"><strong>{CONTENTS}</strong>\n<ul>\n{links}\n</ul></nav>')
+        _html_parts(self.blocks, body, styles, itertools.count(), anchors, sections)
         return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(self.title)}</title>\n'
                 "<style>" + "\n".join(styles) + "\n</style></head>\n<body>\n" + "\n".join(body) + "\n"
-                + FIT_SCRIPT * (len(styles) > 1) + "\n</body></html>\n")
+                + FIT_SCRIPT * (len(styles) > 1) + LINK_SCRIPT * any(link in "".join(body)
+                                                                     for link in ('href="#', "data-result="))
+                + "\n</body></html>\n")
 
     def cells(self) -> pd.DataFrame:
         """Every table of the page in long form, one row per cell: ``table`` (the heading or fold above it, else the

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from kdflow.core import metrics, statistics
-from kdflow.core.documents import Document, Heading, Paragraph, Table, number
+from kdflow.core.documents import Document, Heading, Paragraph, Table, number, signed
 from kdflow.distillation.selection import select
 from kdflow.workflow.job_settings import grid_points
 
@@ -309,11 +309,6 @@ def _mean(runs: list[dict]) -> float:
     return float(np.mean([run["dev"] for run in runs])) if runs else math.nan
 
 
-def signed(value: float) -> str:
-    """A difference with its sign, or a dash where there is none (no seed was paired)."""
-    return f"{value:+.2f}" if math.isfinite(value) else "—"
-
-
 def planner_blocks(found: pd.DataFrame) -> list:
     """The seeds planner for every link: the held-out seeds it has and would need for its test, at its claim's level,
     to detect its margin with 80% power, and the seeds that means in all (one more where a side chose its point on
@@ -376,7 +371,7 @@ def claims_document(runs: list[dict], labels: dict, margins: dict, grids: dict |
             f"{100 * level:.1f}% CI": ["—" if not math.isfinite(low) else f"[{signed(low)}, {signed(high)}]"
                                        for low, high in zip(rows["low"], rows["high"])],
             "margin": [number(m) for m in rows["margin"]],
-            "paper's gain": [number(g, "{:+.2f}") for g in rows["paper_gain"]],
+            "paper's gain": [signed(g) for g in rows["paper_gain"]],
             "detectable": [number(d) for d in rows["detectable"]],
             "seeds needed": ["—" if n is None or pd.isna(n) else str(int(n)) for n in rows["seeds_needed"]],
             "verdict": rows["verdict"]})))

@@ -29,7 +29,7 @@ point kdflow selected on dev (results/selection/<experiment>.json).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,11 +37,13 @@ import pandas as pd
 
 from kdflow.core import statistics
 from kdflow.core.deviation_entries import STAND_IN, statement
-from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Paragraph, Table
+from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Link, Paragraph, Table
+from kdflow.core.documents import signed as signed_number
 from kdflow.core.tasks import GLUE_FILES
 from kdflow.reporting.works import SHORT_NAMES
 from kdflow.workflow.job_settings import canonical, run_values
-from kdflow.workflow.results_paths import EXPERIMENT_TABLE_CSV, GLUE_SUBMISSION, INFERENCE, SELECTION, TEACHER_METRICS
+from kdflow.workflow.results_paths import (EXPERIMENT_TABLE_CSV, EXPERIMENT_TABLE_PAGE, GLUE_SUBMISSION, INFERENCE,
+                                           SELECTION, TEACHER_METRICS)
 
 TEACHER_METHOD = "teacher"
 AVERAGE_TASK = "average"
@@ -58,8 +60,9 @@ HYPERPARAMETER_COLUMNS = ["source", "table", "student", "method", "task", "hyper
 # The papers' MNLI test scores are matched/mismatched accuracies; kdflow keeps mismatched as its own split. Their
 # plain MNLI dev accuracy is the matched one, which is kdflow's `dev`.
 MNLI_SPLIT_SUFFIX = {"accuracy_matched": "", "accuracy_mismatched": "_mismatched"}
-SHORT_METRICS = {"params_millions_non_embedding": "params (M)", "ms_per_example_cpu": "ms/example (CPU)",
-                 ONNXRUNTIME_METRIC: "ms/example (ONNX Runtime CPU)",
+SHORT_METRICS = {"params_millions_non_embedding": "params (M)",
+                 "ms_per_example_cpu": "ms/example (CPU; lower is better)",
+                 ONNXRUNTIME_METRIC: "ms/example (ONNX Runtime CPU; lower is better)",
                  "accuracy_matched": "m", "accuracy_mismatched": "mm"}  # MNLI-m/mm, as GLUE names them
 COLUMNS = ["source", "table", "teacher", "student", "method", "task", "metric", "split", "paper", "kdflow",
            "difference", "kdflow_held_out", "kdflow_std", "seeds", "within_spread", "kdflow_student", "kdflow_method",
@@ -350,7 +353,7 @@ def split_by_task(wide: pd.DataFrame, per_table: int = COLUMNS_PER_TABLE) -> lis
 def _number(value, digits: int, missing: str, signed: bool = False) -> str:
     if pd.isna(value):
         return missing
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return signed_number(value, digits) if signed else f"{value:.{digits}f}"
 
 
 def paper_digits(table: pd.DataFrame) -> dict[str, int]:
@@ -449,13 +452,22 @@ def provenance(table: pd.DataFrame) -> pd.DataFrame:
                         columns=["student", "method", "kdflow", "from"])
 
 
+def experiment_links(experiments: Sequence[str]) -> list[Paragraph]:
+    """The line that opens the pages of the experiments a paper table reads (in the report, under Experiments)."""
+    if not experiments:
+        return []
+    links = [part for index, name in enumerate(experiments)
+             for part in ([" · "] if index else []) + [Link(name, EXPERIMENT_TABLE_PAGE.format(experiment=name))]]
+    return [Paragraph(["The experiments it reads, each with its runs and seeds: ", *links, "."])]
+
+
 def _opening(scale_note: str, caption: Paragraph | None) -> list:
     """A page's first blocks: the scale note, emphasised, where there is one, then the paper's caption."""
     return [Paragraph([Emphasis(scale_note)])] * bool(scale_note) + [caption] * (caption is not None)
 
 
 def paper_document(table: pd.DataFrame, title: str, digits: int | None = None, deviations: list[dict] = (),
-                   caption: Paragraph | None = None, scale_note: str = "") -> Document:
+                   caption: Paragraph | None = None, scale_note: str = "", experiments: Sequence[str] = ()) -> Document:
     """The table as people read it: the paper's caption, "kdflow (paper)" per cell, where kdflow's numbers come
     from, then kdflow − paper of the scores, the notes, and the ledger's differences between what kdflow ran and
     what the paper did. Numbers have the paper's decimals per metric, or ``digits``. ``scale_note``
@@ -470,6 +482,7 @@ def paper_document(table: pd.DataFrame, title: str, digits: int | None = None, d
         *map(Table, split_by_task(_wide(table, _score_cell(of)))),
         Heading("Where kdflow's numbers come from"),
         Table(provenance(table)),
+        *experiment_links(experiments),
         Heading("kdflow − paper, for scores"),
         Paragraph(SPREAD_LEGEND),
         *map(Table, split_by_task(differences)),
@@ -512,10 +525,11 @@ def _latex(cells: pd.DataFrame, title: str) -> str:
 
 
 def write_paper_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path, html_path=None,
-                      deviations: list[dict] = (), caption: Paragraph | None = None, scale_note: str = "") -> None:
+                      deviations: list[dict] = (), caption: Paragraph | None = None, scale_note: str = "",
+                      experiments: Sequence[str] = ()) -> None:
     table.to_csv(csv_path, index=False, float_format="%.4f")
-    paper_document(table, title, deviations=deviations, caption=caption, scale_note=scale_note).write(markdown_path,
-                                                                                                     html_path)
+    paper_document(table, title, deviations=deviations, caption=caption, scale_note=scale_note,
+                   experiments=experiments).write(markdown_path, html_path)
     Path(latex_path).write_text(paper_latex(table, title))
 
 
@@ -608,7 +622,8 @@ def _hyperparameter_cells(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def hyperparameter_document(table: pd.DataFrame, title: str, deviations: list[dict] = (),
-                            caption: Paragraph | None = None, scale_note: str = "") -> Document:
+                            caption: Paragraph | None = None, scale_note: str = "",
+                            experiments: Sequence[str] = ()) -> Document:
     """The table as people read it: the paper's caption, "kdflow (paper)" per task and hyperparameter, how many
     agree, the notes and the ledger's entries."""
     known = table[table.kdflow.notna()]
@@ -620,6 +635,7 @@ def hyperparameter_document(table: pd.DataFrame, title: str, deviations: list[di
         Heading("Where kdflow's numbers come from"),
         Table(known.groupby(["student", "method"], sort=False)["kdflow_from"].unique().map(", ".join)
               .rename("from").reset_index()),
+        *experiment_links(experiments),
     ])
     notes = _notes(table)
     if notes:
@@ -630,7 +646,8 @@ def hyperparameter_document(table: pd.DataFrame, title: str, deviations: list[di
 
 def write_hyperparameter_table(table: pd.DataFrame, title: str, csv_path, markdown_path, latex_path,
                                html_path=None, deviations: list[dict] = (), caption: Paragraph | None = None,
-                               scale_note: str = "") -> None:
+                               scale_note: str = "", experiments: Sequence[str] = ()) -> None:
     table.to_csv(csv_path, index=False)
-    hyperparameter_document(table, title, deviations, caption, scale_note).write(markdown_path, html_path)
+    hyperparameter_document(table, title, deviations, caption, scale_note, experiments).write(markdown_path,
+                                                                                             html_path)
     Path(latex_path).write_text(_latex(_hyperparameter_cells(table), title))

@@ -28,6 +28,12 @@ def category(name: str) -> str:
     return f"{CATEGORIES.index(name)} {name}"
 
 
+def shown_name(name: str) -> str:
+    """A category's or subcategory's name as the report shows it: without the number that sorts it in the menus
+    (report/search.js strips it in the menus, results and breadcrumbs)."""
+    return name.split(" ", 1)[1] if name.split(" ", 1)[0].isdigit() and " " in name else name
+
+
 @functools.cache
 def paper_items(paper: str) -> tuple[str, ...]:
     """A work's subcategories: its tables, then its figures, in the paper's order, then kdflow's own pages."""

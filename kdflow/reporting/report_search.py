@@ -4,9 +4,10 @@ Snakemake 9.27's report matches the search box against result paths only, case b
 paper table, and only on Enter. ``report/search.js`` replaces that matching (every word, any case, in the path,
 name, labels, category or subcategory), searches as the query is typed, says when nothing matches, and names each
 result by its place in the report and its labels. The menus and breadcrumbs name categories and subcategories
-without the numbers that order them (kdflow.reporting.report_menu). Snakemake's html reporter takes a stylesheet but no script, and a reporter plugin of kdflow's own
-would not be found from an editable install (Snakemake discovers plugins by top-level module name), so the script
-is added to the written report:
+without the numbers that order them (kdflow.reporting.report_menu), and a page's links to other results
+(kdflow.core.documents.Link) open them in the report. Snakemake's html reporter takes a stylesheet but no script,
+and a reporter plugin of kdflow's own would not be found from an editable install (Snakemake discovers plugins by
+top-level module name), so the script is added to the written report:
 
     snakemake --report report.html && python -m kdflow.reporting.report_search report.html
 
@@ -24,6 +25,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "report" / "search.js"
 EXPECTED = ("class SearchResults extends AbstractResults", "class Breadcrumbs extends React.Component",
             "renderSearch()", "class AbstractMenu extends React.Component", "getMenuItem(label, iconName, onClick)",
             "class Navbar extends React.Component", "getCategoryBreadcrumb()", "getSubcategoryBreadcrumb()",
+            "class ToggleViewManager extends AbstractViewManager", "handleSelectedResult(resultPath)",
             "var results = ", "var categories = ")
 BLOCK = re.compile(r'\n?<script id="kdflow-search">.*?</script>\n?', re.DOTALL)
 

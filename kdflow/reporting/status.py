@@ -6,8 +6,8 @@ settings, prose).
 The page is built last, from the config's default targets (rule ``status_page`` reads them all), so "made" means made
 by this run. It counts as made only what a reader finds in the report: an item the report has an entry of its own
 for, and of paper tables only those with a cell that kdflow has filled. Each item comes with its place in the report's
-sidebar, category › subcategory (kdflow.reporting.report_menu): the report shows this page in a frame, from which no
-link can open another of its entries, so the place is how a reader gets there.
+sidebar, category › subcategory (kdflow.reporting.report_menu, named as the menus show them), and each item the report
+has an entry for is a link that opens it there (kdflow.core.documents.Link).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from kdflow.core.documents import Bullets, Code, Document, Heading, Paragraph, Span, Table
+from kdflow.core.documents import Bullets, Code, Document, Heading, Link, Paragraph, Span, Table
 from kdflow.reporting.paper_tables import NOT_IN_PAPER, column_namer
-from kdflow.reporting.report_menu import paper_place
+from kdflow.reporting.report_menu import paper_place, shown_name
 from kdflow.reporting.works import PAPERS, item_of, produced_files
 from kdflow.workflow import results_paths
 
@@ -37,6 +37,7 @@ CONFIG_NAMED = {"table": "paper_tables", "figure": "attention_maps and explorati
 PLACE_SEPARATOR = " › "
 NO_ENTRY = "no entry"  # an item's place where the report has no entry for it
 COLUMNS = ["paper", "item", "section", "caption", "status", "made", "why", "place", "files"]
+SHOWN = {".html", ".png", ".svg"}  # what the report shows in its content pane (Snakemake's by MIME type)
 
 
 def status_inputs(targets: list[str], files: list[list[str]]) -> list[str]:
@@ -59,7 +60,16 @@ def sidebar_path(paper: str, item: str) -> str:
     """Where the report's sidebar lists a work's item: its category › subcategory."""
 
     place = paper_place(paper, item)
-    return f"{place['category']}{PLACE_SEPARATOR}{place['subcategory']}"
+    return f"{shown_name(place['category'])}{PLACE_SEPARATOR}{shown_name(place['subcategory'])}"
+
+
+def entry_path(files: str) -> str | None:
+    """The report entry that shows a status row's ``files``: a paper table's page, or the file itself where the
+    report shows it (a figure or a page); None for what it offers as a download only."""
+    first = files.split(", ")[0]
+    if first.startswith(PAPER_TABLES):
+        return results_paths.PAPER_TABLE_PAGE.format(paper_table=Path(first).stem)
+    return first if Path(first).suffix in SHOWN else None
 
 
 def read_cells(csv_path: str | Path) -> pd.DataFrame:
@@ -155,9 +165,8 @@ def status_document(status: pd.DataFrame, cells: Mapping[tuple[str, str], pd.Dat
                   "entry of its own for it, and a paper table where kdflow has filled one of its cells at least; "
                   "below each work's list, each of its paper tables cell by cell."),
         Paragraph("Where to find an item: the column \"in the report\" is its place in the report's sidebar, "
-                  f"category{PLACE_SEPARATOR}subcategory, or {NO_ENTRY}. This page is "
-                  "shown in a frame of the report, from which no link can open another of the report's entries, so "
-                  "that place stands for the link."),
+                  f"category{PLACE_SEPARATOR}subcategory, or {NO_ENTRY}; the line under each work's list opens "
+                  "each of its made items in the report."),
     ]
     for paper, title in PAPERS.items():
         rows = status[status.paper == paper].sort_values("item", key=lambda item: ~item.str.startswith("Table"),
@@ -166,10 +175,17 @@ def status_document(status: pd.DataFrame, cells: Mapping[tuple[str, str], pd.Dat
             columns={"place": "in the report"})
         blocks += [Heading(title), Paragraph(count_line(rows)),
                    Table(shown.replace({"in the report": {"": NO_ENTRY}}))]
+        links = [Link(row.item, path) for row in rows.itertuples() if row.made and (path := entry_path(row.files))]
+        if links:
+            blocks.append(Paragraph(["Open in the report: ", *joined(links, " · "), "."]))
         for row in rows.itertuples():
             if (paper, row.item) in cells:
                 blocks += matrix_blocks(row, cells[paper, row.item])
     return Document("Status: the works' tables and figures", blocks)
+
+
+def joined(spans: list[Span], separator: str) -> list[Span]:
+    return [part for index, span in enumerate(spans) for part in ([separator] if index else []) + [span]]
 
 
 def matrix_blocks(row, cells: pd.DataFrame) -> list:
@@ -179,8 +195,9 @@ def matrix_blocks(row, cells: pd.DataFrame) -> list:
     reasons = [[f"{letter}: ", *spans(reason), f" ({cell_count(count)})"] for letter, (reason, count) in legend.items()]
     return [
         Heading(f"{row.item}: {row.status}", level=3),
-        Paragraph(f"In the report: {row.place}. A cell per number of the paper's table: {FILLED} where kdflow has "
-                  "one, else the letter of why it has none."),
+        Paragraph(["In the report: ", Link(row.place, entry_path(row.files)) if row.place else NO_ENTRY,
+                   f". A cell per number of the paper's table: {FILLED} where kdflow has one, else the letter of why "
+                   "it has none."]),
         Table(matrix),
         Bullets([f"{FILLED}: kdflow has a number ({cell_count(filled)})", *reasons]),
     ]

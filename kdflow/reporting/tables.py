@@ -10,7 +10,7 @@ import pandas as pd
 import yaml
 
 from kdflow.core import statistics
-from kdflow.core.documents import Document, Heading, Paragraph, Table, number
+from kdflow.core.documents import Document, Heading, Paragraph, Table, number, signed
 from kdflow.probing.senteval import PROBING_TASKS
 
 
@@ -175,11 +175,11 @@ def experiment_document(name: str, table: pd.DataFrame, grid: pd.DataFrame,
         frame = pd.DataFrame({
             "task": tested["task"], "student": tested["student"], "method": tested["method"],
             "metric": tested["metric"],
-            f"difference vs {baseline}": ["—" if not math.isfinite(d) else f"{d:+.2f}" for d in tested["difference"]],
+            f"difference vs {baseline}": [signed(d) for d in tested["difference"]],
             "seeds paired": tested["pairs"].astype("Int64"),
             "p": [number(p, "{:.3f}") for p in tested["p"]],
             "p (Holm)": [number(p, "{:.3f}") for p in tested["p_holm"]],
-            "95% CI": ["—" if not math.isfinite(low) else f"[{low:+.2f}, {high:+.2f}]"
+            "95% CI": ["—" if not math.isfinite(low) else f"[{signed(low)}, {signed(high)}]"
                        for low, high in zip(tested["ci_low"], tested["ci_high"])],
             "detectable (80% power)": ["—" if not math.isfinite(d) else f"{d:.2f}" for d in tested["detectable"]],
             f"seeds to detect {100 * statistics.PLANNED_GAIN:.0f} point": [
