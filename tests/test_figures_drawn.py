@@ -376,7 +376,8 @@ def test_thesis_probing_draws_the_thesis_dashed_beside_kdflow_solid_per_family_w
     assert list(with_title(figure)) == ["Length", "Tense"]
     length, tense = with_title(figure).values()
     colours = legend_colours(figure.legends[0])
-    teacher, lstm, pretrained = colours["teacher"], colours["LSTM_S student"], colours["pre-trained (thesis only)"]
+    teacher, lstm = colours["teacher (kdflow: teacher)"], colours["LSTM_S student (kdflow: lstm)"]
+    pretrained = colours["pre-trained (thesis only)"]
     assert len({teacher, lstm, pretrained}) == 3
     assert [(series(line)[1:], style(line)) for line in data_lines(length)] == [
         (([0, 2, 6], [98.0, 90.0, 80.0]), (teacher, "--")),  # the thesis
@@ -391,7 +392,8 @@ def test_thesis_probing_draws_the_thesis_dashed_beside_kdflow_solid_per_family_w
     assert [(label(line), at(line)) for line in horizontal_lines(tense)] == [("human (thesis: Conneau et al. 2018)",
                                                                              95.0)]
     assert length.get_ylabel() == "SST-2\ntest accuracy (%)" and length.get_xlabel() == "layer (E = embeddings)"
-    assert entries(figure.legends[0]) == ["teacher", "LSTM_S student", "pre-trained (thesis only)", "kdflow",
+    assert entries(figure.legends[0]) == ["teacher (kdflow: teacher)", "LSTM_S student (kdflow: lstm)",
+                                          "pre-trained (thesis only)", "kdflow",
                                           "thesis (Sučík 2020)", "majority class",
                                           "human (thesis: Conneau et al. 2018)"]
     assert figure.get_suptitle().startswith("Thesis Fig. 6.1: probing accuracy per layer")

@@ -235,9 +235,12 @@ def thesis_probing_figure(comparison: pd.DataFrame, probing: pd.DataFrame, figur
                 axes.set_ylabel(f"{downstream_task}\ntest accuracy (%)")
             if column + columns >= len(tasks):  # the lowest panel of its column in this downstream task's rows
                 axes.set_xlabel("layer (E = embeddings)")
-    compared = set(rows.loc[rows["kdflow"].notna(), "family"])
+    # a family is named by the thesis's models and kdflow's counterparts beside them: the demo's tiny BERT stands for
+    # the thesis's pre-trained BERT-large, and the legend must not call it that
+    counterparts = rows[rows["kdflow"].notna()].groupby("family", sort=False)["model"].unique()
     legend = [Line2D([], [], color=colours[family], linewidth=2,
-                     label=family if family in compared else f"{family} (thesis only)") for family in families]
+                     label=f"{family} (kdflow: {', '.join(counterparts[family])})" if family in counterparts
+                     else f"{family} (thesis only)") for family in families]
     legend += [Line2D([], [], color="#444444", linewidth=1.2, label="kdflow"),
                Line2D([], [], color="#444444", linestyle="--", marker="o", markerfacecolor="none", linewidth=1,
                       label="thesis (Sučík 2020)"), *handles.values()]
