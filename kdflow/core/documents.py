@@ -245,6 +245,11 @@ def number(value: float | None, form: str = "{:.2f}") -> str:
     return MISSING if value is None or not math.isfinite(value) else form.format(value)
 
 
+def joined(spans: Sequence[Span], separator: str) -> list[Span]:
+    """``spans`` with ``separator`` between each two, as the parts of one text (links in a line)."""
+    return [part for index, span in enumerate(spans) for part in ([separator] if index else []) + [span]]
+
+
 def signed(value: float | None, digits: int = 2) -> str:
     """A difference as a table shows it: its sign always, a minus sign (U+2212) rather than a hyphen, or MISSING."""
     if value is None or not math.isfinite(value):

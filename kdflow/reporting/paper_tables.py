@@ -37,7 +37,7 @@ import pandas as pd
 
 from kdflow.core import statistics
 from kdflow.core.deviation_entries import STAND_IN, statement
-from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Link, Paragraph, Table
+from kdflow.core.documents import Bullets, Document, Emphasis, Heading, Link, Paragraph, Table, joined
 from kdflow.core.documents import signed as signed_number
 from kdflow.core.tasks import GLUE_FILES
 from kdflow.reporting.works import SHORT_NAMES
@@ -456,9 +456,8 @@ def experiment_links(experiments: Sequence[str]) -> list[Paragraph]:
     """The line that opens the pages of the experiments a paper table reads (in the report, under Experiments)."""
     if not experiments:
         return []
-    links = [part for index, name in enumerate(experiments)
-             for part in ([" · "] if index else []) + [Link(name, EXPERIMENT_TABLE_PAGE.format(experiment=name))]]
-    return [Paragraph(["The experiments it reads, each with its runs and seeds: ", *links, "."])]
+    links = [Link(name, EXPERIMENT_TABLE_PAGE.format(experiment=name)) for name in experiments]
+    return [Paragraph(["The experiments it reads, each with its runs and seeds: ", *joined(links, " · "), "."])]
 
 
 def _opening(scale_note: str, caption: Paragraph | None) -> list:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kdflow.core.documents import Bullets, Code, Document, Heading, Link, Paragraph, Span, Table
+from kdflow.core.documents import Bullets, Code, Document, Heading, Link, Paragraph, Span, Table, joined
 from kdflow.reporting.paper_tables import NOT_IN_PAPER, column_namer
 from kdflow.reporting.report_menu import paper_place, shown_name
 from kdflow.reporting.works import PAPERS, item_of, produced_files
@@ -182,10 +182,6 @@ def status_document(status: pd.DataFrame, cells: Mapping[tuple[str, str], pd.Dat
             if (paper, row.item) in cells:
                 blocks += matrix_blocks(row, cells[paper, row.item])
     return Document("Status: the works' tables and figures", blocks)
-
-
-def joined(spans: list[Span], separator: str) -> list[Span]:
-    return [part for index, span in enumerate(spans) for part in ([separator] if index else []) + [span]]
 
 
 def matrix_blocks(row, cells: pd.DataFrame) -> list:
